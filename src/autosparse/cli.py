@@ -1,0 +1,78 @@
+"""The `autosparse` command: `demo` (load real data, convert between formats, summarise), `info` and
+`convert` for tensor files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from . import io
+from .errors import AutosparseError
+from .tensor import Tensor
+
+DEFAULT_DATA = Path(os.environ.get("AUTOSPARSE_DATA", "../shared/data"))
+DEMO_FORMATS = {2: ("csr", "csc", "dcsr", "coo", "dh"), 3: ("csf", "coo", "s2s0s1", "dsh")}
+
+
+@click.group()
+def main() -> None:
+    """autosparse: sparse tensor algebra compiler."""
+
+
+@main.command()
+@click.option("--data", type=click.Path(path_type=Path), default=DEFAULT_DATA, show_default=True,
+              help="Folder of .mtx/.tns(.gz) files; generated data is used when it does not exist.")
+@click.option("--limit", type=int, default=6, show_default=True, help="How many files to load.")
+def demo(data: Path, limit: int) -> None:
+    """Load tensors, convert each through several formats, check the round trip and print a summary."""
+    files = sorted(p for p in data.glob("*") if p.name.endswith((".mtx.gz", ".tns.gz", ".mtx", ".tns")))
+    tensors = [(p.name, lambda p=p: io.read(p)) for p in files[:limit]] if files else _generated()
+    click.echo(f"{'tensor':28} {'shape':>22} {'nnz':>9}  {'format':8} {'ms':>7}  round trip")
+    for name, load in tensors:
+        tensor = load()
+        reference = tensor.to_coo()
+        for fmt in DEMO_FORMATS[min(tensor.order, 3)]:
+            start = time.perf_counter()
+            converted = tensor.to_format(fmt)
+            elapsed = 1e3 * (time.perf_counter() - start)
+            back = converted.to_format(tensor.format).to_coo()
+            same = all(np.array_equal(a, b) for a, b in zip(reference, back))
+            click.echo(f"{name:28} {str(tensor.shape):>22} {converted.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
+                       f"{'ok' if same else 'MISMATCH'}")
+            if not same:
+                raise SystemExit(1)
+
+
+def _generated():
+    rng = np.random.default_rng(0)
+    matrix = rng.random((2000, 3000)) * (rng.random((2000, 3000)) < 0.002)
+    coords = rng.integers(0, [300, 400, 500], size=(50_000, 3)).T
+    return [("random 2000x3000 (generated)", lambda: Tensor.from_numpy(matrix, "csr")),
+            ("random 300x400x500 (generated)", lambda: Tensor.from_coo(coords, rng.random(50_000), (300, 400, 500)))]
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+def info(path: Path) -> None:
+    """Print a tensor file's shape, format and entry count."""
+    tensor = _guarded(io.read, path)
+    click.echo(repr(tensor))
+
+
+@main.command()
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.argument("target", type=click.Path(path_type=Path))
+def convert(source: Path, target: Path) -> None:
+    """Convert between .mtx and .tns files (gzip by the .gz suffix)."""
+    _guarded(io.write, target, _guarded(io.read, source))
+
+
+def _guarded(function, *args):
+    try:
+        return function(*args)
+    except AutosparseError as error:
+        raise click.ClickException(str(error)) from None

@@ -1,0 +1,21 @@
+"""The exceptions users see.
+
+Every error autosparse raises on bad input derives from `AutosparseError`, so callers can catch the
+family; each subclass names one kind of mistake.
+"""
+
+
+class AutosparseError(Exception):
+    """Base class of every error autosparse raises on bad input."""
+
+
+class FormatError(AutosparseError, ValueError):
+    """A format string, a level array or a tensor's storage breaks a rule of its format."""
+
+
+class ShapeError(AutosparseError, ValueError):
+    """Dimensions that do not agree (between tensors, or between a tensor and its coordinates)."""
+
+
+class MemoryLimitError(AutosparseError, MemoryError):
+    """An allocation larger than the configured limit, refused before it is made."""

@@ -1,0 +1,54 @@
+"""The dense level: every coordinate of its dimension below each parent, with no index arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import FormatError
+from ._checks import path_repeats
+from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
+
+
+@dataclass(frozen=True, slots=True)
+class Dense(Level):
+    """Child position = parent position × N + coordinate."""
+
+    @property
+    def letter(self) -> str:
+        return "d"
+
+    @property
+    def properties(self) -> LevelProperties:
+        return LevelProperties(full=True, ordered=True, unique=True, branchless=False, compact=True)
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({Capability.COORDINATE_ITERATION, Capability.LOCATE, Capability.INSERT})
+
+    @property
+    def array_names(self) -> tuple[str, ...]:
+        return ()
+
+    def positions_bound(self, nparents: int, dim: int, nentries: int) -> int:
+        return nparents * dim
+
+    def pack(self, parent, nparents, coord, dim, index_dtype) -> Packed:
+        child = parent.astype(np.int64) * dim + coord
+        return Packed(arrays={}, child=child, nchildren=nparents * dim)
+
+    def unpack(self, arrays: Mapping[str, np.ndarray], parents: np.ndarray, dim: int) -> Unpacked:
+        owner = np.repeat(np.arange(len(parents)), dim)
+        coord = np.tile(np.arange(dim), len(parents))
+        return Unpacked(owner=owner, child=parents[owner].astype(np.int64) * dim + coord, coord=coord)
+
+    def validate(self, arrays, nparents, dim, parent_repeats) -> Validated:
+        if parent_repeats is None:
+            return Validated(nchildren=nparents * dim, repeats=None)
+        parent = np.repeat(np.arange(nparents), dim)
+        if len(parent) != nparents * dim:
+            raise FormatError("Expected a dense level small enough to enumerate")
+        coord = np.tile(np.arange(dim), nparents)
+        return Validated(nchildren=nparents * dim, repeats=path_repeats(parent, parent_repeats, coord))

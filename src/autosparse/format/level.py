@@ -1,0 +1,125 @@
+"""The level plug-in interface: what one storage level of a tensor is and can do.
+
+A tensor is a coordinate tree with one level per mode. Each level kind (dense, compressed, singleton,
+hashed, or one a user registers) is an object that declares its properties and capabilities, which is all
+the compiler asks of it, and implements the storage operations of this package with numpy: `pack` (build
+the level from sorted coordinates), `unpack` (list its coordinates) and `validate` (check arrays that came
+from outside). Nothing else in autosparse tests for a level's kind.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+
+class Capability(enum.Enum):
+    """What a level can do, as the lowering asks it (LOWERING.md §1)."""
+
+    COORDINATE_ITERATION = "iterate every coordinate 0..N-1"
+    POSITION_ITERATION = "iterate its stored positions"
+    LOCATE = "find a coordinate's position directly"
+    APPEND = "append coordinates in order"
+    INSERT = "insert coordinates in any order"
+
+
+@dataclass(frozen=True, slots=True)
+class LevelProperties:
+    """Facts about the coordinates a level stores below one parent position.
+
+    full: every coordinate of the dimension is stored. ordered: coordinates appear in increasing order.
+    unique: no coordinate appears twice among siblings. branchless: each parent has exactly one child.
+    compact: positions are contiguous (no unused slots).
+    """
+
+    full: bool
+    ordered: bool
+    unique: bool
+    branchless: bool
+    compact: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """A level built by `Level.pack`: its arrays, each entry's position in it, and its position count."""
+
+    arrays: Mapping[str, np.ndarray]
+    child: np.ndarray
+    nchildren: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unpacked:
+    """The stored coordinates below some parent positions, as listed by `Level.unpack`.
+
+    owner[k] indexes the parent (in the `parents` array given to unpack) of the k-th child, or owner is
+    None when child k belongs to parent k; child[k] is its position in this level and coord[k] its
+    coordinate.
+    """
+
+    owner: np.ndarray | None
+    child: np.ndarray
+    coord: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """What `Level.validate` learnt: the level's position count, and which positions repeat a prefix.
+
+    repeats[q] is True when position q has the same coordinate path (this level and above) as q - 1;
+    None means no position does, which holds below unique levels only.
+    """
+
+    nchildren: int
+    repeats: np.ndarray | None
+
+
+class Level(ABC):
+    """One storage level kind. Subclasses are frozen dataclasses, so levels compare and hash by value."""
+
+    @property
+    @abstractmethod
+    def letter(self) -> str:
+        """The format-string letter that spells this level."""
+
+    @property
+    @abstractmethod
+    def properties(self) -> LevelProperties: ...
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> frozenset[Capability]: ...
+
+    @property
+    @abstractmethod
+    def array_names(self) -> tuple[str, ...]:
+        """The index arrays this level stores, in the order kernels receive them."""
+
+    @abstractmethod
+    def positions_bound(self, nparents: int, dim: int, nentries: int) -> int:
+        """An upper bound on this level's position count when it holds `nentries` coordinate paths."""
+
+    @abstractmethod
+    def pack(self, parent: np.ndarray, nparents: int, coord: np.ndarray, dim: int, index_dtype: np.dtype) -> Packed:
+        """Build the level from one coordinate per entry.
+
+        Entries are grouped by `parent` in increasing order and sorted by coordinate path within a parent;
+        entries with the same parent and coordinate share a child when the level is unique.
+        """
+
+    @abstractmethod
+    def unpack(self, arrays: Mapping[str, np.ndarray], parents: np.ndarray, dim: int) -> Unpacked:
+        """List the stored children of the (increasing) `parents` positions, in position order."""
+
+    @abstractmethod
+    def validate(
+        self, arrays: Mapping[str, np.ndarray], nparents: int, dim: int, parent_repeats: np.ndarray | None
+    ) -> Validated:
+        """Check arrays from outside; raise `FormatError` naming the broken rule."""
+
+    def __str__(self) -> str:
+        return self.letter

@@ -1,0 +1,36 @@
+"""The letters of format strings and the level plug-ins they stand for.
+
+A new level kind becomes usable everywhere by registering an instance under a letter of its own.
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from .compressed import Compressed
+from .dense import Dense
+from .hashed import Hashed
+from .level import Level
+from .singleton import Singleton
+
+_LEVELS: dict[str, Level] = {
+    level.letter: level
+    for level in (Dense(), Compressed(), Compressed(unique=False), Singleton(), Singleton(unique=False), Hashed())
+}
+
+
+def register_level(level: Level) -> None:
+    """Make `level` spellable by its letter in format strings."""
+    letter = level.letter
+    if len(letter) != 1 or not letter.isalpha() or not letter.islower():
+        raise FormatError(f"Expected a single lower-case letter for a level, but found {letter!r}")
+    if _LEVELS.get(letter, level) != level:
+        raise FormatError(f"Expected an unused letter, but {letter!r} already means {_LEVELS[letter]!r}")
+    _LEVELS[letter] = level
+
+
+def level_for(letter: str) -> Level | None:
+    return _LEVELS.get(letter)
+
+
+def known_letters() -> str:
+    return "".join(sorted(_LEVELS))

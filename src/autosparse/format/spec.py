@@ -1,0 +1,159 @@
+"""Formats: a tensor's storage levels, top to bottom, and the mode each level stores.
+
+Spelling: one letter per level, optionally followed by the 0-based mode it stores ("d1s0" is CSC); a
+name for the common formats ("csr", "csc", "dcsr", "dcsc", and, for any order, "dense", "coo", "csf").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Sequence
+
+from ..errors import FormatError
+from .level import Level
+from .registry import known_letters, level_for
+
+_FIXED_NAMES = {"csr": "ds", "csc": "d1s0", "dcsr": "ss", "dcsc": "s1s0"}
+
+
+def _coo_letters(order: int) -> str:
+    """Non-unique rows, then singletons; the middle ones may repeat a prefix, the last completes it."""
+    return "u" if order == 1 else "u" + "c" * (order - 2) + "q"
+
+
+_ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
+_TOKEN = re.compile(r"([a-z])(\d*)")
+
+
+class Format:
+    """An immutable storage format. `Format("d1s0")`, `Format("coo", order=3)`, `Format(levels, modes)`."""
+
+    __slots__ = ("_levels", "_mode_order")
+
+    def __init__(self, spec: "str | Format | Sequence[Level]", order: int | None = None,
+                 mode_order: Sequence[int] | None = None):
+        if isinstance(spec, Format):
+            levels, modes = spec.levels, spec.mode_order
+        elif isinstance(spec, str):
+            levels, modes = _parse(spec, order)
+        else:
+            levels, modes = tuple(spec), mode_order
+        if modes is None:
+            modes = tuple(range(len(levels)))
+        self._levels: tuple[Level, ...] = tuple(levels)
+        self._mode_order: tuple[int, ...] = tuple(int(m) for m in modes)
+        _check_modes(self._mode_order, len(self._levels), str(spec))
+        _check_structure(self._levels)
+        if order is not None and order != len(self._levels):
+            raise FormatError(f"Expected a format of order {order}, but {str(self)!r} has {len(self._levels)} levels")
+
+    @property
+    def levels(self) -> tuple[Level, ...]:
+        return self._levels
+
+    @property
+    def mode_order(self) -> tuple[int, ...]:
+        """mode_order[l] is the tensor mode that storage level l holds."""
+        return self._mode_order
+
+    @property
+    def order(self) -> int:
+        return len(self._levels)
+
+    @property
+    def is_dense(self) -> bool:
+        return all(level.properties.full for level in self._levels)
+
+    @property
+    def name(self) -> str | None:
+        """The name of this format ("csr", "coo", ...), or None when it has none."""
+        text = str(self)
+        for name, letters in _FIXED_NAMES.items():
+            if letters == text:
+                return name
+        for name, letters_of in _ORDER_NAMES.items():
+            if self.order and letters_of(self.order) == text:
+                return name
+        return None
+
+    def __iter__(self) -> Iterator[Level]:
+        return iter(self._levels)
+
+    def __len__(self) -> int:
+        return len(self._levels)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Format(other, order=self.order) if other in _ORDER_NAMES else Format(other)
+            except FormatError:
+                return False
+        return isinstance(other, Format) and (self._levels, self._mode_order) == (other._levels, other._mode_order)
+
+    def __hash__(self) -> int:
+        return hash((self._levels, self._mode_order))
+
+    def __str__(self) -> str:
+        letters = [level.letter for level in self._levels]
+        if self._mode_order == tuple(range(self.order)):
+            return "".join(letters)
+        return "".join(f"{letter}{mode}" for letter, mode in zip(letters, self._mode_order))
+
+    def __repr__(self) -> str:
+        return f"Format({str(self)!r})"
+
+
+def as_format(spec: "str | Format", order: int) -> Format:
+    """A format for a tensor of `order` modes, from a string, a name or a Format."""
+    if isinstance(spec, Format):
+        if spec.order != order:
+            raise FormatError(f"Expected a format of order {order}, but {str(spec)!r} has {spec.order} levels")
+        return spec
+    return Format(spec, order=order)
+
+
+def _parse(spec: str, order: int | None) -> tuple[tuple[Level, ...], tuple[int, ...] | None]:
+    text = spec.strip().lower()
+    if text in _FIXED_NAMES:
+        text = _FIXED_NAMES[text]
+    elif text in _ORDER_NAMES:
+        if order is None:
+            raise FormatError(f"Expected an order for the format {spec!r}, e.g. Format({spec!r}, order=2)")
+        text = _ORDER_NAMES[text](order)
+    levels, modes, column = [], [], 0
+    while column < len(text):
+        match = _TOKEN.match(text, column)
+        if match is None:
+            raise FormatError(f"Expected a level letter at column {column + 1} of {spec!r}, "
+                              f"but found {text[column]!r}")
+        level = level_for(match.group(1))
+        if level is None:
+            raise FormatError(f"Expected a level letter ({known_letters()}) at column {column + 1} of {spec!r}, "
+                              f"but found {match.group(1)!r}")
+        levels.append(level)
+        modes.append(int(match.group(2)) if match.group(2) else None)
+        column = match.end()
+    given = [m is not None for m in modes]
+    if any(given) and not all(given):
+        raise FormatError(f"Expected a mode after every level letter or after none in {spec!r}")
+    return tuple(levels), (tuple(modes) if all(given) and modes else None)
+
+
+def _check_modes(modes: tuple[int, ...], order: int, spec: str) -> None:
+    if len(modes) != order:
+        raise FormatError(f"Expected {order} modes in the mode order of {spec!r}, but found {len(modes)}")
+    if sorted(modes) != list(range(order)):
+        raise FormatError(f"Expected the modes of {spec!r} to be a permutation of 0..{order - 1}, "
+                          f"but found {list(modes)}")
+
+
+def _check_structure(levels: tuple[Level, ...]) -> None:
+    """A branchless (singleton) level needs a non-unique parent; a non-unique level only branchless children."""
+    for index, level in enumerate(levels):
+        parent = levels[index - 1] if index else None
+        if level.properties.branchless and (parent is None or parent.properties.unique):
+            raise FormatError(f"Expected a non-unique level (u or c) above the singleton level {index}, "
+                              f"but found {'none' if parent is None else repr(parent.letter)}")
+        if parent is not None and not parent.properties.unique and not level.properties.branchless:
+            raise FormatError(f"Expected a singleton level (q or c) below the non-unique level {index - 1}, "
+                              f"but found {level.letter!r}")

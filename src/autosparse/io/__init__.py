@@ -1,0 +1,43 @@
+"""Reading and writing tensor files: Matrix Market (.mtx[.gz]) and FROSTT (.tns[.gz])."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import FormatError
+from ..tensor import Tensor
+from .frostt import read_tns, write_tns
+from .matrix_market import read_mtx, write_mtx
+
+
+def _kind(path: Path) -> str:
+    suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+    kind = suffixes[0] if suffixes else ""
+    if kind not in (".mtx", ".tns"):
+        raise FormatError(f"Expected a .mtx, .mtx.gz, .tns or .tns.gz file, but found {path.name!r}")
+    return kind
+
+
+def read(path: "str | os.PathLike", format=None, *, index_dtype=None, shape=None) -> Tensor:
+    """Read a tensor file: .mtx as CSR (symmetric files expanded), .tns as COO; `format` overrides.
+
+    `shape` applies to .tns files, whose shape otherwise comes from their largest coordinates.
+    """
+    path = Path(path)
+    if _kind(path) == ".mtx":
+        return read_mtx(path, format, index_dtype)
+    return read_tns(path, format, index_dtype, shape)
+
+
+def write(path: "str | os.PathLike", tensor: Tensor) -> None:
+    """Write a tensor's stored entries (explicit zeros included); `.gz` names are compressed."""
+    path = Path(path)
+    if not isinstance(tensor, Tensor):
+        raise FormatError(f"Expected an autosparse Tensor to write, but found {type(tensor).__name__}")
+    if _kind(path) == ".mtx":
+        if tensor.order != 2:
+            raise FormatError(f"Expected a matrix for a .mtx file, but found a tensor of order {tensor.order}")
+        write_mtx(path, tensor)
+    else:
+        write_tns(path, tensor)

@@ -1,0 +1,44 @@
+"""Matrix Market files (.mtx, .mtx.gz), through scipy.io (fast_matrix_market underneath).
+
+Symmetric and skew-symmetric files are expanded to both triangles, pattern files get the value 1.0,
+integer files int64 and complex files complex128; explicit zeros are kept. Files are written as
+`general` so that exactly the stored entries come back.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+from ..tensor import Tensor
+
+_FIELDS = {"i": "integer", "c": "complex", "f": "real"}
+
+
+def _open(path: Path, mode: str):
+    return gzip.open(path, mode) if path.suffix == ".gz" else open(path, mode)
+
+
+def read_mtx(path: Path, format, index_dtype) -> Tensor:
+    import scipy.io
+    import scipy.sparse as sp
+
+    with _open(path, "rb") as handle:
+        matrix = scipy.io.mmread(handle)
+    if not sp.issparse(matrix):
+        return Tensor.from_numpy(matrix, format or "dense", index_dtype)
+    coo = matrix.tocoo()
+    coords = np.vstack([coo.row, coo.col])
+    return Tensor.from_coo(coords, coo.data, coo.shape, format or "csr", index_dtype)
+
+
+def write_mtx(path: Path, tensor: Tensor) -> None:
+    import scipy.io
+    import scipy.sparse as sp
+
+    coords, values = tensor.to_coo()
+    matrix = sp.coo_array((values, (coords[0], coords[1])), shape=tensor.shape)
+    with _open(path, "wb") as handle:
+        scipy.io.mmwrite(handle, matrix, field=_FIELDS[values.dtype.kind], symmetry="general")

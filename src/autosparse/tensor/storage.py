@@ -1,0 +1,140 @@
+"""Format-generic drivers over the level plug-ins: entries -> level arrays, level arrays -> entries, and
+the validation of level arrays from outside. They walk the levels top-down, one numpy pass per level,
+and never look at a level's kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..config import check_allocation
+from ..errors import FormatError
+from ..format import Format
+from .dtypes import check_value_dtype, index_dtype_for, INDEX_DTYPES
+from .entries import Entries
+
+LevelArrays = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """A tensor's level arrays (one mapping per level, top-down) and its values."""
+
+    levels: tuple[LevelArrays, ...]
+    vals: np.ndarray
+
+
+def level_dims(fmt: Format, shape: Sequence[int]) -> tuple[int, ...]:
+    """The extent of each storage level."""
+    return tuple(shape[m] for m in fmt.mode_order)
+
+
+def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int) -> np.dtype:
+    """int32 when every coordinate and position provably fits, int64 otherwise."""
+    bound, nparents = max(shape, default=0), 1
+    for level, dim in zip(fmt.levels, level_dims(fmt, shape)):
+        nparents = level.positions_bound(nparents, dim, nentries)
+        bound = max(bound, nparents)
+    return index_dtype_for(bound)
+
+
+def pack(fmt: Format, shape: Sequence[int], entries: Entries, index_dtype: np.dtype) -> Storage:
+    """Level arrays holding canonical `entries` (paths in the format's level order)."""
+    parent, nparents = np.zeros(len(entries), dtype=np.int64), 1
+    paths, values = list(entries.paths), entries.values
+    levels, in_order = [], True
+    for depth, (level, dim) in enumerate(zip(fmt.levels, level_dims(fmt, shape))):
+        packed = level.pack(parent, nparents, paths[depth], dim, index_dtype)
+        parent, nparents = packed.child, packed.nchildren
+        levels.append(dict(packed.arrays))
+        check_allocation(nparents * max(values.itemsize, index_dtype.itemsize), f"level {depth} of format {fmt}")
+        if not level.properties.ordered:
+            order = np.argsort(parent, kind="stable")
+            parent, values = parent[order], values[order]
+            paths[depth + 1:] = [p[order] for p in paths[depth + 1:]]
+            in_order = False
+    if in_order and nparents == len(values):
+        return Storage(tuple(levels), np.ascontiguousarray(values))
+    vals = np.zeros(nparents, dtype=values.dtype)
+    vals[parent] = values
+    return Storage(tuple(levels), vals)
+
+
+def leaves(fmt: Format, shape: Sequence[int], levels: Sequence[LevelArrays]) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Every stored coordinate path (in level order) and the position of its value."""
+    parents = np.zeros(1, dtype=np.int64)
+    paths: tuple[np.ndarray, ...] = ()
+    for depth, (level, dim, arrays) in enumerate(zip(fmt.levels, level_dims(fmt, shape), levels)):
+        if level.properties.full:
+            check_allocation(len(parents) * dim * 8, f"listing the coordinates of dense level {depth}")
+        unpacked = level.unpack(arrays, parents, dim)
+        if unpacked.owner is not None:
+            paths = tuple(p[unpacked.owner] for p in paths)
+        paths, parents = paths + (unpacked.coord,), unpacked.child
+    return paths, parents
+
+
+def unpack(fmt: Format, shape: Sequence[int], storage: Storage) -> Entries:
+    """The tensor's entries in storage order: stored coordinates, except zeros that a dense innermost
+    level holds only because it stores every coordinate."""
+    paths, positions = leaves(fmt, shape, storage.levels)
+    values = storage.vals if len(positions) == len(storage.vals) else storage.vals[positions]
+    if fmt.levels and fmt.levels[-1].properties.full:
+        kept = values != 0
+        return Entries(tuple(p[kept] for p in paths), values[kept])
+    return Entries(paths, values)
+
+
+def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, object]], vals: object) -> Storage:
+    """Check arrays from outside against the format; return them as read-only numpy arrays."""
+    if len(levels) != fmt.order:
+        raise FormatError(f"Expected {fmt.order} levels of arrays for format {fmt}, but found {len(levels)}")
+    arrays = tuple(_level_arrays(fmt, depth, given) for depth, given in enumerate(levels))
+    index_dtypes = {a.dtype for level in arrays for a in level.values()}
+    if len(index_dtypes) > 1:
+        raise FormatError(f"Expected one index dtype for all level arrays, but found {sorted(map(str, index_dtypes))}")
+    values = np.asarray(vals)
+    if values.ndim != 1:
+        raise FormatError(f"Expected a 1-D vals array, but found {values.ndim} dimensions")
+    check_value_dtype(values.dtype)
+    nparents, repeats = 1, None
+    for depth, (level, dim, level_arrays) in enumerate(zip(fmt.levels, level_dims(fmt, shape), arrays)):
+        try:
+            checked = level.validate(level_arrays, nparents, dim, repeats)
+        except FormatError as error:
+            raise FormatError(f"Level {depth} ({level.letter}, mode {fmt.mode_order[depth]}) of {fmt}: {error}") from None
+        nparents, repeats = checked.nchildren, checked.repeats
+    if len(values) != nparents:
+        raise FormatError(f"Expected vals to have one entry per position of the last level ({nparents}), "
+                          f"but found {len(values)}")
+    return Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
+
+
+def _level_arrays(fmt: Format, depth: int, given: Mapping[str, object]) -> dict[str, np.ndarray]:
+    expected = fmt.levels[depth].array_names
+    names = set(given)
+    if names != set(expected):
+        raise FormatError(f"Expected level {depth} ({fmt.levels[depth].letter}) of {fmt} to have arrays "
+                          f"{list(expected)}, but found {sorted(names)}")
+    result = {}
+    for name in expected:
+        array = np.asarray(given[name])
+        if array.ndim != 1:
+            raise FormatError(f"Expected level {depth} {name} to be 1-D, but found {array.ndim} dimensions")
+        if array.dtype not in INDEX_DTYPES:
+            if array.size == 0 and array.dtype.kind == "f":
+                array = array.astype(np.int64)
+            else:
+                raise FormatError(f"Expected level {depth} {name} of dtype int32 or int64, but found {array.dtype}")
+        result[name] = array
+    return result
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view: tensors are values, and a view leaves the caller's own array writeable."""
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -1,0 +1,233 @@
+"""Tensor: a shape, a format, the level arrays and the values — an immutable value.
+
+Arrays from outside are validated once, here; tensors built by autosparse itself skip the checks. Every
+conversion goes storage -> canonical entries -> storage (see `storage.py`), vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..config import check_allocation
+from ..errors import FormatError, ShapeError
+from ..format import Format, as_format
+from . import storage as st
+from .dtypes import check_index_dtype, promote_value_dtype
+from .entries import Entries, canonical
+
+
+def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ShapeError(f"Expected a shape of integers, but found {shape!r}") from None
+    if any(d < 0 for d in dims) or any(int(d) != d for d in shape):
+        raise ShapeError(f"Expected non-negative integer dimensions, but found {tuple(shape)}")
+    return dims
+
+
+class Tensor:
+    """A sparse or dense tensor. Build one with the `from_*` constructors or from raw level arrays:
+
+    `Tensor(shape, "csr", [{}, {"pos": indptr, "crd": indices}], vals)` checks the arrays against the
+    format and raises `FormatError` naming any broken rule.
+    """
+
+    __slots__ = ("_shape", "_format", "_storage", "_nnz")
+
+    def __init__(self, shape: Sequence[int], format: "str | Format", levels: Sequence[Mapping[str, object]],
+                 vals: object):
+        self._shape = _check_shape(shape)
+        self._format = as_format(format, len(self._shape))
+        self._storage = st.validate(self._format, self._shape, levels, vals)
+        self._nnz: int | None = None
+
+    @classmethod
+    def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
+        """A tensor from storage autosparse built itself (no validation)."""
+        tensor = cls.__new__(cls)
+        storage = st.Storage(tuple({k: st.read_only(a) for k, a in level.items()} for level in storage.levels),
+                             st.read_only(storage.vals))
+        tensor._shape, tensor._format, tensor._storage, tensor._nnz = shape, fmt, storage, None
+        return tensor
+
+    # ----- properties -------------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def order(self) -> int:
+        return len(self._shape)
+
+    ndim = order
+
+    @property
+    def format(self) -> Format:
+        return self._format
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._storage.vals.dtype
+
+    @property
+    def index_dtype(self) -> np.dtype:
+        """The dtype of every index array (int32 or int64); int64 for a tensor without index arrays."""
+        for arrays in self._storage.levels:
+            for array in arrays.values():
+                return array.dtype
+        return np.dtype(np.int64)
+
+    @property
+    def levels(self) -> tuple[Mapping[str, np.ndarray], ...]:
+        """The index arrays of each storage level, top-down (read-only)."""
+        return self._storage.levels
+
+    @property
+    def vals(self) -> np.ndarray:
+        return self._storage.vals
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored entries (explicit zeros count; a dense level stores every coordinate)."""
+        if self._nnz is None:
+            if any(not level.properties.compact for level in self._format.levels):
+                self._nnz = len(st.leaves(self._format, self._shape, self._storage.levels)[1])
+            else:
+                self._nnz = len(self._storage.vals)
+        return self._nnz
+
+    def __repr__(self) -> str:
+        name = self._format.name
+        fmt = f"{name} ({self._format})" if name and name != str(self._format) else str(self._format)
+        return (f"Tensor(shape={self._shape}, format={fmt!r}, nnz={self.nnz}, dtype={self.dtype}, "
+                f"index_dtype={self.index_dtype})")
+
+    # ----- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_entries(cls, coords: Sequence[np.ndarray], values: np.ndarray, shape: Sequence[int],
+                     format: "str | Format", index_dtype=None) -> "Tensor":
+        """From in-range coordinates per mode (any order, duplicates summed): the common path of every
+        constructor once the input has been checked."""
+        shape = tuple(shape)
+        fmt = as_format(format, len(shape))
+        entries = canonical(Entries(tuple(coords[m] for m in fmt.mode_order), values), st.level_dims(fmt, shape))
+        index_dtype = check_index_dtype(index_dtype) or st.choose_index_dtype(fmt, shape, len(entries))
+        return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype))
+
+    @classmethod
+    def from_numpy(cls, array, format: "str | Format" = "dense", index_dtype=None) -> "Tensor":
+        """From an array-like; zeros are not stored unless the format is dense."""
+        array = np.asarray(array)
+        array = array.astype(promote_value_dtype(array.dtype), copy=False)
+        fmt = as_format(format, array.ndim)
+        if fmt.is_dense:
+            vals = np.ascontiguousarray(array.transpose(fmt.mode_order)).reshape(-1)
+            return cls._trusted(array.shape, fmt, st.Storage(tuple({} for _ in fmt.levels), vals))
+        coords = np.nonzero(array)
+        return cls.from_entries(coords, array[coords], array.shape, fmt, index_dtype)
+
+    @classmethod
+    def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format" = "coo",
+                 index_dtype=None) -> "Tensor":
+        """From coordinates of shape (order, nnz) and their values (or one value for all); duplicates are
+        summed, the order of the entries does not matter."""
+        shape = _check_shape(shape)
+        coords = np.asarray(coords)
+        if coords.size == 0:
+            coords = coords.astype(np.int64).reshape(len(shape), 0)
+        if coords.ndim != 2 or coords.shape[0] != len(shape):
+            raise ShapeError(f"Expected coordinates of shape ({len(shape)}, nnz) for a tensor of shape {shape}, "
+                             f"but found {coords.shape}")
+        if coords.dtype.kind not in "iu":
+            raise FormatError(f"Expected integer coordinates, but found {coords.dtype}")
+        values = np.asarray(values)
+        values = values.astype(promote_value_dtype(values.dtype), copy=False)
+        if values.ndim == 0:
+            values = np.full(coords.shape[1], values)
+        if values.shape != (coords.shape[1],):
+            raise ShapeError(f"Expected {coords.shape[1]} values, one per coordinate, but found shape {values.shape}")
+        for mode, (row, dim) in enumerate(zip(coords, shape)):
+            bad = np.flatnonzero((row < 0) | (row >= dim))
+            if len(bad):
+                raise FormatError(f"Expected mode-{mode} coordinates in [0, {dim}), but entry {bad[0]} has {row[bad[0]]}")
+        return cls.from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, format, index_dtype)
+
+    @classmethod
+    def from_scipy(cls, matrix, format: "str | Format | None" = None, index_dtype=None) -> "Tensor":
+        """From a scipy.sparse matrix or array; CSR and CSC in canonical form are wrapped without a copy."""
+        from .interop import from_scipy
+
+        return from_scipy(matrix, format, index_dtype)
+
+    @classmethod
+    def from_pydata(cls, array, format: "str | Format | None" = None, index_dtype=None) -> "Tensor":
+        """From a pydata `sparse` array (COO, GCXS or any format it converts to COO)."""
+        from .interop import from_pydata
+
+        return from_pydata(array, format, index_dtype)
+
+    # ----- leaving ----------------------------------------------------------------------------------
+
+    def to_coo(self) -> tuple[np.ndarray, np.ndarray]:
+        """(coords of shape (order, nnz), values) in storage order, explicit zeros included."""
+        entries = st.unpack(self._format, self._shape, self._storage)
+        coords = np.empty((self.order, len(entries)), dtype=self.index_dtype)
+        for level, mode in enumerate(self._format.mode_order):
+            coords[mode] = entries.paths[level]
+        return coords, entries.values
+
+    def to_numpy(self) -> np.ndarray:
+        check_allocation(math.prod(self._shape) * self.dtype.itemsize, f"a dense copy of shape {self._shape}")
+        if self._format.is_dense:
+            stored = self._storage.vals.reshape(st.level_dims(self._format, self._shape))
+            return np.ascontiguousarray(stored.transpose(np.argsort(self._format.mode_order)))
+        coords, values = self.to_coo()
+        dense = np.zeros(self._shape, dtype=self.dtype)
+        if all(level.properties.unique for level in self._format.levels):
+            dense[tuple(coords)] = values
+        else:
+            np.add.at(dense, tuple(coords), values)
+        return dense
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        dense = self.to_numpy()
+        return dense if dtype is None else dense.astype(dtype, copy=False)
+
+    def to_scipy(self):
+        """A scipy.sparse array: CSR (CSC when stored so) for order 2, COO for order 1."""
+        from .interop import to_scipy
+
+        return to_scipy(self)
+
+    def to_pydata(self, kind: str = "coo"):
+        """A pydata `sparse` array, "coo" or "gcxs"."""
+        from .interop import to_pydata
+
+        return to_pydata(self, kind)
+
+    # ----- between formats ----------------------------------------------------------------------------
+
+    def to_format(self, format: "str | Format", index_dtype=None) -> "Tensor":
+        """The same tensor stored in another format (and index dtype); explicit zeros are kept."""
+        fmt = as_format(format, self.order)
+        index_dtype = check_index_dtype(index_dtype)
+        if fmt == self._format and index_dtype in (None, self.index_dtype):
+            return self
+        if fmt.is_dense:
+            return Tensor.from_numpy(self.to_numpy(), fmt)
+        coords, values = self.to_coo()
+        return Tensor.from_entries(coords, values, self._shape, fmt, index_dtype)
+
+    def prune(self) -> "Tensor":
+        """A copy without explicitly stored zeros."""
+        if self._format.is_dense:
+            return self
+        coords, values = self.to_coo()
+        kept = values != 0
+        return Tensor.from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype)
