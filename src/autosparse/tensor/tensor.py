@@ -139,8 +139,9 @@ class Tensor:
         summed, the order of the entries does not matter."""
         shape = _check_shape(shape)
         coords = np.asarray(coords)
-        if coords.size == 0:
-            coords = coords.astype(np.int64).reshape(len(shape), 0)
+        if coords.size == 0:  # [] or an empty array of any dtype: no entries
+            coords = coords.astype(np.int64)
+            coords = coords if coords.ndim == 2 else coords.reshape(len(shape), 0)
         if coords.ndim != 2 or coords.shape[0] != len(shape):
             raise ShapeError(f"Expected coordinates of shape ({len(shape)}, nnz) for a tensor of shape {shape}, "
                              f"but found {coords.shape}")
