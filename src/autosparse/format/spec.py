@@ -18,7 +18,7 @@ _FIXED_NAMES = {"csr": "ds", "csc": "d1s0", "dcsr": "ss", "dcsc": "s1s0"}
 
 def _coo_letters(order: int) -> str:
     """Non-unique rows, then singletons; the middle ones may repeat a prefix, the last completes it."""
-    return "u" if order == 1 else "u" + "c" * (order - 2) + "q"
+    return {0: "", 1: "u"}.get(order, "u" + "c" * (order - 2) + "q")
 
 
 _ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
