@@ -99,7 +99,7 @@ def test_scalar_tensor():
     assert tensor.shape == () and tensor.nnz == 1
     assert tensor.to_numpy() == 2.5
     summed = asp.Tensor.from_coo(np.zeros((0, 3), dtype=np.int64), np.array([1.0, 2.0, 3.0]), ())
-    assert summed.to_numpy() == 6.0
+    assert summed.to_numpy().shape == () and summed.to_numpy() == 6.0
 
 
 def test_index_dtype_follows_the_largest_coordinate():

@@ -187,7 +187,7 @@ class Tensor:
         check_allocation(math.prod(self._shape) * self.dtype.itemsize, f"a dense copy of shape {self._shape}")
         if self._format.is_dense:
             stored = self._storage.vals.reshape(st.level_dims(self._format, self._shape))
-            return np.ascontiguousarray(stored.transpose(np.argsort(self._format.mode_order)))
+            return np.array(stored.transpose(np.argsort(self._format.mode_order)), order="C")
         coords, values = self.to_coo()
         dense = np.zeros(self._shape, dtype=self.dtype)
         if all(level.properties.unique for level in self._format.levels):
