@@ -1,0 +1,172 @@
+"""Every validation rule: corrupt arrays built by hand raise a FormatError (or ShapeError) naming it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autosparse as asp
+from autosparse.format.hashed import home_slot
+
+I = np.int64
+
+
+def arr(*values, dtype=I):
+    return np.array(values, dtype=dtype)
+
+
+def csr_levels(pos, crd):
+    return [{}, {"pos": arr(*pos), "crd": arr(*crd)}]
+
+
+def test_valid_raw_tensors():
+    tensor = asp.Tensor((2, 3), "csr", csr_levels([0, 2, 3], [0, 2, 1]), arr(1.0, 2.0, 3.0, dtype=float))
+    np.testing.assert_array_equal(tensor.to_numpy(), [[1, 0, 2], [0, 3, 0]])
+    coo = asp.Tensor((2, 2, 2), "ucq", [{"pos": arr(0, 3), "crd": arr(0, 0, 1)}, {"crd": arr(1, 1, 0)},
+                                        {"crd": arr(0, 1, 1)}], arr(1.0, 2.0, 3.0, dtype=float))
+    assert coo.nnz == 3 and coo.to_numpy()[0, 1, 1] == 2.0
+    duplicated = asp.Tensor((2, 2), "uc", [{"pos": arr(0, 2), "crd": arr(1, 1)}, {"crd": arr(0, 0)}],
+                            arr(1.0, 2.0, dtype=float))
+    assert duplicated.to_numpy()[1, 0] == 3.0  # non-unique COO: duplicates add up
+    assert duplicated.to_format("csr").nnz == 1
+
+
+CSR = dict(shape=(2, 3), format="csr", vals=arr(1.0, 2.0, 3.0, dtype=float))
+
+
+@pytest.mark.parametrize("levels,message", [
+    (csr_levels([0, 2], [0, 2, 1]), r"pos to have 3 entries"),
+    (csr_levels([1, 2, 3], [0, 2, 1]), r"pos\[0\] == 0"),
+    (csr_levels([0, 3, 2], [0, 2, 1]), r"non-decreasing, but pos\[1\] = 3 > pos\[2\] = 2"),
+    (csr_levels([0, 2, 2], [0, 2, 1]), r"pos\[-1\] == len\(crd\) == 3"),
+    (csr_levels([0, 2, 3], [0, 3, 1]), r"crd in \[0, 3\), but crd\[1\] = 3"),
+    (csr_levels([0, 2, 3], [0, -1, 1]), r"crd\[1\] = -1"),
+    (csr_levels([0, 2, 3], [2, 0, 1]), r"sorted coordinates, but crd\[0\] = 2 > crd\[1\] = 0"),
+    (csr_levels([0, 2, 3], [1, 1, 1]), r"unique coordinates, but crd\[0\] == crd\[1\] == 1"),
+])
+def test_compressed_rules(levels, message):
+    with pytest.raises(asp.FormatError, match=message) as error:
+        asp.Tensor(CSR["shape"], CSR["format"], levels, CSR["vals"])
+    assert "Level 1 (s, mode 1) of ds" in str(error.value)
+
+
+def test_non_unique_compressed_allows_repeats_but_not_disorder():
+    vals = arr(1.0, 2.0, 3.0, dtype=float)
+    asp.Tensor((2, 3), "du", csr_levels([0, 2, 3], [1, 1, 0]), vals)
+    with pytest.raises(asp.FormatError, match="sorted coordinates"):
+        asp.Tensor((2, 3), "du", csr_levels([0, 2, 3], [2, 1, 0]), vals)
+
+
+def coo_levels(rows, cols):
+    return [{"pos": arr(0, len(rows)), "crd": arr(*rows)}, {"crd": arr(*cols)}]
+
+
+@pytest.mark.parametrize("spec,levels,message", [
+    ("uq", coo_levels([0, 1, 1], [0, 2]), r"one entry per parent position \(3\), but found 2"),
+    ("uq", coo_levels([0, 1, 1], [0, 2, 5]), r"crd in \[0, 3\), but crd\[2\] = 5"),
+    ("uq", coo_levels([0, 1, 1], [0, 2, 1]), r"sorted coordinates, but crd\[1\] = 2 > crd\[2\] = 1"),
+    ("uq", coo_levels([0, 1, 1], [0, 2, 2]), r"unique coordinates, but crd\[1\] == crd\[2\] == 2"),
+    ("uq", coo_levels([1, 0, 1], [0, 2, 2]), r"Level 0 .* sorted coordinates"),
+    ("uc", coo_levels([0, 1, 1], [0, 2, 1]), r"sorted coordinates"),
+])
+def test_singleton_rules(spec, levels, message):
+    with pytest.raises(asp.FormatError, match=message):
+        asp.Tensor((2, 3), spec, levels, arr(1.0, 2.0, 3.0, dtype=float))
+
+
+def test_singleton_order_is_per_repeated_prefix():
+    # (0,0,1) (0,1,0) (0,1,1): the last level restarts when the (row, col) prefix changes.
+    levels = [{"pos": arr(0, 3), "crd": arr(0, 0, 0)}, {"crd": arr(0, 1, 1)}, {"crd": arr(1, 0, 1)}]
+    asp.Tensor((1, 2, 2), "ucq", levels, arr(1.0, 2.0, 3.0, dtype=float))
+    levels[2] = {"crd": arr(1, 1, 0)}
+    with pytest.raises(asp.FormatError, match=r"Level 2 .* sorted coordinates, but crd\[1\] = 1 > crd\[2\] = 0"):
+        asp.Tensor((1, 2, 2), "ucq", levels, arr(1.0, 2.0, 3.0, dtype=float))
+
+
+def hashed_table(keys, size):
+    """A correct table for `keys`, built by probing independently of the packer."""
+    table = np.full(size, -1, dtype=I)
+    for key in keys:
+        slot = int(home_slot(arr(key), arr(size))[0])
+        while table[slot] != -1:
+            slot = (slot + 1) % size
+        table[slot] = key
+    return table
+
+
+def test_hashed_rules():
+    vals = lambda n: np.ones(n)
+    good = hashed_table([3, 5, 6], 8)
+    tensor = asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": good}], vals(8))
+    np.testing.assert_array_equal(np.flatnonzero(tensor.to_numpy()), [3, 5, 6])
+    assert tensor.nnz == 3
+    with pytest.raises(asp.FormatError, match="power-of-two table size per parent, but parent 0 has 6"):
+        asp.Tensor((10,), "h", [{"pos": arr(0, 6), "crd": good[:6]}], vals(6))
+    with pytest.raises(asp.FormatError, match=r"crd in \[-1, 10\)"):
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": np.where(good == 3, -2, good)}], vals(8))
+    twice = good.copy()
+    twice[np.flatnonzero(good == -1)[0]] = 5
+    with pytest.raises(asp.FormatError, match="5 is stored twice in the table of parent 0"):
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": twice}], vals(8))
+    home = int(home_slot(arr(3), arr(8))[0])
+    moved = np.full(8, -1, dtype=I)
+    moved[(home + 2) % 8] = 3  # two slots past an empty home slot: lookups never find it
+    with pytest.raises(asp.FormatError, match="reachable by probing from its home slot"):
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": moved}], vals(8))
+
+
+@pytest.mark.parametrize("shape,fmt,levels,vals,error,message", [
+    ((2, 3), "csr", csr_levels([0, 2, 3], [0, 2, 1])[1:], np.ones(3), asp.FormatError, "2 levels of arrays"),
+    ((2, 3), "csr", [{}, {"pos": arr(0, 2, 3)}], np.ones(3), asp.FormatError, r"arrays \['pos', 'crd'\]"),
+    ((2, 3), "csr", [{"pos": arr(0)}, {"pos": arr(0, 2, 3), "crd": arr(0, 2, 1)}], np.ones(3), asp.FormatError,
+     r"level 0 \(d\) of ds to have arrays \[\]"),
+    ((2, 3), "csr", [{}, {"pos": arr(0, 2, 3).reshape(1, 3), "crd": arr(0, 2, 1)}], np.ones(3), asp.FormatError,
+     "1-D"),
+    ((2, 3), "csr", [{}, {"pos": arr(0, 2, 3, dtype=np.int16), "crd": arr(0, 2, 1, dtype=np.int16)}], np.ones(3),
+     asp.FormatError, "int32 or int64, but found int16"),
+    ((2, 3), "csr", [{}, {"pos": arr(0, 2, 3, dtype=float), "crd": arr(0, 2, 1)}], np.ones(3), asp.FormatError,
+     "float64"),
+    ((2, 3), "csr", [{}, {"pos": arr(0, 2, 3, dtype=np.int32), "crd": arr(0, 2, 1)}], np.ones(3),
+     asp.FormatError, "one index dtype"),
+    ((2, 3), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(3, dtype=np.float16), asp.FormatError,
+     "found float16"),
+    ((2, 3), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(4), asp.FormatError, r"one entry per position .* \(3\)"),
+    ((2, 3), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones((3, 1)), asp.FormatError, "1-D vals"),
+    ((2, 3), "dense", [{}, {}], np.ones(5), asp.FormatError, r"\(6\), but found 5"),
+    ((2, -3), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(3), asp.ShapeError, "non-negative"),
+    ((2, 3.5), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(3), asp.ShapeError, "integer"),
+    ((2, 3, 4), "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(3), asp.FormatError, "order 3"),
+    ("ab", "csr", csr_levels([0, 2, 3], [0, 2, 1]), np.ones(3), asp.ShapeError, "shape of integers"),
+])
+def test_structure_rules(shape, fmt, levels, vals, error, message):
+    with pytest.raises(error, match=message):
+        asp.Tensor(shape, fmt, levels, vals)
+
+
+@pytest.mark.parametrize("coords,values,shape,error,message", [
+    ([[0, 2], [1, 1]], [1.0, 2.0], (2, 2), asp.FormatError, r"mode-0 coordinates in \[0, 2\), but entry 1 has 2"),
+    ([[0, 1], [1, -1]], [1.0, 2.0], (2, 2), asp.FormatError, r"mode-1 .* entry 1 has -1"),
+    ([[0, 1]], [1.0, 2.0], (2, 2), asp.ShapeError, r"shape \(2, nnz\)"),
+    ([[0.5, 1], [1, 1]], [1.0, 2.0], (2, 2), asp.FormatError, "integer coordinates"),
+    ([[0, 1], [1, 1]], [1.0, 2.0, 3.0], (2, 2), asp.ShapeError, "Expected 2 values"),
+    ([[0, 1], [1, 1]], ["a", "b"], (2, 2), asp.FormatError, "without loss"),
+])
+def test_from_coo_rules(coords, values, shape, error, message):
+    with pytest.raises(error, match=message):
+        asp.Tensor.from_coo(coords, values, shape, "csr")
+
+
+def test_index_dtype_rules():
+    with pytest.raises(asp.FormatError, match="int32 or int64, but found int16"):
+        asp.Tensor.from_numpy(np.eye(2), "csr", index_dtype=np.int16)
+    with pytest.raises(asp.FormatError, match="int32 or int64"):
+        asp.Tensor.from_numpy(np.eye(2), "csr").to_format("csc", index_dtype=np.float64)
+
+
+def test_validated_arrays_are_read_only_views():
+    pos, crd = arr(0, 2, 3), arr(0, 2, 1)
+    tensor = asp.Tensor((2, 3), "csr", [{}, {"pos": pos, "crd": crd}], np.ones(3))
+    assert not tensor.levels[1]["pos"].flags.writeable
+    assert pos.flags.writeable
+    with pytest.raises(ValueError):
+        tensor.vals[0] = 5.0
