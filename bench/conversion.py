@@ -64,9 +64,9 @@ def sorted_entries(coords: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 def tensora_entries(tensor: tensora.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """The stored entries of a Tensora tensor, read from its taco level arrays."""
     paths, count = [], 1
-    for mode, arrays, level in zip(tensor.modes, tensor.taco_indices, tensor.mode_ordering):
-        if mode == tensora.Mode.dense:
-            dim = tensor.dimensions[level]
+    for kind, arrays, mode in zip(tensor.modes, tensor.taco_indices, tensor.mode_ordering):
+        if kind == tensora.Mode.dense:
+            dim = tensor.dimensions[mode]
             owner, coord = np.repeat(np.arange(count), dim), np.tile(np.arange(dim), count)
         else:
             pos, coord = np.asarray(arrays[0]), np.asarray(arrays[1], dtype=np.int64)
@@ -77,7 +77,7 @@ def tensora_entries(tensor: tensora.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return coords, np.asarray(tensor.taco_vals)
 
 
-def entries(result) -> tuple[np.ndarray, np.ndarray]:
+def entries(result, order: int) -> tuple[np.ndarray, np.ndarray]:
     """Any conversion's result as (coords of shape (order, nnz), values), sorted lexicographically."""
     if isinstance(result, asp.Tensor):
         return sorted_entries(*result.to_coo())
@@ -87,18 +87,18 @@ def entries(result) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(result, tensora.Tensor):
         return sorted_entries(*tensora_entries(result))
     if isinstance(result, dict):  # Tensora's to_dok
-        coords = np.fromiter(chain.from_iterable(result), dtype=np.int64, count=len(result) * len(next(iter(result))))
-        return sorted_entries(coords.reshape(len(result), -1).T, np.fromiter(result.values(), dtype=float))
+        coords = np.fromiter(chain.from_iterable(result), dtype=np.int64, count=len(result) * order)
+        return sorted_entries(coords.reshape(len(result), order).T, np.fromiter(result.values(), dtype=float))
     raise TypeError(f"Expected a tensor, scipy.sparse array or dict, but found {type(result).__name__}")
 
 
-def check(where: str, result, reference, fmt: str | None) -> None:
-    """Abort unless `result` holds exactly the reference entries and, for autosparse, is in `fmt`. A peer's
-    result (fmt None) may drop explicit zeros: Tensora's to_format does."""
-    coords, values = entries(result)
+def check(where: str, result, reference, fmt: str | None = None, peer: bool = False) -> None:
+    """Abort unless `result` holds exactly the reference entries and, when `fmt` is given, is an autosparse
+    tensor in that format. A peer's result may lack the explicit zeros (Tensora's to_format drops them)."""
+    coords, values = entries(result, len(reference[0]))
     if fmt is not None and result.format != asp.Format(fmt, order=result.order):
         sys.exit(f"MISMATCH {where}: expected format {fmt}, but found {result.format}")
-    if fmt is None and len(values) != len(reference[1]):
+    if peer and len(values) != len(reference[1]):
         kept = reference[1] != 0
         reference = (reference[0][:, kept], reference[1][kept])
     if not (np.array_equal(coords, reference[0]) and np.allclose(values, reference[1], rtol=1e-12, atol=0)):
@@ -162,12 +162,12 @@ def datasets(args):
         matrices = [p for p in matrices if p.name.removesuffix(".mtx.gz") in DEFAULT_MATRICES]
     for path in matrices:  # read by scipy, so the reference does not depend on autosparse's reader
         m = canonical_csr(scipy.io.mmread(path))
-        yield path.name.removesuffix(".mtx.gz"), m.nnz, entries(m), matrix_cases(m)
+        yield path.name.removesuffix(".mtx.gz"), m.nnz, entries(m, 2), matrix_cases(m)
     rng = np.random.default_rng(42)
     n = max(args.size // 10, 1)
-    m = canonical_csr(sp.coo_array((rng.random(args.size), (rng.integers(0, n, args.size), rng.integers(0, n, args.size))),
-                                   shape=(n, n)))
-    yield f"random {n:,}² matrix", m.nnz, entries(m), matrix_cases(m)
+    rows, cols = rng.integers(0, n, (2, args.size))
+    m = canonical_csr(sp.coo_array((rng.random(args.size), (rows, cols)), shape=(n, n)))
+    yield f"random {n:,}² matrix", m.nnz, entries(m, 2), matrix_cases(m)
     del m
     for path in sorted(data.glob("*.tns.gz")):
         tensor = asp.read(path)
@@ -183,6 +183,10 @@ def datasets(args):
 
 def rate(nnz: int, seconds: float) -> float:
     return nnz / seconds / 1e6
+
+
+def ratio(value: float) -> str:
+    return f"{value:,.1f}×" if value >= 1 else f"{value:.2f}×"
 
 
 def header(args) -> str:
@@ -224,9 +228,9 @@ def main() -> None:
                 cells = [peer, "n/a", "n/a", f"{runs}/-"]
                 if call is not None:
                     peer_seconds, peer_runs, peer_result = measure(call, args.repeat, args.budget)
-                    check(f"{where}, {peer}", peer_result, reference, None)
+                    check(f"{where}, {peer}", peer_result, reference, peer=True)
                     peer_result = None
-                    cells = [peer, f"{rate(nnz, peer_seconds):,.2f}", f"{peer_seconds / seconds:,.1f}×",
+                    cells = [peer, f"{rate(nnz, peer_seconds):,.2f}", ratio(peer_seconds / seconds),
                              f"{runs}/{peer_runs}"]
                 print(f"| {name} | {nnz:,} | {conversion} | {rate(nnz, seconds):,.2f} | " + " | ".join(cells) + " |",
                       flush=True)

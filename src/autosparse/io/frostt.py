@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from ..errors import FormatError, ShapeError
 from ..tensor import Tensor
 
-_SHAPE_LINE = re.compile(rb"#\s*shape:\s*([\d\s]+)")
+_SHAPE_LINE = re.compile(rb"#[ \t]*shape:([ \t\d]+)")
 _ROWS_PER_CHUNK = 1 << 16
 
 
@@ -28,7 +29,9 @@ def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
         text = handle.read()
     header = _SHAPE_LINE.match(text)
     try:
-        table = np.loadtxt(text.splitlines(), dtype=np.float64, comments="#", ndmin=2)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            table = np.loadtxt(text.splitlines(), dtype=np.float64, comments="#", ndmin=2)
     except ValueError as error:
         raise FormatError(f"Expected lines of integer coordinates and a value in {path}: {error}") from None
     if table.shape[0] == 0:

@@ -1,0 +1,124 @@
+"""Matrix Market and FROSTT files: every header variant, the shipped data, and exact write/read round trips."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+import autosparse as asp
+from conftest import assert_same_tensor
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHIPPED = sorted(DATA.glob("*.gz")) if DATA.is_dir() else []
+
+
+def write_text(path: Path, text: str) -> Path:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt") as handle:
+        handle.write(text)
+    return path
+
+
+@pytest.mark.parametrize("header,body,expected,dtype", [
+    ("real general", "3 3 3\n1 1 1.5\n3 1 -2\n2 3 0\n", [[1.5, 0, 0], [0, 0, 0], [-2, 0, 0]], np.float64),
+    ("real symmetric", "3 3 3\n1 1 1.5\n3 1 -2\n3 2 4\n", [[1.5, 0, -2], [0, 0, 4], [-2, 4, 0]], np.float64),
+    ("real skew-symmetric", "2 2 1\n2 1 3\n", [[0, -3], [3, 0]], np.float64),
+    ("pattern general", "2 3 2\n1 3\n2 1\n", [[0, 0, 1], [1, 0, 0]], np.float64),
+    ("pattern symmetric", "2 2 2\n1 1\n2 1\n", [[1, 1], [1, 0]], np.float64),
+    ("integer general", "2 2 2\n1 2 7\n2 2 -4\n", [[0, 7], [0, -4]], np.int64),
+    ("complex general", "2 2 2\n1 1 1 2\n2 1 0 -1\n", [[1 + 2j, 0], [-1j, 0]], np.complex128),
+    ("complex hermitian", "2 2 2\n1 1 3 0\n2 1 1 2\n", [[3, 1 - 2j], [1 + 2j, 0]], np.complex128),
+])
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+def test_matrix_market_variants(tmp_path, header, body, expected, dtype, suffix):
+    path = write_text(tmp_path / f"m{suffix}", f"%%MatrixMarket matrix coordinate {header}\n% comment\n{body}")
+    tensor = asp.read(path)
+    assert tensor.format == "csr" and tensor.dtype == dtype
+    np.testing.assert_array_equal(tensor.to_numpy(), np.array(expected, dtype=dtype))
+    asp.write(tmp_path / f"back{suffix}", tensor)
+    assert_same_tensor(asp.read(tmp_path / f"back{suffix}"), tensor)
+
+
+def test_matrix_market_explicit_zero_and_array_files(tmp_path):
+    tensor = asp.read(write_text(tmp_path / "z.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 0\n2 2 5\n"))
+    assert tensor.nnz == 2 and tensor.vals.tolist() == [0.0, 5.0]
+    dense = asp.read(write_text(tmp_path / "a.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n"))
+    assert dense.format == "dense"
+    np.testing.assert_array_equal(dense.to_numpy(), [[1, 3], [2, 4]])
+    assert asp.read(tmp_path / "z.mtx", format="coo").format == "coo"
+
+
+def test_frostt_reading(tmp_path):
+    text = "# a comment\n1 2 3 1.5\n2 1 1 -2\n\n2 1 1 0.5\n"
+    tensor = asp.read(write_text(tmp_path / "t.tns.gz", text))
+    assert tensor.shape == (2, 2, 3) and tensor.format == asp.Format("coo", order=3)
+    expected = np.zeros((2, 2, 3))
+    expected[0, 1, 2], expected[1, 0, 0] = 1.5, -1.5  # duplicates add up
+    np.testing.assert_array_equal(tensor.to_numpy(), expected)
+    assert asp.read(tmp_path / "t.tns.gz", shape=(5, 5, 5), format="csf").shape == (5, 5, 5)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("1 2 x\n", "Expected lines"),
+    ("0 1 1.0\n", "positive integer"),
+    ("1.5 1 1.0\n", "positive integer"),
+    ("1\n", "at least one coordinate"),
+    ("", "shape"),
+])
+def test_frostt_errors(tmp_path, text, message):
+    with pytest.raises((asp.FormatError, asp.ShapeError), match=message):
+        asp.read(write_text(tmp_path / "bad.tns", text))
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_frostt_round_trip_keeps_shape_and_values(tmp_path, order, dtype):
+    rng = np.random.default_rng(order)
+    shape = tuple(range(3, 3 + order))
+    coords = np.vstack([rng.integers(0, d - 1, size=20) for d in shape])  # the last slices stay empty
+    values = (rng.random(20) * 100).astype(dtype) if dtype == np.int64 else rng.standard_normal(20) / 3
+    tensor = asp.Tensor.from_coo(coords, values, shape)
+    asp.write(tmp_path / "t.tns", tensor)
+    back = asp.read(tmp_path / "t.tns")
+    assert back.shape == shape
+    np.testing.assert_array_equal(back.to_numpy(), tensor.to_numpy())  # bit-exact floats
+
+
+def test_write_errors(tmp_path):
+    matrix = asp.Tensor.from_numpy(np.eye(2), "csr")
+    with pytest.raises(asp.FormatError, match=r"\.mtx, \.mtx\.gz, \.tns or \.tns\.gz"):
+        asp.write(tmp_path / "m.txt", matrix)
+    with pytest.raises(asp.FormatError, match="matrix for a .mtx"):
+        asp.write(tmp_path / "t.mtx", asp.Tensor.from_numpy(np.ones((2, 2, 2)), "csf"))
+    with pytest.raises(asp.FormatError, match="complex"):
+        asp.write(tmp_path / "c.tns", asp.Tensor.from_numpy(np.eye(2) * 1j, "csr"))
+    with pytest.raises(asp.FormatError, match="autosparse Tensor"):
+        asp.write(tmp_path / "m.mtx", np.eye(2))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHIPPED, reason="../shared/data is not present")
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_data_reads_and_writes_back(tmp_path, path):
+    tensor = asp.read(path)
+    if path.name.endswith(".mtx.gz"):
+        reference = scipy.io.mmread(path).tocsr()  # independent reader: expanded, duplicates summed
+        reference.sum_duplicates()
+        assert tensor.shape == reference.shape
+        np.testing.assert_array_equal(tensor.levels[1]["pos"], reference.indptr)
+        np.testing.assert_array_equal(tensor.levels[1]["crd"], reference.indices)
+        np.testing.assert_array_equal(tensor.vals, reference.data)
+    else:
+        with gzip.open(path, "rt") as handle:
+            rows = [line.split() for line in handle if line.strip() and not line.startswith("#")]
+        expected = {tuple(int(c) - 1 for c in row[:-1]): float(row[-1]) for row in rows}
+        coords, values = tensor.to_coo()
+        assert dict(zip(map(tuple, coords.T.tolist()), values.tolist())) == expected
+    target = tmp_path / path.name
+    asp.write(target, tensor)
+    assert_same_tensor(asp.read(target), tensor)
