@@ -35,7 +35,9 @@ def format_grid() -> list[str]:
 def reference_dense(coords, values, shape, dtype) -> np.ndarray:
     """The dense tensor that (coords, values) describe, duplicates summed — plain numpy."""
     dense = np.zeros(shape, dtype=dtype)
-    if len(values):
+    if not shape:
+        dense[()] = np.sum(values, dtype=dtype)
+    elif len(values):
         np.add.at(dense, tuple(np.asarray(coords)), values)
     return dense
 

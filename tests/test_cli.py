@@ -1,0 +1,35 @@
+"""The `autosparse` command: demo on generated and file data, info, convert, and errors as messages."""
+
+from __future__ import annotations
+
+import numpy as np
+from click.testing import CliRunner
+
+import autosparse as asp
+from autosparse.cli import main
+
+
+def test_demo_on_generated_data(tmp_path):
+    result = CliRunner().invoke(main, ["demo", "--data", str(tmp_path / "missing")])
+    assert result.exit_code == 0, result.output
+    assert "generated" in result.output and "MISMATCH" not in result.output
+    assert result.output.count(" ok") == 9
+
+
+def test_demo_info_and_convert_on_files(tmp_path):
+    tensor = asp.Tensor.from_numpy(np.arange(12.0).reshape(3, 4), "csr")
+    asp.write(tmp_path / "m.mtx.gz", tensor)
+    runner = CliRunner()
+    demo = runner.invoke(main, ["demo", "--data", str(tmp_path)])
+    assert demo.exit_code == 0 and "m.mtx.gz" in demo.output and demo.output.count(" ok") == 5
+    info = runner.invoke(main, ["info", str(tmp_path / "m.mtx.gz")])
+    assert info.exit_code == 0 and "shape=(3, 4)" in info.output and "nnz=11" in info.output
+    converted = runner.invoke(main, ["convert", str(tmp_path / "m.mtx.gz"), str(tmp_path / "m.tns")])
+    assert converted.exit_code == 0
+    np.testing.assert_array_equal(asp.read(tmp_path / "m.tns").to_numpy(), tensor.to_numpy())
+
+
+def test_bad_file_is_a_message_not_a_traceback(tmp_path):
+    (tmp_path / "bad.tns").write_text("1 x 2\n")
+    result = CliRunner().invoke(main, ["info", str(tmp_path / "bad.tns")])
+    assert result.exit_code == 1 and "Error: Expected lines" in result.output
