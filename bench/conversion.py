@@ -102,7 +102,8 @@ def check(where: str, result, reference, fmt: str | None = None, peer: bool = Fa
         kept = reference[1] != 0
         reference = (reference[0][:, kept], reference[1][kept])
     if not (np.array_equal(coords, reference[0]) and np.allclose(values, reference[1], rtol=1e-12, atol=0)):
-        sys.exit(f"MISMATCH {where}: {coords.shape[1]} entries differ from the {reference[0].shape[1]} expected")
+        sys.exit(f"MISMATCH {where}: {coords.shape[1]} entries, {reference[0].shape[1]} expected; coordinates "
+                 f"or values differ")
 
 
 def matrix_cases(m: sp.csr_array):

@@ -37,7 +37,7 @@ def canonical(entries: Entries, dims: tuple[int, ...]) -> Entries:
     steps = np.diff(key)
     if not np.all(steps > 0):
         if not np.all(steps >= 0):
-            order = np.argsort(key, kind="stable")
+            order = _stable_order(key, dims)
             entries, key = entries.take(order), key[order]
         entries = _sum_runs(entries, key[1:] != key[:-1])
     return entries
@@ -54,6 +54,19 @@ def _linear_key(paths: tuple[np.ndarray, ...], dims: tuple[int, ...]) -> np.ndar
         key *= dim
         key += path
     return key
+
+
+def _stable_order(key: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    """argsort(key, kind="stable"), about twice as fast when the key and the entry's index fit together in
+    63 bits: numpy sorts plain integers (vectorised) much faster than it argsorts them."""
+    index_bits = max(1, (len(key) - 1).bit_length())
+    key_bits = (int(np.prod([max(d, 1) for d in dims], dtype=object)) - 1).bit_length()
+    if key_bits + index_bits > 63:
+        return np.argsort(key, kind="stable")
+    packed = key << index_bits
+    packed |= np.arange(len(key))
+    packed.sort()
+    return packed & ((1 << index_bits) - 1)
 
 
 def _canonical_lexicographic(entries: Entries) -> Entries:
