@@ -6,7 +6,6 @@ with the comment `# shape: d0 d1 ...` that autosparse writes (other readers skip
 
 from __future__ import annotations
 
-import gzip
 import re
 import warnings
 from pathlib import Path
@@ -15,17 +14,14 @@ import numpy as np
 
 from ..errors import FormatError, ShapeError
 from ..tensor import Tensor
+from ._files import open_file
 
 _SHAPE_LINE = re.compile(rb"#[ \t]*shape:([ \t\d]+)")
 _ROWS_PER_CHUNK = 1 << 16
 
 
-def _open(path: Path, mode: str):
-    return gzip.open(path, mode) if path.suffix == ".gz" else open(path, mode)
-
-
 def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
-    with _open(path, "rb") as handle:
+    with open_file(path, "rb") as handle:
         text = handle.read()
     header = _SHAPE_LINE.match(text)
     try:
@@ -56,7 +52,7 @@ def write_tns(path: Path, tensor: Tensor) -> None:
     coords, values = tensor.to_coo()
     value_format = "%d" if tensor.dtype.kind == "i" else "%r"
     line = " ".join(["%d"] * tensor.order + [value_format]) + "\n"
-    with _open(path, "wb") as handle:
+    with open_file(path, "wb") as handle:
         handle.write(f"# shape: {' '.join(map(str, tensor.shape))}\n".encode())
         for start in range(0, len(values), _ROWS_PER_CHUNK):
             stop = min(start + _ROWS_PER_CHUNK, len(values))

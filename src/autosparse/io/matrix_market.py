@@ -7,25 +7,21 @@ integer files int64 and complex files complex128; explicit zeros are kept. Files
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import numpy as np
 
 from ..tensor import Tensor
+from ._files import open_file
 
 _FIELDS = {"i": "integer", "c": "complex", "f": "real"}
-
-
-def _open(path: Path, mode: str):
-    return gzip.open(path, mode) if path.suffix == ".gz" else open(path, mode)
 
 
 def read_mtx(path: Path, format, index_dtype) -> Tensor:
     import scipy.io
     import scipy.sparse as sp
 
-    with _open(path, "rb") as handle:
+    with open_file(path, "rb") as handle:
         matrix = scipy.io.mmread(handle)
     if not sp.issparse(matrix):
         return Tensor.from_numpy(matrix, format or "dense", index_dtype)
@@ -40,5 +36,5 @@ def write_mtx(path: Path, tensor: Tensor) -> None:
 
     coords, values = tensor.to_coo()
     matrix = sp.coo_array((values, (coords[0], coords[1])), shape=tensor.shape)
-    with _open(path, "wb") as handle:
+    with open_file(path, "wb") as handle:
         scipy.io.mmwrite(handle, matrix, field=_FIELDS[values.dtype.kind], symmetry="general")

@@ -110,7 +110,7 @@ class Tensor:
     # ----- building ---------------------------------------------------------------------------------
 
     @classmethod
-    def from_entries(cls, coords: Sequence[np.ndarray], values: np.ndarray, shape: Sequence[int],
+    def _from_entries(cls, coords: Sequence[np.ndarray], values: np.ndarray, shape: Sequence[int],
                      format: "str | Format", index_dtype=None) -> "Tensor":
         """From in-range coordinates per mode (any order, duplicates summed): the common path of every
         constructor once the input has been checked."""
@@ -130,7 +130,7 @@ class Tensor:
             vals = np.ascontiguousarray(array.transpose(fmt.mode_order)).reshape(-1)
             return cls._trusted(array.shape, fmt, st.Storage(tuple({} for _ in fmt.levels), vals))
         coords = np.nonzero(array)
-        return cls.from_entries(coords, array[coords], array.shape, fmt, index_dtype)
+        return cls._from_entries(coords, array[coords], array.shape, fmt, index_dtype)
 
     @classmethod
     def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format" = "coo",
@@ -157,7 +157,7 @@ class Tensor:
             bad = np.flatnonzero((row < 0) | (row >= dim))
             if len(bad):
                 raise FormatError(f"Expected mode-{mode} coordinates in [0, {dim}), but entry {bad[0]} has {row[bad[0]]}")
-        return cls.from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, format, index_dtype)
+        return cls._from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, format, index_dtype)
 
     @classmethod
     def from_scipy(cls, matrix, format: "str | Format | None" = None, index_dtype=None) -> "Tensor":
@@ -223,7 +223,7 @@ class Tensor:
         if fmt.is_dense:
             return Tensor.from_numpy(self.to_numpy(), fmt)
         coords, values = self.to_coo()
-        return Tensor.from_entries(coords, values, self._shape, fmt, index_dtype)
+        return Tensor._from_entries(coords, values, self._shape, fmt, index_dtype)
 
     def prune(self) -> "Tensor":
         """A copy without explicitly stored zeros."""
@@ -231,4 +231,4 @@ class Tensor:
             return self
         coords, values = self.to_coo()
         kept = values != 0
-        return Tensor.from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype)
+        return Tensor._from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype)
