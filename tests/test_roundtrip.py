@@ -172,3 +172,13 @@ class TestPydata:
             asp.Tensor.from_pydata(dense)
         with pytest.raises(asp.FormatError, match="kind"):
             tensor.to_pydata("csr")
+
+
+def test_exported_arrays_belong_to_the_caller():
+    tensor = asp.Tensor.from_numpy(np.eye(3), "csr")
+    matrix = tensor.to_scipy()
+    matrix.data *= 2  # scipy objects may be modified in place ...
+    np.testing.assert_array_equal(tensor.to_numpy(), np.eye(3))  # ... without touching the tensor
+    coords, values = tensor.to_coo()
+    values[0] = 7.0
+    np.testing.assert_array_equal(tensor.vals, [1.0, 1.0, 1.0])

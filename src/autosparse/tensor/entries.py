@@ -1,7 +1,8 @@
 """Canonical entry lists: coordinate paths sorted lexicographically, each path once (duplicates summed).
 
-Every conversion passes through one: storage -> entries in the target's level order -> storage. The sort
-is skipped when the paths are already in order, which is the common case (CSR -> COO, CSR -> CSF).
+Every conversion passes through one: storage -> entries in the target's level order -> storage. Sorting
+is skipped when the paths are already in order (CSR -> COO, CSR -> CSF), and limited to the leading
+levels when the trailing ones already are (CSR -> CSC sorts by column only: rows are in order).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_KEY_LIMIT = 2**63 - 1
+_WORD_BITS = 63
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,60 +30,58 @@ class Entries:
 
 def canonical(entries: Entries, dims: tuple[int, ...]) -> Entries:
     """Sort by path and sum entries that share a path; `dims` are the extents of the paths' levels."""
-    if len(entries) == 0:
+    if len(entries) < 2:
         return entries
-    key = _linear_key(entries.paths, dims)
-    if key is None:
-        return _canonical_lexicographic(entries)
-    steps = np.diff(key)
-    if not np.all(steps > 0):
-        if not np.all(steps >= 0):
-            order = _stable_order(key, dims)
-            entries, key = entries.take(order), key[order]
-        entries = _sum_runs(entries, key[1:] != key[:-1])
-    return entries
+    rises, repeats = _compare_neighbours(entries.paths, len(entries))
+    if not np.all(rises | repeats):
+        entries = entries.take(_sort_order(entries.paths, dims))
+        rises, repeats = _compare_neighbours(entries.paths, len(entries))
+    if not np.any(repeats):
+        return entries
+    starts = np.concatenate(([0], np.flatnonzero(~repeats) + 1))
+    return Entries(tuple(p[starts] for p in entries.paths), np.add.reduceat(entries.values, starts))
 
 
-def _linear_key(paths: tuple[np.ndarray, ...], dims: tuple[int, ...]) -> np.ndarray | None:
-    """Row-major linearised paths as int64, or None when the index space does not fit in 63 bits."""
-    if int(np.prod([max(d, 1) for d in dims], dtype=object)) > _KEY_LIMIT:
-        return None
-    if not paths:
-        return None
-    key = paths[0].astype(np.int64)
-    for path, dim in zip(paths[1:], dims[1:]):
-        key *= dim
-        key += path
-    return key
+def _compare_neighbours(paths, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `count` entries but the first: does its path come after the previous entry's (rises),
+    or equal it (repeats)?"""
+    rises, repeats = np.zeros(count - 1, dtype=bool), np.ones(count - 1, dtype=bool)
+    for path in paths:
+        rises |= repeats & (path[1:] > path[:-1])
+        repeats &= path[1:] == path[:-1]
+    return rises, repeats
 
 
-def _stable_order(key: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
-    """argsort(key, kind="stable"), about twice as fast when the key and the entry's index fit together in
-    63 bits: numpy sorts plain integers (vectorised) much faster than it argsorts them."""
-    index_bits = max(1, (len(key) - 1).bit_length())
-    key_bits = (int(np.prod([max(d, 1) for d in dims], dtype=object)) - 1).bit_length()
-    if key_bits + index_bits > 63:
+def _sort_order(paths, dims) -> np.ndarray:
+    """A stable lexicographic argsort: levels already in order at the end are left alone, the others are
+    sorted least-significant group first, each group of levels packed with the entry index into one
+    63-bit integer, because numpy sorts plain integers much faster than it argsorts them."""
+    count = len(paths[0])
+    index_bits = max(1, (count - 1).bit_length())
+    unsorted = next((k for k in range(1, len(paths)) if np.all(np.logical_or(*_compare_neighbours(paths[k:], count)))),
+                    len(paths))
+    bits = [max(0, dim - 1).bit_length() for dim in dims]
+    order: np.ndarray | None = None  # None: the entries' own order, before the first pass
+    stop = unsorted
+    while stop > 0:
+        start, width = stop - 1, bits[stop - 1]
+        while start > 0 and width + bits[start - 1] + index_bits <= _WORD_BITS:
+            start -= 1
+            width += bits[start]
+        key = (paths[start] if order is None else paths[start][order]).astype(np.int64)
+        for level in range(start + 1, stop):
+            key *= dims[level]
+            key += paths[level] if order is None else paths[level][order]
+        step = _stable_argsort(key, width, index_bits)
+        order = step if order is None else order[step]
+        stop = start
+    return order
+
+
+def _stable_argsort(key: np.ndarray, key_bits: int, index_bits: int) -> np.ndarray:
+    if key_bits + index_bits > _WORD_BITS:
         return np.argsort(key, kind="stable")
     packed = key << index_bits
     packed |= np.arange(len(key))
     packed.sort()
     return packed & ((1 << index_bits) - 1)
-
-
-def _canonical_lexicographic(entries: Entries) -> Entries:
-    if entries.paths:
-        order = np.lexsort(entries.paths[::-1])
-        entries = entries.take(order)
-    changes = np.zeros(len(entries) - 1, dtype=bool)
-    for path in entries.paths:
-        changes |= path[1:] != path[:-1]
-    return _sum_runs(entries, changes)
-
-
-def _sum_runs(entries: Entries, changes: np.ndarray) -> Entries:
-    """Merge runs of sorted entries with equal paths; changes[k] says entry k+1 starts a new path."""
-    if np.all(changes):
-        return entries
-    starts = np.concatenate(([0], np.flatnonzero(changes) + 1))
-    values = np.add.reduceat(entries.values, starts)
-    return Entries(tuple(p[starts] for p in entries.paths), values)

@@ -53,7 +53,7 @@ def to_scipy(tensor: Tensor):
         raise ShapeError(f"Expected a tensor of order 1 or 2 for scipy.sparse, but found order {tensor.order}")
     kind = "csc" if tensor.format == _NATIVE["csc"] else "csr"
     stored = tensor.to_format(_NATIVE[kind])
-    arrays = (stored.vals, stored.levels[1]["crd"], stored.levels[1]["pos"])
+    arrays = (stored.vals.copy(), stored.levels[1]["crd"].copy(), stored.levels[1]["pos"].copy())
     return (sp.csc_array if kind == "csc" else sp.csr_array)(arrays, shape=tensor.shape)
 
 

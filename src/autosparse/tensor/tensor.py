@@ -176,12 +176,14 @@ class Tensor:
     # ----- leaving ----------------------------------------------------------------------------------
 
     def to_coo(self) -> tuple[np.ndarray, np.ndarray]:
-        """(coords of shape (order, nnz), values) in storage order, explicit zeros included."""
+        """(coords of shape (order, nnz), values) in storage order, explicit zeros included; both are
+        the caller's own arrays."""
         entries = st.unpack(self._format, self._shape, self._storage)
         coords = np.empty((self.order, len(entries)), dtype=self.index_dtype)
         for level, mode in enumerate(self._format.mode_order):
             coords[mode] = entries.paths[level]
-        return coords, entries.values
+        values = entries.values
+        return coords, (values if values.flags.writeable else values.copy())
 
     def to_numpy(self) -> np.ndarray:
         check_allocation(math.prod(self._shape) * self.dtype.itemsize, f"a dense copy of shape {self._shape}")
@@ -201,7 +203,8 @@ class Tensor:
         return dense if dtype is None else dense.astype(dtype, copy=False)
 
     def to_scipy(self):
-        """A scipy.sparse array: CSR (CSC when stored so) for order 2, COO for order 1."""
+        """A scipy.sparse array of its own (a copy: scipy expects to modify its arrays): CSR (CSC when
+        stored so) for order 2, COO for order 1."""
         from .interop import to_scipy
 
         return to_scipy(self)
