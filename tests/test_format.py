@@ -87,6 +87,15 @@ def test_bad_spellings(spec, order, message):
         asp.Format(spec, order=order)
 
 
+def test_mode_order_argument():
+    assert asp.Format("ds", mode_order=(1, 0)) == asp.Format("csc")
+    assert asp.Format([Dense(), Compressed()], mode_order=[1, 0]) == asp.Format("csc")
+    with pytest.raises(asp.FormatError, match="found both"):
+        asp.Format("d1s0", mode_order=(1, 0))
+    with pytest.raises(asp.FormatError, match="permutation"):
+        asp.Format("ds", mode_order=(0, 0))
+
+
 def test_unknown_letter_names_the_known_ones():
     with pytest.raises(asp.FormatError, match=r"level letter \(\w*c\w*d\w*h\w*q\w*s\w*u\w*\) at column 2 .* 'z'"):
         asp.Format("dz")

@@ -182,3 +182,22 @@ def test_exported_arrays_belong_to_the_caller():
     coords, values = tensor.to_coo()
     values[0] = 7.0
     np.testing.assert_array_equal(tensor.vals, [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("shape", [(7, 5, 3), (10**6,) * 4, (2**40, 3, 2**40)])
+def test_canonical_order_matches_lexsort(shape):
+    """Keys that fit a word with the entry index, fit a word alone, or need several sorting passes."""
+    rng = np.random.default_rng(len(shape))
+    coords = np.vstack([rng.integers(0, d, size=400) for d in shape])
+    coords[:, 200:] = coords[:, :200]  # duplicates
+    values = rng.random(400)
+    for fmt in (asp.Format("csf", order=len(shape)), asp.Format("s" * len(shape), mode_order=range(len(shape))[::-1])):
+        tensor = asp.Tensor.from_coo(coords, values, shape, fmt)
+        order = [coords[m] for m in fmt.mode_order]
+        expected = np.lexsort(order[::-1])
+        got_coords, got_values = tensor.to_coo()
+        sorted_coords = coords[:, expected]
+        keep = np.ones(400, dtype=bool)
+        keep[1:] = np.any(sorted_coords[:, 1:] != sorted_coords[:, :-1], axis=0)
+        np.testing.assert_array_equal(got_coords, sorted_coords[:, keep])
+        np.testing.assert_allclose(got_values, np.add.reduceat(values[expected], np.flatnonzero(keep)))

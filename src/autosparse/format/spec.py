@@ -26,7 +26,8 @@ _TOKEN = re.compile(r"([a-z])(\d*)")
 
 
 class Format:
-    """An immutable storage format. `Format("d1s0")`, `Format("coo", order=3)`, `Format(levels, modes)`."""
+    """An immutable storage format: `Format("d1s0")`, `Format("coo", order=3)`, `Format("ds", mode_order=(1, 0))`,
+    `Format([Dense(), Compressed()], mode_order=(1, 0))`."""
 
     __slots__ = ("_levels", "_mode_order")
 
@@ -36,6 +37,10 @@ class Format:
             levels, modes = spec.levels, spec.mode_order
         elif isinstance(spec, str):
             levels, modes = _parse(spec, order)
+            if mode_order is not None:
+                if modes is not None:
+                    raise FormatError(f"Expected the modes in {spec!r} or in mode_order, but found both")
+                modes = mode_order
         else:
             levels, modes = tuple(spec), mode_order
         if modes is None:

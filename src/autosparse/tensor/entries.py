@@ -53,19 +53,22 @@ def _compare_neighbours(paths, count: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sort_order(paths, dims) -> np.ndarray:
-    """A stable lexicographic argsort: levels already in order at the end are left alone, the others are
-    sorted least-significant group first, each group of levels packed with the entry index into one
-    63-bit integer, because numpy sorts plain integers much faster than it argsorts them."""
+    """A stable lexicographic argsort. Levels already in order at the end are left alone; the others are
+    linearised into one integer key, packed with the entry index when both fit in 63 bits, because numpy
+    sorts plain integers about twice as fast as it argsorts them; keys wider than a word are sorted in
+    groups of levels, least significant first."""
     count = len(paths[0])
     index_bits = max(1, (count - 1).bit_length())
     unsorted = next((k for k in range(1, len(paths)) if np.all(np.logical_or(*_compare_neighbours(paths[k:], count)))),
                     len(paths))
     bits = [max(0, dim - 1).bit_length() for dim in dims]
+    # One pass when the key fits in a word (packed with the index if it can be); else groups that pack.
+    group_bits = _WORD_BITS if sum(bits[:unsorted]) <= _WORD_BITS else _WORD_BITS - index_bits
     order: np.ndarray | None = None  # None: the entries' own order, before the first pass
     stop = unsorted
     while stop > 0:
         start, width = stop - 1, bits[stop - 1]
-        while start > 0 and width + bits[start - 1] + index_bits <= _WORD_BITS:
+        while start > 0 and width + bits[start - 1] <= group_bits:
             start -= 1
             width += bits[start]
         key = (paths[start] if order is None else paths[start][order]).astype(np.int64)
