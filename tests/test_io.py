@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import scipy.sparse as sp
 import autosparse as asp
 from conftest import assert_same_tensor
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(os.environ.get("AUTOSPARSE_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 SHIPPED = sorted(DATA.glob("*.gz")) if DATA.is_dir() else []
 
 
