@@ -75,8 +75,11 @@ def test_level_properties_and_capabilities():
     ("q", None, "non-unique level .* above the singleton level 0"),
     ("sq", None, "non-unique level .* above the singleton level 1"),
     ("dq", None, "above the singleton"),
-    ("us", None, "singleton level .* below the non-unique level 0"),
+    ("us", None, "only singleton levels .* below the non-unique level 0, but found 's' at level 1"),
     ("ud", None, "below the non-unique level"),
+    ("uqs", None, "below the non-unique level 0, but found 's' at level 2"),
+    ("dcq", None, "above the singleton level 1"),
+    ("ducd", None, "below the non-unique level 1, but found 'd' at level 3"),
     ("dense", None, "Expected an order"),
     ("coo", None, "Expected an order"),
     ("csr", 3, "order 3"),
@@ -94,6 +97,9 @@ def test_mode_order_argument():
         asp.Format("d1s0", mode_order=(1, 0))
     with pytest.raises(asp.FormatError, match="permutation"):
         asp.Format("ds", mode_order=(0, 0))
+    with pytest.raises(asp.FormatError, match="found both"):
+        asp.Format(asp.Format("ds"), mode_order=(1, 0))
+    assert asp.Format(asp.Format("d1s0")) == asp.Format("csc")
 
 
 def test_unknown_letter_names_the_known_ones():

@@ -95,24 +95,26 @@ def hashed_table(keys, size):
 
 
 def test_hashed_rules():
-    vals = lambda n: np.ones(n)
+    def vals(table):
+        return (np.asarray(table) != -1).astype(float)  # values only where a key is stored
+
     good = hashed_table([3, 5, 6], 8)
-    tensor = asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": good}], vals(8))
+    tensor = asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": good}], vals(good))
     np.testing.assert_array_equal(np.flatnonzero(tensor.to_numpy()), [3, 5, 6])
     assert tensor.nnz == 3
     with pytest.raises(asp.FormatError, match="power-of-two table size per parent, but parent 0 has 6"):
-        asp.Tensor((10,), "h", [{"pos": arr(0, 6), "crd": good[:6]}], vals(6))
+        asp.Tensor((10,), "h", [{"pos": arr(0, 6), "crd": good[:6]}], vals(good[:6]))
     with pytest.raises(asp.FormatError, match=r"crd in \[-1, 10\)"):
-        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": np.where(good == 3, -2, good)}], vals(8))
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": np.where(good == 3, -2, good)}], vals(good))
     twice = good.copy()
     twice[np.flatnonzero(good == -1)[0]] = 5
     with pytest.raises(asp.FormatError, match="5 is stored twice in the table of parent 0"):
-        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": twice}], vals(8))
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": twice}], vals(twice))
     home = int(home_slot(arr(3), arr(8))[0])
     moved = np.full(8, -1, dtype=I)
     moved[(home + 2) % 8] = 3  # two slots past an empty home slot: lookups never find it
     with pytest.raises(asp.FormatError, match="reachable by probing from its home slot"):
-        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": moved}], vals(8))
+        asp.Tensor((10,), "h", [{"pos": arr(0, 8), "crd": moved}], vals(moved))
 
 
 @pytest.mark.parametrize("shape,fmt,levels,vals,error,message", [
@@ -170,3 +172,23 @@ def test_validated_arrays_are_read_only_views():
     assert pos.flags.writeable
     with pytest.raises(ValueError):
         tensor.vals[0] = 5.0
+
+
+def test_hashed_tables_are_at_most_half_full():
+    with pytest.raises(asp.FormatError, match="at most half full, but the table of parent 0 holds 1 keys in 1 slots"):
+        asp.Tensor((4,), "h", [{"pos": arr(0, 1), "crd": arr(2)}], np.ones(1))
+
+
+def test_nothing_is_stored_below_an_empty_hashed_slot():
+    good = asp.Tensor.from_coo([[1], [2]], [5.0], (4, 3), "hs")
+    table = good.levels[0]["crd"]  # a table of two slots, one of them empty
+    empty = int(np.flatnonzero(table == -1)[0])
+    below_each_slot = {"pos": np.arange(len(table) + 1, dtype=table.dtype), "crd": np.where(table == 1, 2, 0).astype(table.dtype)}
+    with pytest.raises(asp.FormatError, match="nothing stored below an empty slot .* coordinate 0 at position"):
+        asp.Tensor((4, 3), "hs", [good.levels[0], below_each_slot], np.ones(len(table)))
+    dense = asp.Tensor.from_coo([[1], [2]], [5.0], (4, 3), "hd")
+    vals = dense.vals.copy()
+    vals[3 * empty] = 1.0
+    with pytest.raises(asp.FormatError, match="zero values at positions that hold no coordinate"):
+        asp.Tensor((4, 3), "hd", [dict(level) for level in dense.levels], vals)
+    asp.Tensor((4, 3), "hd", [dict(level) for level in dense.levels], dense.vals)

@@ -77,6 +77,4 @@ class Compressed(Level):
         check_in_range(crd, dim)
         parent = np.repeat(np.arange(nparents), np.diff(pos))
         check_sibling_order(crd, siblings(parent, parent_repeats), ordered=True, unique=self.unique)
-        if self.unique and parent_repeats is None:
-            return Validated(nchildren=len(crd), repeats=None)
-        return Validated(nchildren=len(crd), repeats=path_repeats(parent, parent_repeats, crd))
+        return Validated(nchildren=len(crd), repeats=None if self.unique else path_repeats(parent, parent_repeats, crd))

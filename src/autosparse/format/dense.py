@@ -7,8 +7,6 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import FormatError
-from ._checks import path_repeats
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -45,10 +43,4 @@ class Dense(Level):
         return Unpacked(owner=owner, child=parents[owner].astype(np.int64) * dim + coord, coord=coord)
 
     def validate(self, arrays, nparents, dim, parent_repeats) -> Validated:
-        if parent_repeats is None:
-            return Validated(nchildren=nparents * dim, repeats=None)
-        parent = np.repeat(np.arange(nparents), dim)
-        if len(parent) != nparents * dim:
-            raise FormatError("Expected a dense level small enough to enumerate")
-        coord = np.tile(np.arange(dim), nparents)
-        return Validated(nchildren=nparents * dim, repeats=path_repeats(parent, parent_repeats, coord))
+        return Validated(nchildren=nparents * dim, repeats=None)

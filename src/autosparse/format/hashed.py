@@ -14,7 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import FormatError
-from ._checks import check_in_range, check_pos, expand_ranges, new_runs, path_repeats
+from ._checks import check_in_range, check_pos, expand_ranges, new_runs
 from .compressed import pos_from_counts
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
@@ -113,10 +113,13 @@ class Hashed(Level):
         if len(twice):
             key, table = keys[order][twice[0]], owners[order][twice[0]]
             raise FormatError(f"Expected unique coordinates, but {key} is stored twice in the table of parent {table}")
+        crowded = np.flatnonzero(2 * np.bincount(owners, minlength=nparents) > sizes)
+        if len(crowded):
+            p = crowded[0]
+            raise FormatError(f"Expected tables at most half full, but the table of parent {p} holds "
+                              f"{np.count_nonzero(owners == p)} keys in {sizes[p]} slots")
         self._check_probe_paths(pos.astype(np.int64), sizes, crd, slot, keys, owners)
-        if parent_repeats is None:
-            return Validated(nchildren=len(crd), repeats=None)
-        return Validated(nchildren=len(crd), repeats=path_repeats(owner, parent_repeats, crd))
+        return Validated(nchildren=len(crd), repeats=None, vacant=np.flatnonzero(crd == EMPTY))
 
     @staticmethod
     def _check_probe_paths(pos, sizes, crd, slot, keys, owners) -> None:

@@ -68,14 +68,17 @@ class Unpacked:
 
 @dataclass(frozen=True, slots=True)
 class Validated:
-    """What `Level.validate` learnt: the level's position count, and which positions repeat a prefix.
+    """What `Level.validate` learnt: the level's position count, which positions repeat a prefix, and
+    which hold no coordinate.
 
     repeats[q] is True when position q has the same coordinate path (this level and above) as q - 1;
-    None means no position does, which holds below unique levels only.
+    None means no position does, which holds below unique levels only. vacant lists the positions that
+    hold no coordinate (a hashed level's empty slots); nothing may be stored below them.
     """
 
     nchildren: int
     repeats: np.ndarray | None
+    vacant: np.ndarray | None = None
 
 
 class Level(ABC):

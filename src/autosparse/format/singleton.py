@@ -58,4 +58,5 @@ class Singleton(Level):
         if parent_repeats is None:
             return Validated(nchildren=nparents, repeats=None)
         check_sibling_order(crd, parent_repeats, ordered=True, unique=self.unique)
-        return Validated(nchildren=nparents, repeats=path_repeats(np.arange(nparents), parent_repeats, crd))
+        repeats = None if self.unique else path_repeats(np.arange(nparents), parent_repeats, crd)
+        return Validated(nchildren=nparents, repeats=repeats)

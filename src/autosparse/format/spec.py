@@ -34,6 +34,8 @@ class Format:
     def __init__(self, spec: "str | Format | Sequence[Level]", order: int | None = None,
                  mode_order: Sequence[int] | None = None):
         if isinstance(spec, Format):
+            if mode_order is not None:
+                raise FormatError(f"Expected a mode_order or a Format, but found both ({spec!r})")
             levels, modes = spec.levels, spec.mode_order
         elif isinstance(spec, str):
             levels, modes = _parse(spec, order)
@@ -153,12 +155,14 @@ def _check_modes(modes: tuple[int, ...], order: int, spec: str) -> None:
 
 
 def _check_structure(levels: tuple[Level, ...]) -> None:
-    """A branchless (singleton) level needs a non-unique parent; a non-unique level only branchless children."""
+    """A branchless (singleton) level needs a non-unique parent, and below a non-unique level only
+    singletons follow, to the last level: each entry's path continues one-to-one from there (COO)."""
     for index, level in enumerate(levels):
         parent = levels[index - 1] if index else None
         if level.properties.branchless and (parent is None or parent.properties.unique):
             raise FormatError(f"Expected a non-unique level (u or c) above the singleton level {index}, "
                               f"but found {'none' if parent is None else repr(parent.letter)}")
-        if parent is not None and not parent.properties.unique and not level.properties.branchless:
-            raise FormatError(f"Expected a singleton level (q or c) below the non-unique level {index - 1}, "
-                              f"but found {level.letter!r}")
+        above = [i for i, level_above in enumerate(levels[:index]) if not level_above.properties.unique]
+        if above and not level.properties.branchless:
+            raise FormatError(f"Expected only singleton levels (q or c) below the non-unique level {above[0]}, "
+                              f"but found {level.letter!r} at level {index}")

@@ -100,17 +100,36 @@ def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, ob
     if values.ndim != 1:
         raise FormatError(f"Expected a 1-D vals array, but found {values.ndim} dimensions")
     check_value_dtype(values.dtype)
-    nparents, repeats = 1, None
+    nparents, repeats, vacant = 1, None, None
     for depth, (level, dim, level_arrays) in enumerate(zip(fmt.levels, level_dims(fmt, shape), arrays)):
         try:
             checked = level.validate(level_arrays, nparents, dim, repeats)
+            vacant = _vacant_children(level, level_arrays, dim, vacant, checked.vacant)
         except FormatError as error:
             raise FormatError(f"Level {depth} ({level.letter}, mode {fmt.mode_order[depth]}) of {fmt}: {error}") from None
         nparents, repeats = checked.nchildren, checked.repeats
     if len(values) != nparents:
         raise FormatError(f"Expected vals to have one entry per position of the last level ({nparents}), "
                           f"but found {len(values)}")
+    if vacant is not None and np.any(values[vacant] != 0):
+        raise FormatError(f"Expected zero values at positions that hold no coordinate, but vals"
+                          f"[{vacant[values[vacant] != 0][0]}] is not zero")
     return Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
+
+
+def _vacant_children(level, arrays, dim, vacant_parents, own_vacant) -> np.ndarray | None:
+    """The positions of this level that hold no coordinate: its own (empty hashed slots) and everything
+    below a vacant parent, where only a full level may have positions, and those stay vacant."""
+    below = None
+    if vacant_parents is not None and len(vacant_parents):
+        children = level.unpack(arrays, vacant_parents, dim)
+        if not level.properties.full and len(children.child):
+            raise FormatError(f"Expected nothing stored below an empty slot of the level above, but found "
+                              f"coordinate {children.coord[0]} at position {children.child[0]}")
+        below = children.child
+    if below is None:
+        return own_vacant
+    return below if own_vacant is None else np.union1d(below, own_vacant)
 
 
 def _level_arrays(fmt: Format, depth: int, given: Mapping[str, object]) -> dict[str, np.ndarray]:
