@@ -33,3 +33,11 @@ def test_bad_file_is_a_message_not_a_traceback(tmp_path):
     (tmp_path / "bad.tns").write_text("1 x 2\n")
     result = CliRunner().invoke(main, ["info", str(tmp_path / "bad.tns")])
     assert result.exit_code == 1 and "Error: Expected lines" in result.output
+
+
+def test_demo_on_vectors_and_order_4_tensors(tmp_path):
+    asp.write(tmp_path / "v.tns", asp.Tensor.from_coo([[0, 3]], [1.0, 2.0], (5,)))
+    asp.write(tmp_path / "t.tns", asp.Tensor.from_coo(np.array([[0, 1], [1, 0], [2, 2], [0, 3]]), [1.0, 2.0], (2, 2, 3, 4)))
+    result = CliRunner().invoke(main, ["demo", "--data", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" ok") == 8

@@ -54,6 +54,15 @@ def test_matrix_market_explicit_zero_and_array_files(tmp_path):
     assert asp.read(tmp_path / "z.mtx", format="coo").format == "coo"
 
 
+@pytest.mark.parametrize("text,message", [
+    ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n", "Matrix Market"),
+    ("not a banner\n", "Matrix Market"),
+])
+def test_malformed_matrix_market(tmp_path, text, message):
+    with pytest.raises(asp.FormatError, match=message):
+        asp.read(write_text(tmp_path / "bad.mtx", text))
+
+
 def test_frostt_reading(tmp_path):
     text = "# a comment\n1 2 3 1.5\n2 1 1 -2\n\n2 1 1 0.5\n"
     tensor = asp.read(write_text(tmp_path / "t.tns.gz", text))
@@ -66,8 +75,10 @@ def test_frostt_reading(tmp_path):
 
 @pytest.mark.parametrize("text,message", [
     ("1 2 x\n", "Expected lines"),
-    ("0 1 1.0\n", "positive integer"),
-    ("1.5 1 1.0\n", "positive integer"),
+    ("0 1 1.0\n", "1-based"),
+    ("1.5 1 1.0\n", "1-based"),
+    ("1e30 1 1.0\n", "1-based"),
+    ("inf 1 1.0\n", "1-based"),
     ("1\n", "at least one coordinate"),
     ("", "shape"),
 ])
@@ -76,18 +87,25 @@ def test_frostt_errors(tmp_path, text, message):
         asp.read(write_text(tmp_path / "bad.tns", text))
 
 
+def test_frostt_exact_round_trip_of_large_values_and_coordinates(tmp_path):
+    tensor = asp.Tensor.from_coo([[2**31 - 1, 5]], np.array([2**53 + 1, -7]), (2**31,))
+    assert tensor.index_dtype == np.int32
+    asp.write(tmp_path / "big.tns", tensor)
+    assert_same_tensor(asp.read(tmp_path / "big.tns"), tensor)
+    with pytest.raises(asp.FormatError, match="scalar"):
+        asp.write(tmp_path / "s.tns", asp.Tensor.from_numpy(np.float64(5.0)))
+
+
 @pytest.mark.parametrize("order", [1, 2, 3, 4])
-@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
 def test_frostt_round_trip_keeps_shape_and_values(tmp_path, order, dtype):
     rng = np.random.default_rng(order)
     shape = tuple(range(3, 3 + order))
     coords = np.vstack([rng.integers(0, d - 1, size=20) for d in shape])  # the last slices stay empty
-    values = (rng.random(20) * 100).astype(dtype) if dtype == np.int64 else rng.standard_normal(20) / 3
+    values = (rng.random(20) * 100 if dtype == np.int64 else rng.standard_normal(20) / 3).astype(dtype)
     tensor = asp.Tensor.from_coo(coords, values, shape)
     asp.write(tmp_path / "t.tns", tensor)
-    back = asp.read(tmp_path / "t.tns")
-    assert back.shape == shape
-    np.testing.assert_array_equal(back.to_numpy(), tensor.to_numpy())  # bit-exact floats
+    assert_same_tensor(asp.read(tmp_path / "t.tns"), tensor)  # shape, dtype and bit-exact values
 
 
 def test_write_errors(tmp_path):

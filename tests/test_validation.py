@@ -192,3 +192,37 @@ def test_nothing_is_stored_below_an_empty_hashed_slot():
     with pytest.raises(asp.FormatError, match="zero values at positions that hold no coordinate"):
         asp.Tensor((4, 3), "hd", [dict(level) for level in dense.levels], vals)
     asp.Tensor((4, 3), "hd", [dict(level) for level in dense.levels], dense.vals)
+
+
+def test_containers_that_are_not_arrays():
+    with pytest.raises(asp.FormatError, match="one mapping of arrays per level"):
+        asp.Tensor((3,), "s", None, [])
+    with pytest.raises(asp.FormatError, match="numpy could not read it"):
+        asp.Tensor((3,), "s", [{"pos": [0, [1, 2]], "crd": [0]}], [1.0])
+
+
+def test_strided_arrays_become_contiguous():
+    every_third = np.arange(9)[::3]
+    tensor = asp.Tensor((9,), "s", [{"pos": arr(0, 3), "crd": every_third}], np.ones(3))
+    assert tensor.levels[0]["crd"].flags.c_contiguous
+    np.testing.assert_array_equal(np.flatnonzero(tensor.to_numpy()), [0, 3, 6])
+
+
+def test_requested_index_dtype_must_fit():
+    with pytest.raises(asp.FormatError, match="fit the requested index dtype int32"):
+        asp.Tensor.from_coo([[2**32 + 3]], [1.0], (2**33,), "s", index_dtype=np.int32)
+    with pytest.raises(asp.FormatError, match="fit the requested index dtype int32"):
+        asp.Tensor.from_coo([[2**32 + 3]], [1.0], (2**33,), "s").to_format("h", index_dtype=np.int32)
+    assert asp.Tensor.from_coo([[2**31 - 1]], [1.0], (2**31,), "s", index_dtype=np.int32).to_coo()[0][0, 0] == 2**31 - 1
+
+
+def test_dimensions_must_fit_int64():
+    with pytest.raises(asp.ShapeError, match="below 2\\*\\*63"):
+        asp.Tensor.from_coo(np.array([[2**63 + 5]], dtype=np.uint64), [1.0], (2**64,), "s")
+
+
+def test_pydata_fill_value_must_be_zero():
+    import sparse
+
+    with pytest.raises(asp.FormatError, match="fill value is 0, but found 1.0"):
+        asp.Tensor.from_pydata(sparse.COO([[0]], [5.0], shape=(3,), fill_value=1.0))

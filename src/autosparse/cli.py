@@ -15,7 +15,16 @@ from .errors import AutosparseError
 from .tensor import Tensor
 
 DEFAULT_DATA = Path(os.environ.get("AUTOSPARSE_DATA", "../shared/data"))
-DEMO_FORMATS = {2: ("csr", "csc", "dcsr", "coo", "dh"), 3: ("csf", "coo", "s2s0s1", "dsh")}
+MATRIX_FORMATS = ("csr", "csc", "dcsr", "coo", "dh")
+
+
+def demo_formats(order: int) -> tuple[str, ...]:
+    """Formats to show off for a tensor of `order` modes: the matrix classics, or CSF, COO, a mode
+    ordering and a hashed level for other orders."""
+    if order == 2:
+        return MATRIX_FORMATS
+    rotated = "".join(f"s{(mode + 1) % order}" for mode in range(order))
+    return ("csf", "coo", rotated, "d" + "s" * (order - 2) + "h" if order > 1 else "h")
 
 
 @click.group()
@@ -33,9 +42,9 @@ def demo(data: Path, limit: int) -> None:
     tensors = [(p.name, lambda p=p: io.read(p)) for p in files[:limit]] if files else _generated()
     click.echo(f"{'tensor':28} {'shape':>22} {'nnz':>9}  {'format':8} {'ms':>7}  round trip")
     for name, load in tensors:
-        tensor = load()
+        tensor = _guarded(load)
         reference = tensor.to_coo()
-        for fmt in DEMO_FORMATS[min(tensor.order, 3)]:
+        for fmt in demo_formats(tensor.order):
             start = time.perf_counter()
             converted = tensor.to_format(fmt)
             elapsed = 1e3 * (time.perf_counter() - start)

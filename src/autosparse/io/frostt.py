@@ -1,7 +1,8 @@
 """FROSTT tensor files (.tns, .tns.gz): one entry per line, 1-based coordinates, then the value.
 
-FROSTT files carry no shape; it is taken from the largest coordinate of each mode, unless the file starts
-with the comment `# shape: d0 d1 ...` that autosparse writes (other readers skip it as a comment).
+FROSTT files carry no shape and no dtype: the shape is taken from the largest coordinate of each mode and
+values are read as float64, unless the file has the comments `# shape: d0 d1 ...` and `# dtype: int64`
+that autosparse writes (other readers skip them).
 """
 
 from __future__ import annotations
@@ -16,47 +17,63 @@ from ..errors import FormatError, ShapeError
 from ..tensor import Tensor
 from ._files import open_file
 
-_SHAPE_LINE = re.compile(rb"#[ \t]*shape:([ \t\d]+)")
+_SHAPE_LINE = re.compile(rb"^#[ \t]*shape:([ \t\d]+)$", re.MULTILINE)
+_DTYPE_LINE = re.compile(rb"^#[ \t]*dtype:[ \t]*(float64|float32|int64)[ \t]*$", re.MULTILINE)
+_EXACT_FLOAT = 2**53  # coordinates are parsed as float64, exact up to here
 _ROWS_PER_CHUNK = 1 << 16
 
 
 def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
     with open_file(path, "rb") as handle:
         text = handle.read()
-    header = _SHAPE_LINE.match(text)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-            table = np.loadtxt(text.splitlines(), dtype=np.float64, comments="#", ndmin=2)
-    except ValueError as error:
-        raise FormatError(f"Expected lines of integer coordinates and a value in {path}: {error}") from None
+    lines = text.splitlines()
+    header_shape, header_dtype = _SHAPE_LINE.search(text), _DTYPE_LINE.search(text)
+    table = _parse(lines, path, np.float64)
     if table.shape[0] == 0:
-        if shape is None and header is None:
+        if shape is None and header_shape is None:
             raise ShapeError(f"Expected entries or a '# shape:' line in {path} to tell the shape, but found neither")
-        table = table.reshape(0, len(shape or header.group(1).split()) + 1)
+        table = table.reshape(0, len(shape or header_shape.group(1).split()) + 1)
     if table.shape[1] < 2:
         raise FormatError(f"Expected at least one coordinate and a value per line of {path}, "
                           f"but found {table.shape[1]} column(s)")
     coords = table[:, :-1].T
-    if not np.array_equal(coords, np.floor(coords)) or (coords.size and coords.min() < 1):
-        raise FormatError(f"Expected positive integer (1-based) coordinates in {path}")
+    if coords.size and (not np.array_equal(coords, np.floor(coords)) or coords.min() < 1
+                        or coords.max() > _EXACT_FLOAT):
+        raise FormatError(f"Expected integer (1-based) coordinates from 1 to 2**53 in {path}")
     coords = coords.astype(np.int64) - 1
     if shape is None:
-        shape = tuple(int(d) for d in header.group(1).split()) if header else tuple(int(c.max()) + 1 for c in coords)
-    return Tensor.from_coo(coords, table[:, -1], shape, format or "coo", index_dtype)
+        shape = (tuple(int(d) for d in header_shape.group(1).split()) if header_shape
+                 else tuple(int(c.max()) + 1 for c in coords))
+    dtype = np.dtype(header_dtype.group(1).decode()) if header_dtype else np.dtype(np.float64)
+    values = table[:, -1].astype(dtype)
+    if dtype.kind == "i" and len(values):  # exact beyond 2**53: read the value column again as integers
+        values = _parse(lines, path, np.int64, usecols=table.shape[1] - 1).reshape(-1)
+    return Tensor.from_coo(coords, values, shape, format or "coo", index_dtype)
+
+
+def _parse(lines, path: Path, dtype, usecols=None) -> np.ndarray:
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            return np.loadtxt(lines, dtype=dtype, comments="#", ndmin=2, usecols=usecols)
+    except ValueError as error:
+        raise FormatError(f"Expected lines of integer coordinates and a value in {path}: {error}") from None
 
 
 def write_tns(path: Path, tensor: Tensor) -> None:
+    """Entries one per line, after `# shape:` and `# dtype:` comments that make the round trip exact."""
     if tensor.dtype.kind == "c":
         raise FormatError("Expected real or integer values for a .tns file, but found complex values")
+    if tensor.order == 0:
+        raise FormatError("Expected a tensor of order 1 or more for a .tns file, but found a scalar")
     coords, values = tensor.to_coo()
     value_format = "%d" if tensor.dtype.kind == "i" else "%r"
     line = " ".join(["%d"] * tensor.order + [value_format]) + "\n"
     with open_file(path, "wb") as handle:
-        handle.write(f"# shape: {' '.join(map(str, tensor.shape))}\n".encode())
+        handle.write(f"# shape: {' '.join(map(str, tensor.shape))}\n# dtype: {tensor.dtype}\n".encode())
         for start in range(0, len(values), _ROWS_PER_CHUNK):
             stop = min(start + _ROWS_PER_CHUNK, len(values))
             rows = np.empty((stop - start, tensor.order + 1), dtype=object)
-            rows[:, :-1] = (coords[:, start:stop].T + 1).astype(np.int64)
+            rows[:, :-1] = coords[:, start:stop].T.astype(np.int64) + 1
             rows[:, -1] = values[start:stop].tolist()
             handle.write(((line * (stop - start)) % tuple(rows.ravel().tolist())).encode())

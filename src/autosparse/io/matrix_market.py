@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import FormatError
 from ..tensor import Tensor
 from ._files import open_file
 
@@ -21,8 +22,11 @@ def read_mtx(path: Path, format, index_dtype) -> Tensor:
     import scipy.io
     import scipy.sparse as sp
 
-    with open_file(path, "rb") as handle:
-        matrix = scipy.io.mmread(handle)
+    try:
+        with open_file(path, "rb") as handle:
+            matrix = scipy.io.mmread(handle)
+    except (ValueError, OSError, EOFError) as error:
+        raise FormatError(f"Expected a Matrix Market file in {path}: {error}") from None
     if not sp.issparse(matrix):
         return Tensor.from_numpy(matrix, format or "dense", index_dtype)
     coo = matrix.tocoo()

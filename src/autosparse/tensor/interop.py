@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import FormatError, ShapeError
 from ..format import Format, as_format
 from .dtypes import INDEX_DTYPES, VALUE_DTYPES, check_index_dtype, promote_value_dtype
+from .storage import choose_index_dtype
 from .tensor import Tensor
 
 _NATIVE = {"csr": Format("ds"), "csc": Format("d1s0")}
@@ -35,7 +36,7 @@ def from_scipy(matrix, format, index_dtype) -> Tensor:
     if not (fits and matrix.has_canonical_format):
         matrix = matrix.copy()
         matrix.sum_duplicates()
-        wanted = index_dtype or np.result_type(matrix.indptr.dtype, matrix.indices.dtype)
+        wanted = choose_index_dtype(fmt, matrix.shape, matrix.nnz, index_dtype)
         matrix.indptr = matrix.indptr.astype(wanted)
         matrix.indices = matrix.indices.astype(wanted)
         matrix.data = matrix.data.astype(promote_value_dtype(matrix.data.dtype))
@@ -65,6 +66,8 @@ def from_pydata(array, format, index_dtype) -> Tensor:
     if format is None:
         axes = getattr(array, "compressed_axes", None)
         format = {(0,): "csr", (1,): "csc"}.get(axes, "coo") if array.ndim == 2 else "coo"
+    if array.fill_value != 0:
+        raise FormatError(f"Expected a pydata array whose fill value is 0, but found {array.fill_value}")
     coo = array if isinstance(array, sparse.COO) else array.asformat("coo")
     return Tensor.from_coo(coo.coords, coo.data, coo.shape, format, index_dtype)
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..config import check_allocation
 from ..errors import FormatError
 from ..format import Format
-from .dtypes import check_value_dtype, index_dtype_for, INDEX_DTYPES
+from .dtypes import INDEX_DTYPES, INT32_MAX, check_value_dtype, index_dtype_for
 from .entries import Entries
 
 LevelArrays = Mapping[str, np.ndarray]
@@ -32,9 +32,15 @@ def level_dims(fmt: Format, shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(shape[m] for m in fmt.mode_order)
 
 
-def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int) -> np.dtype:
-    """int32 when every coordinate and position provably fits, int64 otherwise."""
-    bound, nparents = max(shape, default=0), 1
+def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int, requested: np.dtype | None) -> np.dtype:
+    """The requested index dtype (refused when a coordinate or the entry count cannot fit it), or else
+    int32 when every coordinate and position provably fits, int64 otherwise."""
+    if requested is not None:
+        if requested.itemsize < 8 and max(max(shape, default=1) - 1, nentries) > INT32_MAX:
+            raise FormatError(f"Expected coordinates and positions to fit the requested index dtype {requested}, "
+                              f"but shape {tuple(shape)} with {nentries} entries needs int64")
+        return requested
+    bound, nparents = max(shape, default=1) - 1, 1  # the largest coordinate, then position counts
     for level, dim in zip(fmt.levels, level_dims(fmt, shape)):
         nparents = level.positions_bound(nparents, dim, nentries)
         bound = max(bound, nparents)
@@ -90,13 +96,15 @@ def unpack(fmt: Format, shape: Sequence[int], storage: Storage) -> Entries:
 
 def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, object]], vals: object) -> Storage:
     """Check arrays from outside against the format; return them as read-only numpy arrays."""
+    if not isinstance(levels, Sequence) or not all(isinstance(level, Mapping) for level in levels):
+        raise FormatError(f"Expected a sequence of one mapping of arrays per level, but found {levels!r:.80}")
     if len(levels) != fmt.order:
         raise FormatError(f"Expected {fmt.order} levels of arrays for format {fmt}, but found {len(levels)}")
     arrays = tuple(_level_arrays(fmt, depth, given) for depth, given in enumerate(levels))
     index_dtypes = {a.dtype for level in arrays for a in level.values()}
     if len(index_dtypes) > 1:
         raise FormatError(f"Expected one index dtype for all level arrays, but found {sorted(map(str, index_dtypes))}")
-    values = np.asarray(vals)
+    values = _as_array(vals, "vals")
     if values.ndim != 1:
         raise FormatError(f"Expected a 1-D vals array, but found {values.ndim} dimensions")
     check_value_dtype(values.dtype)
@@ -140,7 +148,7 @@ def _level_arrays(fmt: Format, depth: int, given: Mapping[str, object]) -> dict[
                           f"{list(expected)}, but found {sorted(names)}")
     result = {}
     for name in expected:
-        array = np.asarray(given[name])
+        array = _as_array(given[name], f"level {depth} {name}")
         if array.ndim != 1:
             raise FormatError(f"Expected level {depth} {name} to be 1-D, but found {array.ndim} dimensions")
         if array.dtype not in INDEX_DTYPES:
@@ -150,6 +158,14 @@ def _level_arrays(fmt: Format, depth: int, given: Mapping[str, object]) -> dict[
                 raise FormatError(f"Expected level {depth} {name} of dtype int32 or int64, but found {array.dtype}")
         result[name] = array
     return result
+
+
+def _as_array(given: object, name: str) -> np.ndarray:
+    """A contiguous numpy array (kernels take plain buffers): copied only when strided or not numpy."""
+    try:
+        return np.ascontiguousarray(given)
+    except (ValueError, TypeError) as error:
+        raise FormatError(f"Expected {name} to be a 1-D array, but numpy could not read it: {error}") from None
 
 
 def read_only(array: np.ndarray) -> np.ndarray:

@@ -19,6 +19,9 @@ from .dtypes import check_index_dtype, promote_value_dtype
 from .entries import Entries, canonical
 
 
+_DIM_LIMIT = 2**63 - 1
+
+
 def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in shape)
@@ -26,6 +29,8 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
         raise ShapeError(f"Expected a shape of integers, but found {shape!r}") from None
     if any(d < 0 for d in dims) or any(int(d) != d for d in shape):
         raise ShapeError(f"Expected non-negative integer dimensions, but found {tuple(shape)}")
+    if any(d > _DIM_LIMIT for d in dims):
+        raise ShapeError(f"Expected dimensions below 2**63 (coordinates are int64 at most), but found {dims}")
     return dims
 
 
@@ -117,7 +122,7 @@ class Tensor:
         shape = tuple(shape)
         fmt = as_format(format, len(shape))
         entries = canonical(Entries(tuple(coords[m] for m in fmt.mode_order), values), st.level_dims(fmt, shape))
-        index_dtype = check_index_dtype(index_dtype) or st.choose_index_dtype(fmt, shape, len(entries))
+        index_dtype = st.choose_index_dtype(fmt, shape, len(entries), check_index_dtype(index_dtype))
         return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype))
 
     @classmethod
