@@ -19,3 +19,12 @@ class ShapeError(AutosparseError, ValueError):
 
 class MemoryLimitError(AutosparseError, MemoryError):
     """An allocation larger than the configured limit, refused before it is made."""
+
+
+class ParseError(AutosparseError, ValueError):
+    """An expression that cannot be read; `column` is the 1-based column where reading failed."""
+
+    def __init__(self, message: str, text: str, column: int):
+        self.text, self.column = text, column
+        pointer = " " * (column - 1) + "^"
+        super().__init__(f"{message} at column {column}\n    {text}\n    {pointer}")

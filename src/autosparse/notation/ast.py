@@ -1,0 +1,140 @@
+"""Index notation: the expression a user writes, as frozen dataclasses.
+
+`C(i,j) = A(i,k) * B(k,j)`: an Assignment of an Access on the left to an expression of Accesses,
+Literals, Neg, Add, Sub and Mul on the right. Index variables that appear only on the right are summed.
+Every node has `children()` and `with_children()`, so one generic rewriter serves every pass; positions
+(`column`) are kept for error messages and ignored by equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Union
+
+
+@dataclass(frozen=True, slots=True)
+class IndexVar:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Tensor `tensor` read or written at `indices` (none for a scalar)."""
+
+    tensor: str
+    indices: tuple[IndexVar, ...]
+    column: int = field(default=0, compare=False)
+    index_columns: tuple[int, ...] = field(default=(), compare=False)
+
+    def children(self) -> tuple:
+        return ()
+
+    def with_children(self, children: tuple) -> "Access":
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.tensor}({','.join(map(str, self.indices))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    value: int | float | complex
+
+    def children(self) -> tuple:
+        return ()
+
+    def with_children(self, children: tuple) -> "Literal":
+        return self
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    operand: "Expr"
+
+    def children(self) -> tuple:
+        return (self.operand,)
+
+    def with_children(self, children: tuple) -> "Neg":
+        return self if children == (self.operand,) else Neg(*children)
+
+    def __str__(self) -> str:
+        return f"-{_wrapped(self.operand, (Add, Sub, Mul))}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Binary:
+    left: "Expr"
+    right: "Expr"
+    symbol = "?"
+
+    def children(self) -> tuple:
+        return (self.left, self.right)
+
+    def with_children(self, children: tuple):
+        return self if children == (self.left, self.right) else replace(self, left=children[0], right=children[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Add(_Binary):
+    def __str__(self) -> str:
+        return f"{self.left} + {_wrapped(self.right, (Add, Sub))}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sub(_Binary):
+    def __str__(self) -> str:
+        return f"{self.left} - {_wrapped(self.right, (Add, Sub))}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mul(_Binary):
+    def __str__(self) -> str:
+        return f"{_wrapped(self.left, (Add, Sub))} * {_wrapped(self.right, (Add, Sub, Mul))}"
+
+
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul]
+
+
+def _wrapped(expr: Expr, loose: tuple[type, ...]) -> str:
+    """Parenthesise `expr` when it is one of the `loose` kinds of node, so that printing then parsing
+    gives the same tree back."""
+    return f"({expr})" if isinstance(expr, loose) else str(expr)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """`lhs = rhs`, or `lhs += rhs` when `accumulate` (the output keeps its earlier values)."""
+
+    lhs: Access
+    rhs: Expr
+    accumulate: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.lhs} {'+=' if self.accumulate else '='} {self.rhs}"
+
+    @property
+    def free_indices(self) -> tuple[IndexVar, ...]:
+        return self.lhs.indices
+
+    @property
+    def reduction_indices(self) -> tuple[IndexVar, ...]:
+        """Indices summed over: on the right only, in order of first appearance."""
+        seen = dict.fromkeys(index for access in accesses(self.rhs) for index in access.indices)
+        return tuple(index for index in seen if index not in self.lhs.indices)
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of `expr`, parents before children, left to right."""
+    yield expr
+    for child in expr.children():
+        yield from walk(child)
+
+
+def accesses(expr: Expr) -> tuple[Access, ...]:
+    return tuple(node for node in walk(expr) if isinstance(node, Access))
