@@ -92,3 +92,11 @@ def assert_same_tensor(a: asp.Tensor, b: asp.Tensor) -> None:
 def _generous_memory_limit():
     yield
     asp.set_memory_limit(None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_directory(tmp_path_factory):
+    """Tests use their own cache directory, never the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUTOSPARSE_CACHE_DIR", str(tmp_path_factory.mktemp("autosparse-cache")))
+        yield

@@ -3,8 +3,10 @@
 This module is the public API; see ARCHITECTURE.md's public contract for the names it promises.
 """
 
+from .api import Kernel, compile, einsum, evaluate
 from .config import memory_limit, set_memory_limit
-from .errors import AutosparseError, FormatError, MemoryLimitError, ParseError, ShapeError
+from .errors import (AutosparseError, CompileError, FormatError, MemoryLimitError, ParseError, ScheduleError,
+                     ShapeError)
 from .format import Format, register_level
 from .io import read, write
 from .tensor import Tensor
@@ -12,6 +14,7 @@ from .tensor import Tensor
 __version__ = "0.1.0"
 
 __all__ = [
-    "AutosparseError", "Format", "FormatError", "MemoryLimitError", "ParseError", "ShapeError", "Tensor", "memory_limit",
-    "read", "register_level", "set_memory_limit", "write",
+    "AutosparseError", "CompileError", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
+    "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",
+    "register_level", "set_memory_limit", "write",
 ]

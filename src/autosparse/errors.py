@@ -28,3 +28,24 @@ class ParseError(AutosparseError, ValueError):
         self.text, self.column = text, column
         pointer = " " * (column - 1) + "^"
         super().__init__(f"{message} at column {column}\n    {text}\n    {pointer}")
+
+
+class CompileError(AutosparseError):
+    """The C compiler could not be found or run, or rejected a kernel; `output` is what it printed."""
+
+    _SHOWN_OUTPUT = 4000
+
+    def __init__(self, message: str, source: str = "", command: tuple[str, ...] = (), output: str = ""):
+        self.message, self.source, self.command, self.output = message, source, tuple(command), output
+        shown = output.strip()
+        if len(shown) > self._SHOWN_OUTPUT:
+            shown = shown[: self._SHOWN_OUTPUT] + f"\n... ({len(shown) - self._SHOWN_OUTPUT} more characters)"
+        super().__init__(f"{message}\n{shown}" if shown else message)
+
+    def __reduce__(self):
+        return type(self), (self.message, self.source, self.command, self.output)
+
+
+class ScheduleError(AutosparseError, ValueError):
+    """A schedule (concrete index notation or a scheduling command) that breaks a rule: the message names
+    the command or statement, the index variable and the rule."""

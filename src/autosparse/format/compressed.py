@@ -78,3 +78,9 @@ class Compressed(Level):
         parent = np.repeat(np.arange(nparents), np.diff(pos))
         check_sibling_order(crd, siblings(parent, parent_repeats), ordered=True, unique=self.unique)
         return Validated(nchildren=len(crd), repeats=None if self.unique else path_repeats(parent, parent_repeats, crd))
+
+    def position_range(self, arrays, begin, end) -> tuple[str, str]:
+        return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"
+
+    def coordinate(self, arrays, position) -> str:
+        return f"{arrays['crd']}[{position}]"

@@ -44,3 +44,10 @@ class Dense(Level):
 
     def validate(self, arrays, nparents, dim, parent_repeats) -> Validated:
         return Validated(nchildren=nparents * dim, repeats=None)
+
+    def locate(self, arrays, parent, coordinate, dim) -> str:
+        return coordinate if parent == "0" else f"{parent} * {dim} + {coordinate}"
+
+    @property
+    def locate_may_miss(self) -> bool:
+        return False

@@ -139,3 +139,37 @@ class Hashed(Level):
             s = slot[bad[0]]
             raise FormatError(f"Expected coordinate {crd[s]} in slot {s} to be reachable by probing from its "
                               f"home slot {home[bad[0]]}, but an empty slot lies between")
+
+    def position_range(self, arrays, begin, end) -> tuple[str, str]:
+        return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"
+
+    def coordinate(self, arrays, position) -> str:
+        return f"{arrays['crd']}[{position}]"
+
+    def vacant(self, arrays, position) -> str | None:
+        return f"{arrays['crd']}[{position}] < 0"
+
+    def locate(self, arrays, parent, coordinate, dim) -> str:
+        return f"hashed_find_{_suffix(arrays)}({arrays['pos']}, {arrays['crd']}, {parent}, {coordinate})"
+
+    def c_helpers(self, index_type: str) -> str:
+        """Linear probing from the home slot of HASH_MULTIPLIER (the layout this module defines)."""
+        return f"""
+static inline int64_t hashed_find_{index_type}(const {index_type} *pos, const {index_type} *crd,
+                                               int64_t parent, int64_t c) {{
+    if (parent < 0) return -1;
+    int64_t base = pos[parent], size = pos[parent + 1] - base;
+    if (size == 0) return -1;
+    uint64_t slot = (((uint64_t)c * {int(HASH_MULTIPLIER)}ULL) >> 32) & (uint64_t)(size - 1);
+    while (crd[base + slot] != ({index_type})c) {{
+        if (crd[base + slot] < 0) return -1;
+        slot = (slot + 1) & (uint64_t)(size - 1);
+    }}
+    return base + (int64_t)slot;
+}}
+"""
+
+
+def _suffix(arrays) -> str:
+    """The index type the helper was specialised for, carried in the array identifiers' type tag."""
+    return arrays["@type"]

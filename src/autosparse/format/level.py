@@ -124,5 +124,34 @@ class Level(ABC):
     ) -> Validated:
         """Check arrays from outside; raise `FormatError` naming the broken rule."""
 
+    # C fragments that lowering splices into kernels (LOWERING.md §1). `arrays` maps this level's array
+    # names to their C identifiers; positions and coordinates are C expressions. A level implements those
+    # its capabilities promise.
+
+    def position_range(self, arrays: Mapping[str, str], begin: str, end: str) -> tuple[str, str]:
+        """[first, last) positions below the parent positions [begin, end) (POSITION_ITERATION)."""
+        raise NotImplementedError(f"level {self.letter!r} cannot iterate positions")
+
+    def coordinate(self, arrays: Mapping[str, str], position: str) -> str:
+        """The coordinate stored at `position` (POSITION_ITERATION)."""
+        raise NotImplementedError(f"level {self.letter!r} stores no coordinates")
+
+    def vacant(self, arrays: Mapping[str, str], position: str) -> str | None:
+        """A condition true when `position` holds no coordinate, or None when every position holds one."""
+        return None
+
+    def locate(self, arrays: Mapping[str, str], parent: str, coordinate: str, dim: str) -> str:
+        """The position of `coordinate` below `parent`, or -1 when absent (LOCATE)."""
+        raise NotImplementedError(f"level {self.letter!r} cannot locate")
+
+    @property
+    def locate_may_miss(self) -> bool:
+        """Whether `locate` can answer -1."""
+        return True
+
+    def c_helpers(self, index_type: str) -> str:
+        """C functions the fragments call, for arrays of `index_type`; defined once per kernel."""
+        return ""
+
     def __str__(self) -> str:
         return self.letter

@@ -60,3 +60,9 @@ class Singleton(Level):
         check_sibling_order(crd, parent_repeats, ordered=True, unique=self.unique)
         repeats = None if self.unique else path_repeats(np.arange(nparents), parent_repeats, crd)
         return Validated(nchildren=nparents, repeats=repeats)
+
+    def position_range(self, arrays, begin, end) -> tuple[str, str]:
+        return begin, end
+
+    def coordinate(self, arrays, position) -> str:
+        return f"{arrays['crd']}[{position}]"

@@ -1,0 +1,46 @@
+"""The public entry points: `compile`, `evaluate` and `einsum` (ARCHITECTURE.md, public contract)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..format import Format
+from ..notation import accesses, einsum_assignment, operand_name, parse
+from .kernel import Kernel
+from .operands import infer_format
+
+
+def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
+            num_threads: int | None = None, instrument: bool = False) -> Kernel:
+    """A kernel for `expression` with each tensor in `formats` (dense where not given). With
+    `instrument=True` each call records its loops' iteration counts in `kernel.counts`."""
+    return Kernel(expression, formats, schedule, num_threads, instrument)
+
+
+def evaluate(expression: str, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
+             **operands):
+    """Compute `expression` from the operands (Tensors keep their formats; arrays are dense, scipy
+    matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0."""
+    assignment = parse(expression)
+    formats = _operand_formats(assignment, operands)
+    if format is not None:
+        formats[assignment.lhs.tensor] = format
+    return Kernel(assignment, formats, schedule, instrument=instrument)(**operands)
+
+
+def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None):
+    """numpy.einsum's spelling: `einsum("ij,jk->ik", A, B)`."""
+    assignment = einsum_assignment(subscripts, len(operands))
+    named = {operand_name(k): value for k, value in enumerate(operands)}
+    formats = _operand_formats(assignment, named)
+    if format is not None:
+        formats[assignment.lhs.tensor] = format
+    return Kernel(assignment, formats, schedule)(**named)
+
+
+def _operand_formats(assignment, operands) -> dict:
+    orders = {a.tensor: len(a.indices) for a in accesses(assignment.rhs)}
+    return {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
+
+
+__all__ = ["Kernel", "compile", "einsum", "evaluate"]

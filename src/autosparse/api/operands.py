@@ -1,0 +1,63 @@
+"""User values -> Tensors in the formats a kernel was compiled for, and the dtypes that specialise it."""
+
+from __future__ import annotations
+
+from numbers import Number
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import AutosparseError, FormatError
+from ..format import Format
+from ..format.spec import as_format
+from ..tensor import Tensor
+from ..tensor.dtypes import INT32_MAX
+
+
+def infer_format(value, order: int) -> Format:
+    """The format a value already has: a Tensor's own, CSR/CSC for scipy matrices, dense otherwise."""
+    if isinstance(value, Tensor):
+        return value.format
+    if _is_scipy(value):
+        return as_format("csc" if value.format == "csc" else "csr", order)
+    return as_format("dense", order)
+
+
+def as_tensor(value, fmt: Format, name: str) -> Tensor:
+    """`value` stored in `fmt`: a Tensor in another format is converted (a copy), arrays and scipy or
+    pydata sparse arrays are imported."""
+    if isinstance(value, Tensor):
+        return value if value.format == fmt else value.to_format(fmt)
+    if _is_scipy(value):
+        return Tensor.from_scipy(value, format=fmt)
+    if type(value).__module__.startswith("sparse"):
+        return Tensor.from_pydata(value, format=fmt)
+    if isinstance(value, (Number, np.ndarray, np.generic, list, tuple)):
+        return Tensor.from_numpy(np.asarray(value), format=fmt)
+    raise AutosparseError(f"Expected a Tensor, a numpy array, a scipy or pydata sparse array or a number for "
+                          f"{name}, but found {type(value).__name__}")
+
+
+def _is_scipy(value) -> bool:
+    return type(value).__module__.startswith("scipy.sparse")
+
+
+def result_index_dtype(operands: Mapping[str, Tensor], extents) -> np.dtype:
+    """int64 when an operand uses it or a coordinate can pass 2³¹; the kernel asks for a retry if a
+    position outgrows int32."""
+    if any(t.index_dtype == np.int64 for t in operands.values() if t.order) or \
+            any(e > INT32_MAX for e in extents):
+        return np.dtype(np.int64)
+    return np.dtype(np.int32)
+
+
+def result_value_dtype(operands: Mapping[str, Tensor]) -> np.dtype:
+    if not operands:
+        return np.dtype(np.float64)
+    return np.result_type(*(t.dtype for t in operands.values()))
+
+
+def check_order(value, name: str, order: int) -> None:
+    shape = np.shape(value) if not isinstance(value, Tensor) else value.shape
+    if len(shape) != order:
+        raise FormatError(f"Expected {name} of order {order}, but found shape {tuple(shape)}")

@@ -1,0 +1,226 @@
+"""Concrete index notation (CIN): index notation plus the loops, temporaries and protocols of a schedule.
+
+    ∀i ∀j C(i,j) = A(i,j) + B(i,j)
+    ∀i where(∀j C(i,j) = w(j), ∀k ∀j w(j) += A(i,k) * B(k,j))
+
+Statements are `Forall`, `Where` (a consumer reading a temporary that its producer computes first),
+`Sequence` (one statement after another) and `Assign`. Expressions reuse the notation's Literal, Neg, Add,
+Sub and Mul nodes with this module's `Access` at the leaves: an access knows its tensor's format and, per
+mode, how the kernel reaches that mode (`Protocol`). Every node has `children()` / `with_children()`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+from typing import Iterator, Union
+
+from ..errors import ScheduleError
+from ..format import Capability, Format
+from ..format.level import Level
+from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+
+
+class Protocol(enum.Enum):
+    """How a kernel reaches one mode of an access (Ahrens et al.): reads step through the stored
+    coordinates (co-iteration) or locate one directly; writes append in order or insert anywhere."""
+
+    STEP = "step"
+    LOCATE = "locate"
+    APPEND = "append"
+    INSERT = "insert"
+
+
+_NEEDS = {
+    Protocol.STEP: (Capability.POSITION_ITERATION, Capability.COORDINATE_ITERATION),
+    Protocol.LOCATE: (Capability.LOCATE,),
+    Protocol.APPEND: (Capability.APPEND,),
+    Protocol.INSERT: (Capability.INSERT,),
+}
+
+
+def allows(level: Level, protocol: Protocol) -> bool:
+    return any(capability in level.capabilities for capability in _NEEDS[protocol])
+
+
+def default_protocol(level: Level, write: bool, temporary: bool = False) -> Protocol:
+    """Writes append where the level can, else insert; reads step through ordered levels and locate
+    into unordered ones (a hashed table is looked up, not walked) — except that a workspace is stepped
+    in order by the consumer it exists for."""
+    if write:
+        return Protocol.APPEND if allows(level, Protocol.APPEND) else Protocol.INSERT
+    if temporary or level.properties.ordered or not allows(level, Protocol.LOCATE):
+        return Protocol.STEP
+    return Protocol.LOCATE
+
+
+@dataclass(frozen=True, slots=True)
+class TensorVar:
+    """A tensor of a kernel: an operand, the result, or a temporary introduced by a `where`."""
+
+    name: str
+    format: Format
+    temporary: bool = False
+
+    @property
+    def order(self) -> int:
+        return self.format.order
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """`tensor` at `indices` (one per mode, in mode order), each mode reached by its protocol."""
+
+    tensor: TensorVar
+    indices: tuple[IndexVar, ...]
+    protocols: tuple[Protocol, ...]
+
+    def __post_init__(self):
+        if not (len(self.indices) == len(self.protocols) == self.tensor.order):
+            raise ScheduleError(f"Expected {self.tensor.order} indices and protocols for {self.tensor.name} "
+                                f"(format {self.tensor.format}), but found {len(self.indices)} and "
+                                f"{len(self.protocols)}")
+        for mode, protocol in enumerate(self.protocols):
+            level = self.level_of_mode(mode)
+            if not allows(level, protocol):
+                raise ScheduleError(f"Expected a protocol that level {level.letter!r} of {self.tensor.name} "
+                                    f"supports for index {self.indices[mode]}, but found {protocol.value}")
+
+    def level_of_mode(self, mode: int) -> Level:
+        return self.tensor.format.levels[self.tensor.format.mode_order.index(mode)]
+
+    @property
+    def level_indices(self) -> tuple[IndexVar, ...]:
+        """The index of each storage level, top to bottom."""
+        return tuple(self.indices[mode] for mode in self.tensor.format.mode_order)
+
+    @property
+    def level_protocols(self) -> tuple[Protocol, ...]:
+        return tuple(self.protocols[mode] for mode in self.tensor.format.mode_order)
+
+    def children(self) -> tuple:
+        return ()
+
+    def with_children(self, children: tuple) -> "Access":
+        return self
+
+    def __str__(self) -> str:
+        def mode_text(mode: int) -> str:
+            level, protocol = self.level_of_mode(mode), self.protocols[mode]
+            write = protocol in (Protocol.APPEND, Protocol.INSERT)
+            default = default_protocol(level, write, self.tensor.temporary)
+            return str(self.indices[mode]) + ("" if protocol is default else f"@{protocol.value}")
+        return f"{self.tensor.name}({','.join(mode_text(m) for m in range(len(self.indices)))})"
+
+
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul]
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    lhs: Access
+    rhs: Expr
+    accumulate: bool = False
+
+    def children(self) -> tuple:
+        return (self.rhs,)
+
+    def with_children(self, children: tuple) -> "Assign":
+        return self if children == (self.rhs,) else replace(self, rhs=children[0])
+
+    def __str__(self) -> str:
+        return f"{self.lhs} {'+=' if self.accumulate else '='} {self.rhs}"
+
+
+@dataclass(frozen=True, slots=True)
+class Forall:
+    index: IndexVar
+    body: "Stmt"
+
+    def children(self) -> tuple:
+        return (self.body,)
+
+    def with_children(self, children: tuple) -> "Forall":
+        return self if children == (self.body,) else replace(self, body=children[0])
+
+    def __str__(self) -> str:
+        return f"∀{self.index} {self.body}"
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """`consumer` reads the temporaries that `producer` writes; the producer runs first, each time."""
+
+    consumer: "Stmt"
+    producer: "Stmt"
+
+    def children(self) -> tuple:
+        return (self.consumer, self.producer)
+
+    def with_children(self, children: tuple) -> "Where":
+        return self if children == (self.consumer, self.producer) else Where(*children)
+
+    def __str__(self) -> str:
+        return f"where({self.consumer}, {self.producer})"
+
+
+@dataclass(frozen=True, slots=True)
+class Sequence:
+    first: "Stmt"
+    second: "Stmt"
+
+    def children(self) -> tuple:
+        return (self.first, self.second)
+
+    def with_children(self, children: tuple) -> "Sequence":
+        return self if children == (self.first, self.second) else Sequence(*children)
+
+    def __str__(self) -> str:
+        return f"sequence({self.first}, {self.second})"
+
+
+Stmt = Union[Assign, Forall, Where, Sequence]
+
+
+def default_access(tensor: TensorVar, indices: tuple[IndexVar, ...], write: bool) -> Access:
+    """`tensor` at `indices` with the default protocol of every mode."""
+    fmt = tensor.format
+    protocols = tuple(default_protocol(fmt.levels[fmt.mode_order.index(mode)], write, tensor.temporary)
+                      for mode in range(tensor.order))
+    return Access(tensor, tuple(indices), protocols)
+
+
+def walk(node) -> Iterator:
+    """Every node below and including `node`, parents first, statements and expressions alike."""
+    yield node
+    for child in node.children():
+        yield from walk(child)
+
+
+def accesses(node) -> tuple[Access, ...]:
+    """The accesses read in `node`, in order of appearance (repeats kept)."""
+    return tuple(n for n in walk(node) if isinstance(n, Access))
+
+
+def assignments(stmt: Stmt) -> tuple[Assign, ...]:
+    return tuple(n for n in walk(stmt) if isinstance(n, Assign))
+
+
+def tensors(stmt: Stmt) -> dict[str, TensorVar]:
+    """Every tensor of `stmt` by name, outputs and temporaries included."""
+    found: dict[str, TensorVar] = {}
+    for assign in assignments(stmt):
+        for access in (assign.lhs, *accesses(assign.rhs)):
+            known = found.setdefault(access.tensor.name, access.tensor)
+            if known != access.tensor:
+                raise ScheduleError(f"Expected one format for {access.tensor.name}, but found "
+                                    f"{known.format} and {access.tensor.format}")
+    return found
+
+
+def loop_indices(stmt: Stmt) -> tuple[IndexVar, ...]:
+    """The index of every forall, outermost first."""
+    return tuple(n.index for n in walk(stmt) if isinstance(n, Forall))

@@ -1,0 +1,136 @@
+"""Index notation + formats -> concrete index notation under the default schedule, then legalised.
+
+The default schedule (ARCHITECTURE.md): every loop in a stable topological order of the storage-order
+constraints of all accesses — ties broken by the output's index order, then by first appearance — and
+no `where`. The output's constraints give way when they would make the order cyclic (a CSR to CSC copy):
+legalisation then routes the writes through a temporary. Legalisation inserts a workspace exactly where
+an out-of-order write into a sparse output would otherwise remain (Gustavson SpGEMM into CSR).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..errors import ScheduleError
+from ..format import Format
+from ..notation import ast as notation
+from ..notation.ast import IndexVar
+from .ast import Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, default_access, tensors
+from .rewrite import rebuild_expr
+
+#: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
+DENSE_WORKSPACE_LIMIT = 1 << 24
+
+
+def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
+               extents: Mapping[IndexVar, int] | None = None) -> Stmt:
+    """The default schedule of `assignment`, with each tensor stored in `formats[name]`.
+
+    `extents` (when known) decide whether a workspace that legalisation needs can be a dense array.
+    """
+    variables = {name: TensorVar(name, fmt) for name, fmt in formats.items()}
+    lhs = _access(assignment.lhs, variables, write=True)
+    rhs = rebuild_expr(assignment.rhs, lambda access: _access(access, variables, write=False))
+    order = loop_order(assignment, formats)
+    accumulate = assignment.accumulate or bool(assignment.reduction_indices)
+    return legalise(nest(order, Assign(lhs, rhs, accumulate)), extents or {})
+
+
+def nest(order: tuple[IndexVar, ...], body: Stmt) -> Stmt:
+    for index in reversed(order):
+        body = Forall(index, body)
+    return body
+
+
+def _access(access: notation.Access, variables: Mapping[str, TensorVar], write: bool) -> Access:
+    return default_access(variables[access.tensor], access.indices, write)
+
+
+def _edges(access: notation.Access, fmt: Format) -> set[tuple[IndexVar, IndexVar]]:
+    ordered = [access.indices[mode] for mode in fmt.mode_order]
+    return set(zip(ordered, ordered[1:]))
+
+
+def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format]) -> tuple[IndexVar, ...]:
+    """A stable topological order of the storage-order constraints (see the module docstring)."""
+    appearance = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
+    priority = {index: rank for rank, index in enumerate(appearance)}
+    inputs = set().union(*(_edges(a, formats[a.tensor]) for a in notation.accesses(assignment.rhs)))
+    order = _topological(appearance, inputs | _edges(assignment.lhs, formats[assignment.lhs.tensor]), priority)
+    if order is None:
+        order = _topological(appearance, inputs, priority)
+    if order is None:
+        raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
+                            f"but they are cyclic: convert an operand to a format concordant with the others")
+    return order
+
+
+def _topological(indices: list[IndexVar], edges: set[tuple[IndexVar, IndexVar]],
+                 priority: Mapping[IndexVar, int]) -> tuple[IndexVar, ...] | None:
+    placed: list[IndexVar] = []
+    waiting = list(indices)
+    while waiting:
+        ready = [i for i in waiting if not any(after == i and before in waiting for before, after in edges)]
+        if not ready:
+            return None
+        chosen = min(ready, key=priority.__getitem__)
+        placed.append(chosen)
+        waiting.remove(chosen)
+    return tuple(placed)
+
+
+def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
+    """Route the writes of a forall nest through a workspace from the first loop at which appending to the
+    sparse output would go out of order; return `stmt` itself when no loop does."""
+    loops, assign = _unnest(stmt)
+    if assign is None:
+        return stmt
+    at = _first_disorder(loops, assign.lhs)
+    if at is None:
+        return stmt
+    outer = loops[:at]
+    inner = tuple(i for i in assign.lhs.level_indices if i not in outer)
+    workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(stmt)))
+    write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
+    consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
+    producer = nest(loops[at:], Assign(write, assign.rhs, assign.accumulate))
+    return nest(outer, Where(consumer, producer))
+
+
+def _unnest(stmt: Stmt) -> tuple[tuple[IndexVar, ...], Assign | None]:
+    loops = []
+    while isinstance(stmt, Forall):
+        loops.append(stmt.index)
+        stmt = stmt.body
+    return tuple(loops), stmt if isinstance(stmt, Assign) else None
+
+
+def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:
+    """The position of the first loop that breaks in-order appends to `lhs`: a loop other than the
+    output's shallower indices enclosing an appended level, or an appended level's loop running before a
+    shallower level of the output is bound."""
+    first = None
+    levels = lhs.level_indices
+    for depth, (index, protocol) in enumerate(zip(levels, lhs.level_protocols)):
+        if protocol is not Protocol.APPEND:
+            continue
+        at = loops.index(index)
+        allowed = set(levels[:depth])
+        breaking = [p for p, loop in enumerate(loops[:at]) if loop not in allowed]
+        if not allowed <= set(loops[:at]):
+            breaking.append(at)
+        if breaking:
+            first = min(breaking) if first is None else min(first, *breaking)
+    return first
+
+
+def _workspace(lhs: Access, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int],
+               taken: set[str]) -> TensorVar:
+    """A dense workspace for one index (a dense array with a list of touched coordinates) when it is
+    small enough, else a hashed one; its levels follow `indices`, the output's storage order."""
+    size = 1
+    for index in indices:
+        size *= extents.get(index, 1)
+    letter = "d" if len(indices) == 1 and size <= DENSE_WORKSPACE_LIMIT else "h"
+    name = next(n for n in (f"w{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
+    return TensorVar(name, Format(letter * len(indices)), temporary=True)

@@ -1,0 +1,125 @@
+"""Text -> concrete index notation, so a schedule can be written by hand and compiled.
+
+    stmt   := ("∀" | "forall") NAME stmt
+            | "where" "(" stmt "," stmt ")"          (consumer, producer)
+            | "sequence" "(" stmt "," stmt ")"
+            | access ("=" | "+=") expr
+    access := NAME "(" [index ("," index)*] ")"      index := NAME ["@" ("step"|"locate"|"append"|"insert")]
+
+Expressions are the index notation's. Each tensor's format comes from `formats`; a tensor written inside
+a `where` producer is a temporary (dense unless `formats` says otherwise). Omitted protocols take their
+defaults, so `str(parse_cin(str(stmt), formats)) == str(stmt)`.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..errors import ParseError, ScheduleError
+from ..format import Format
+from ..format.spec import as_format
+from ..notation.ast import IndexVar
+from ..notation.parser import _Parser
+from .ast import Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, default_protocol, walk
+
+_KEYWORDS = {"forall", "where", "sequence"}
+
+
+class _CinParser(_Parser):
+    def __init__(self, text: str, formats: Mapping[str, Format], temporaries: frozenset[str]):
+        super().__init__(text)
+        self.formats, self.temporaries = formats, temporaries
+        self.writing = False
+
+    def statement(self) -> Stmt:
+        token = self.peek()
+        if token.text in ("∀", "forall"):
+            self.take()
+            index = IndexVar(self.take("name").text)
+            return Forall(index, self.statement())
+        if token.text in ("where", "sequence"):
+            self.take()
+            self.take("(")
+            first = self.statement()
+            self.take(",")
+            second = self.statement()
+            self.take(")")
+            return (Where if token.text == "where" else Sequence)(first, second)
+        self.writing = True
+        lhs = self.access(self.take("name"))
+        self.writing = False
+        operator = self.take("=", "+=")
+        return Assign(lhs, self.expr(), accumulate=operator.text == "+=")
+
+    def access(self, name) -> Access:
+        if name.text in _KEYWORDS:
+            raise ParseError(f"Expected a tensor name, but found the keyword {name.text!r}", self.text, name.column)
+        indices, protocols = [], []
+        self.take("(")
+        while self.peek().text != ")":
+            if indices:
+                self.take(",")
+            index = self.take("name")
+            indices.append(IndexVar(index.text))
+            protocols.append(self.protocol() if self.peek().text == "@" else None)
+        self.take(")")
+        tensor = self.tensor(name, len(indices))
+        fmt = tensor.format
+        if isinstance(self.formats, _AnyDense):
+            protocols = [None] * len(indices)
+        chosen = tuple(p or default_protocol(fmt.levels[fmt.mode_order.index(m)], self.writing, tensor.temporary)
+                       for m, p in enumerate(protocols))
+        try:
+            return Access(tensor, tuple(indices), chosen)
+        except ScheduleError as error:
+            raise ParseError(str(error), self.text, name.column) from None
+
+    def protocol(self) -> Protocol:
+        self.take("@")
+        token = self.take("name")
+        try:
+            return Protocol(token.text)
+        except ValueError:
+            raise ParseError(f"Expected a protocol (step, locate, append or insert), but found {token.text!r}",
+                             self.text, token.column) from None
+
+    def tensor(self, name, order: int) -> TensorVar:
+        temporary = name.text in self.temporaries
+        if name.text not in self.formats and not temporary:
+            raise ParseError(f"Expected a format for {name.text}, but none was given", self.text, name.column)
+        try:
+            fmt = as_format(self.formats.get(name.text, "dense"), order)
+        except Exception as error:
+            raise ParseError(f"Expected a format of order {order} for {name.text}: {error}", self.text,
+                             name.column) from None
+        return TensorVar(name.text, fmt, temporary)
+
+
+def parse_cin(text: str, formats: Mapping[str, "str | Format"]) -> Stmt:
+    """Parse a CIN statement; the tensors not in `formats` must be temporaries."""
+    first = _CinParser(text, {}, frozenset())
+    temporaries = frozenset(_written_in_producers(text, first))
+    parser = _CinParser(text, formats, temporaries)
+    stmt = parser.statement()
+    parser.take("end")
+    return stmt
+
+
+def _written_in_producers(text: str, scout: _CinParser) -> set[str]:
+    """The names assigned inside a where's producer, found by a first pass that treats every tensor as a
+    dense temporary (formats do not matter for finding them)."""
+    scout.formats = _AnyDense()
+    stmt = scout.statement()
+    names: set[str] = set()
+    for node in walk(stmt):
+        if isinstance(node, Where):
+            names |= {n.lhs.tensor.name for n in walk(node.producer) if isinstance(n, Assign)}
+    return names
+
+
+class _AnyDense(dict):
+    def __contains__(self, key) -> bool:
+        return True
+
+    def get(self, key, default=None):
+        return "dense"

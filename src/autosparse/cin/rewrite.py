@@ -1,0 +1,66 @@
+"""Pure rewrites of CIN shared by concretize, the parser and lowering.
+
+Each returns the very same object when nothing changed, so callers can test `is` to see whether a rewrite
+did anything.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Collection
+
+from ..notation.ast import Add, Literal, Mul, Neg, Sub
+from .ast import Access, Assign, Forall, Sequence, Stmt, Where
+
+
+def rebuild_expr(expr, leaf: Callable):
+    """`expr` with every access leaf replaced by `leaf(access)` (leaves of any access class)."""
+    children = expr.children()
+    if not children:
+        return expr if isinstance(expr, Literal) else leaf(expr)
+    return expr.with_children(tuple(rebuild_expr(child, leaf) for child in children))
+
+
+def is_zero(expr) -> bool:
+    return isinstance(expr, Literal) and expr.value == 0
+
+
+def simplify(expr):
+    """`expr` with zeros folded away (x*0 -> 0, x+0 -> x, 0-x -> -x, -0 -> 0); an all-zero expression
+    becomes Literal(0). This is where an absent operand's NaN or Inf is taken to be 0 (the contract)."""
+    children = tuple(simplify(child) for child in expr.children())
+    zero = tuple(is_zero(child) for child in children)
+    if isinstance(expr, Mul) and any(zero):
+        return Literal(0)
+    if isinstance(expr, Neg) and zero[0]:
+        return Literal(0)
+    if isinstance(expr, (Add, Sub)):
+        left, right = children
+        if zero[1]:
+            return left
+        if zero[0]:
+            return right if isinstance(expr, Add) else Neg(right)
+    return expr.with_children(children)
+
+
+def without(stmt: Stmt, absent: Collection[Access]) -> Stmt | None:
+    """`stmt` where the accesses in `absent` read zero: assignments of nothing disappear (outputs and
+    temporaries start at zero), and so do loops and statements left empty. None when all of it goes."""
+    if not absent:
+        return stmt
+    if isinstance(stmt, Assign):
+        rhs = simplify(rebuild_expr(stmt.rhs, lambda a: Literal(0) if a in absent else a))
+        return None if is_zero(rhs) else stmt.with_children((rhs,))
+    if isinstance(stmt, Forall):
+        body = without(stmt.body, absent)
+        return None if body is None else stmt.with_children((body,))
+    if isinstance(stmt, Where):
+        consumer, producer = without(stmt.consumer, absent), without(stmt.producer, absent)
+        if consumer is None:
+            return None
+        return consumer if producer is None else stmt.with_children((consumer, producer))
+    if isinstance(stmt, Sequence):
+        first, second = without(stmt.first, absent), without(stmt.second, absent)
+        if first is None or second is None:
+            return first if second is None else second
+        return stmt.with_children((first, second))
+    raise TypeError(f"not a CIN statement: {stmt!r}")

@@ -1,0 +1,389 @@
+"""CIN statement -> C statements (LOWERING.md §3-5): loops from iteration lattices, stores into targets.
+
+`lower(stmt, plan, scope, b)` is one pass over the statement; everything a loop passes to the loops
+inside it travels in the frozen `Scope` (which level of each access is reached, at which position; which
+flag a store must raise; which register sums a hoisted reduction). The kernel-wide facts — each access's
+read levels, each written tensor's target — are in the `Plan`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
+
+from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Stmt, Where, accesses, assignments
+from ..cin.rewrite import without
+from ..codegen import names
+from ..codegen.builder import CBuilder
+from ..errors import ScheduleError
+from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+from . import lattice as lat
+from .reads import ROOT, Position, ReadLevel
+from .writes import Target
+
+
+@dataclass(frozen=True)
+class Plan:
+    read_levels: Callable[[Access], tuple[ReadLevel, ...]]
+    targets: Mapping[str, Target]
+    access_ids: Mapping[Access, str]
+    value_types: Mapping[str, str]
+    fresh: names.Fresh
+    counters: list[str] | None = None  # loop labels when instrumented (the one mutable log)
+
+    def vals(self, access: Access) -> str:
+        return names.vals(access.tensor.name)
+
+
+@dataclass(frozen=True)
+class Scope:
+    reads: Mapping[tuple[Access, int], Position] = field(default_factory=dict)
+    writes: Mapping[tuple[str, int], Position] = field(default_factory=dict)
+    flags: Mapping[str, str | None] = field(default_factory=dict)
+    accumulators: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    if isinstance(stmt, Forall):
+        _forall(stmt, plan, scope, b)
+    elif isinstance(stmt, Assign):
+        _assign(stmt, plan, scope, b)
+    elif isinstance(stmt, Where):
+        _where(stmt, plan, scope, b)
+    elif isinstance(stmt, Sequence):
+        lower(stmt.first, plan, scope, b)
+        lower(stmt.second, plan, scope, b)
+    else:
+        raise TypeError(f"not a CIN statement: {stmt!r}")
+
+
+def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
+    temporaries = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.producer))
+    b.comment(f"produce {', '.join(temporaries)}")
+    lower(stmt.producer, plan, scope, b)
+    for name in temporaries:
+        plan.targets[name].prepare_read(b)
+    b.comment(f"consume {', '.join(temporaries)}")
+    lower(stmt.consumer, plan, scope, b)
+    for name in temporaries:
+        plan.targets[name].reset(b)
+
+
+# --- assignments -------------------------------------------------------------------------------------
+
+def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """target[p] (op)= value; raise the flag of a tentative position; or add into a hoisted register."""
+    value = _expr(stmt.rhs, plan, scope, b)
+    name = stmt.lhs.tensor.name
+    if name in scope.accumulators:
+        register, stored = scope.accumulators[name]
+        b.line(f"{register} += {value};")
+        if stored:
+            b.line(f"{stored} = 1;")
+        return
+    position = scope.writes.get((name, stmt.lhs.tensor.order - 1), ROOT)
+    plan.targets[name].store(position, "+=" if stmt.accumulate else "=", value, b)
+    if scope.flags.get(name):
+        b.line(f"{scope.flags[name]} = 1;")
+
+
+def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
+    if isinstance(expr, Access):
+        return _read(expr, plan, scope, b)
+    if isinstance(expr, Literal):
+        value = expr.value
+        if isinstance(value, complex):
+            return f"({value.real!r} + {value.imag!r} * I)"
+        return repr(value)
+    if isinstance(expr, Neg):
+        return f"(-{_expr(expr.operand, plan, scope, b)})"
+    symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
+    return f"({_expr(expr.left, plan, scope, b)} {symbol} {_expr(expr.right, plan, scope, b)})"
+
+
+def _read(access: Access, plan: Plan, scope: Scope, b: CBuilder) -> str:
+    """vals[p]; 0 when a locate found nothing; the sum over a non-unique leaf's segment (a COO vector)."""
+    position = scope.reads.get((access, access.tensor.order - 1), ROOT)
+    vals = plan.vals(access)
+    if position.end is not None:
+        total = plan.fresh("v")
+        b.line(f"{plan.value_types[access.tensor.name]} {total} = 0;")
+        with b.block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
+            b.line(f"{total} += {vals}[q];")
+        return total
+    if position.may_miss:
+        return f"({position.begin} < 0 ? 0 : {vals}[{position.begin}])"
+    return f"{vals}[{position.begin}]"
+
+
+# --- loops -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Loop:
+    """What one forall touches: the iterators it steps, the levels it locates, the levels it writes."""
+
+    index: IndexVar
+    stepped: Mapping[Access, lat.Iterator]
+    located: tuple[tuple[Access, int], ...]
+    written: tuple[tuple[str, int], ...]
+
+
+def _next_level(access: Access, scope: Scope) -> int:
+    level = 0
+    while (access, level) in scope.reads:
+        level += 1
+    return level
+
+
+def _survey(stmt: Forall, plan: Plan, scope: Scope) -> _Loop:
+    index, stepped, located, written = stmt.index, {}, [], []
+    for access in dict.fromkeys(accesses(stmt.body)):
+        level = _next_level(access, scope)
+        levels = access.level_indices
+        if level < len(levels) and levels[level] == index:
+            if access.level_protocols[level] is Protocol.STEP:
+                stepped[access] = lat.Iterator(access, level, plan.read_levels(access)[level].full)
+            else:
+                located.append((access, level))
+        elif index in levels[level:]:
+            raise ScheduleError(f"Expected {access} to be read in its storage order (format "
+                                f"{access.tensor.format}), but loop {index} comes before {levels[level]}")
+    for assign in dict.fromkeys(assignments(stmt.body)):
+        name, levels = assign.lhs.tensor.name, assign.lhs.level_indices
+        level = next((k for k in range(len(levels)) if (name, k) not in scope.writes), len(levels))
+        if level < len(levels) and levels[level] == index:
+            written.append((name, level))
+        elif index in levels[level:]:
+            raise ScheduleError(f"Expected {assign.lhs} to be written in its storage order (format "
+                                f"{assign.lhs.tensor.format}), but loop {index} comes before {levels[level]}")
+    return _Loop(index, stepped, tuple(located), tuple(dict.fromkeys(written)))
+
+
+def _lattice(stmt, loop: _Loop, produced: Mapping[str, lat.Lattice]) -> lat.Lattice:
+    """The iteration lattice of `stmt` for the loop: a temporary read stands for its producer."""
+    if isinstance(stmt, Access):
+        if stmt in loop.stepped:
+            return lat.single(loop.stepped[stmt])
+        return produced.get(stmt.tensor.name, lat.universe()) if stmt.tensor.temporary else lat.universe()
+    if isinstance(stmt, Literal):
+        return lat.universe()
+    if isinstance(stmt, (Assign, Forall, Neg)):
+        return _lattice(stmt.children()[0], loop, produced)
+    if isinstance(stmt, Mul):
+        return lat.meet(_lattice(stmt.left, loop, produced), _lattice(stmt.right, loop, produced))
+    if isinstance(stmt, (Add, Sub, Sequence)):
+        first, second = stmt.children()
+        return lat.join(_lattice(first, loop, produced), _lattice(second, loop, produced))
+    if isinstance(stmt, Where):
+        inner = _lattice(stmt.producer, loop, produced)
+        made = {a.lhs.tensor.name: inner for a in assignments(stmt.producer)}
+        return _lattice(stmt.consumer, loop, {**produced, **made})
+    raise TypeError(f"not CIN: {stmt!r}")
+
+
+def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    loop = _survey(stmt, plan, scope)
+    lattice = _lattice(stmt.body, loop, {})
+    hoisted = _hoistable(stmt, plan, scope)
+    with b.block():
+        if hoisted is not None:
+            name, register, stored = hoisted
+            b.line(f"{plan.value_types[name]} {register} = 0;")
+            if stored:
+                b.line(f"int {stored} = 0;")
+            scope = replace(scope, accumulators={**scope.accumulators, name: (register, stored)})
+        _declare_iterators(lattice, plan, scope, b)
+        if lat.dense_loop(lattice):
+            _dense_loop(stmt, loop, lattice, plan, scope, b)
+        else:
+            for point in lattice:
+                _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
+        if hoisted is not None:
+            _store_hoisted(stmt, name, register, stored, plan, scope, b)
+
+
+def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | None] | None:
+    """A reduction nest (foralls over indices the output lacks, around one `+=`) sums into a register
+    (LOWERING.md §6): returns (tensor, register, stored-flag)."""
+    loops, body = [stmt.index], stmt.body
+    while isinstance(body, Forall):
+        loops.append(body.index)
+        body = body.body
+    if not isinstance(body, Assign) or not body.accumulate:
+        return None
+    name = body.lhs.tensor.name
+    if any(index in body.lhs.indices for index in loops) or name in scope.accumulators:
+        return None
+    dense = plan.targets[name].flag_free
+    return name, plan.fresh("acc"), None if dense else plan.fresh("stored")
+
+
+def _store_hoisted(stmt: Forall, name: str, register: str, stored: str | None, plan: Plan, scope: Scope,
+                   b: CBuilder) -> None:
+    order = next(a.lhs.tensor.order for a in assignments(stmt) if a.lhs.tensor.name == name)
+    position = scope.writes.get((name, order - 1), ROOT)
+    with b.scope(f"if ({stored})" if stored else ""):
+        plan.targets[name].store(position, "+=", register, b)
+        if scope.flags.get(name):
+            b.line(f"{scope.flags[name]} = 1;")
+
+
+def _iterator_names(it: lat.Iterator, plan: Plan) -> tuple[str, str, str, str]:
+    ident = plan.access_ids[it.access]
+    return (names.position(ident, it.level), names.position_end(ident, it.level),
+            names.coordinate_of(ident, it.level), names.segment_end(ident, it.level))
+
+
+def _sparse_iterators(lattice: lat.Lattice) -> list[lat.Iterator]:
+    return list(dict.fromkeys(it for point in lattice for it in sorted(point.sparse, key=str)))
+
+
+def _declare_iterators(lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    for it in _sparse_iterators(lattice):
+        q, end, _, _ = _iterator_names(it, plan)
+        parent = scope.reads.get((it.access, it.level - 1), ROOT)
+        begin, last = plan.read_levels(it.access)[it.level].range(parent)
+        b.line(f"int64_t {q} = {begin};")
+        b.line(f"const int64_t {end} = {last};")
+
+
+def _load(it: lat.Iterator, plan: Plan, b: CBuilder, guard: bool, index: str | None = None) -> None:
+    """Load the iterator's coordinate (-1 past its end when `guard`) and, for a non-unique level, find
+    the end of the run of entries sharing it."""
+    q, end, c, seg = _iterator_names(it, plan)
+    level = plan.read_levels(it.access)[it.level]
+    load = level.coordinate(q)
+    b.line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
+    if not level.unique:
+        b.line(f"int64_t {seg} = {q} + ({c} == {index or c});")
+        with b.block(f"if ({c} == {index or c})"):
+            b.line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
+
+
+def _advance(it: lat.Iterator, plan: Plan, index: str) -> str:
+    q, _, c, seg = _iterator_names(it, plan)
+    if not plan.read_levels(it.access)[it.level].unique:
+        return f"{q} = {seg};"
+    return f"{q} += ({c} == {index});"
+
+
+def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }"""
+    index = names.coordinate(loop.index)
+    sparse = _sparse_iterators(lattice)
+    for it in sparse:
+        if not plan.read_levels(it.access)[it.level].ordered:
+            raise ScheduleError(f"Expected ordered levels in a loop over all of {loop.index}, but "
+                                f"{it.access} is stepped through an unordered level: locate it instead")
+    with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"):
+        _count(plan, b, f"∀{loop.index} dense")
+        for it in sparse:
+            _load(it, plan, b, guard=True, index=index)
+        _cases(stmt, loop, lattice, lattice, plan, scope, b)
+        for it in sparse:
+            b.line(_advance(it, plan, index))
+
+
+def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Point, plan: Plan, scope: Scope,
+                 b: CBuilder) -> None:
+    """One loop per lattice point: a plain `for` over a lone iterator, else a merge `while`."""
+    index = names.coordinate(loop.index)
+    cases = lat.sub_points(lattice, point)
+    iterators = sorted(point.sparse, key=str)
+    if len(iterators) == 1 and len(cases) == 1:
+        it = iterators[0]
+        q, end, c, seg = _iterator_names(it, plan)
+        level = plan.read_levels(it.access)[it.level]
+        header = f"for (; {q} < {end}; {q}++)" if level.unique else f"while ({q} < {end})"
+        with b.block(header):
+            _count(plan, b, f"∀{loop.index} over {it.access}")
+            vacant = level.vacant(q)
+            if vacant:
+                b.line(f"if ({vacant}) continue;")
+            _load(it, plan, b, guard=False)
+            b.line(f"const int64_t {index} = {c};")
+            _case_body(stmt, loop, point, plan, scope, b)
+            if not level.unique:
+                b.line(f"{q} = {seg};")
+        return
+    for it in iterators:
+        if not plan.read_levels(it.access)[it.level].ordered:
+            raise ScheduleError(f"Expected ordered levels to co-iterate over {loop.index}, but {it.access} is "
+                                f"stepped through an unordered level: locate it instead")
+    running = " && ".join(f"{_iterator_names(it, plan)[0]} < {_iterator_names(it, plan)[1]}" for it in iterators)
+    with b.block(f"while ({running})"):
+        _count(plan, b, f"∀{loop.index} merge")
+        coordinates = []
+        for it in iterators:
+            _load(it, plan, b, guard=False)
+            coordinates.append(_iterator_names(it, plan)[2])
+        smallest = coordinates[0]
+        for c in coordinates[1:]:
+            smallest = f"({c} < {smallest} ? {c} : {smallest})"
+        b.line(f"const int64_t {index} = {smallest};")
+        for it in iterators:
+            if not plan.read_levels(it.access)[it.level].unique:
+                _, _, c, seg = _iterator_names(it, plan)
+                b.line(f"if ({c} != {index}) {seg} = {_iterator_names(it, plan)[0]};")
+        _cases(stmt, loop, lattice, cases, plan, scope, b)
+        for it in iterators:
+            b.line(_advance(it, plan, index))
+
+
+def _cases(stmt: Forall, loop: _Loop, lattice: lat.Lattice, cases: lat.Lattice, plan: Plan, scope: Scope,
+           b: CBuilder) -> None:
+    index = names.coordinate(loop.index)
+    for number, point in enumerate(cases):
+        condition = " && ".join(f"{_iterator_names(it, plan)[2]} == {index}" for it in sorted(point.sparse, key=str))
+        if len(cases) == 1 and len(point.sparse) <= 1 and not lat.dense_loop(lattice):
+            header = ""
+        elif condition:
+            header = f"{'else ' if number else ''}if ({condition})"
+        else:
+            header = "else" if number else ""
+        with b.scope(header):
+            _case_body(stmt, loop, point, plan, scope, b)
+
+
+def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """The body with the iterators outside `point` absent (their accesses read zero), the stepped and
+    located levels positioned, and the written levels entered (then committed)."""
+    index = names.coordinate(loop.index)
+    absent = [a for a, it in loop.stepped.items() if it not in point.iterators]
+    body = without(stmt.body, absent)
+    if body is None:
+        return
+    reads = dict(scope.reads)
+    for access, it in loop.stepped.items():
+        if it in point.iterators:
+            level = plan.read_levels(access)[it.level]
+            parent = scope.reads.get((access, it.level - 1), ROOT)
+            if it.full:
+                reads[(access, it.level)] = level.locate(parent, index)
+            else:
+                q, _, c, seg = _iterator_names(it, plan)
+                reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else seg)
+    for access, level_number in loop.located:
+        parent = scope.reads.get((access, level_number - 1), ROOT)
+        reads[(access, level_number)] = plan.read_levels(access)[level_number].locate(parent, index)
+    writes, flags, entered = dict(scope.writes), dict(scope.flags), []
+    for name, level in loop.written:
+        target = plan.targets[name]
+        parent = scope.writes.get((name, level - 1), ROOT)
+        target.bind(level, index, b)
+        position = target.enter(level, index, parent, b)
+        writes[(name, level)] = position
+        entered.append((name, level, parent, position, flags.get(name)))
+        if target.flag(level):
+            flags[name] = target.flag(level)
+    lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags), b)
+    for name, level, parent, position, parent_flag in reversed(entered):
+        plan.targets[name].leave(level, parent, position, b, parent_flag)
+
+
+def _count(plan: Plan, b: CBuilder, label: str) -> None:
+    """Instrumented kernels count every iteration of every loop (the loop's label names it)."""
+    if plan.counters is not None:
+        b.line(f"counters[{len(plan.counters)}]++;")
+        plan.counters.append(label)

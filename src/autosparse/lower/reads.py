@@ -1,0 +1,94 @@
+"""How a kernel reads one storage level: the uniform face that lowering sees of a tensor's level plug-in
+or of a workspace being consumed.
+
+A `ReadLevel` answers in C expressions: the positions below a parent segment, the coordinate at a
+position, the position a coordinate leads to (for the level below and the values), and `locate`.
+Positions come as segments [begin, end): below a unique level a segment is one position; below a
+non-unique level (COO rows) it spans the entries that share a coordinate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..format.level import Level
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where an access stands at one level: position `begin`, or the segment [begin, end) of a
+    non-unique level; `may_miss` when a locate above may have found nothing (begin is then -1)."""
+
+    begin: str
+    end: str | None = None
+    may_miss: bool = False
+
+    @property
+    def last(self) -> str:
+        return self.end if self.end is not None else f"{self.begin} + 1"
+
+
+ROOT = Position("0")
+
+
+class ReadLevel:
+    full: bool
+    ordered: bool
+    unique: bool
+
+    def range(self, parent: Position) -> tuple[str, str]:
+        raise NotImplementedError
+
+    def coordinate(self, q: str) -> str:
+        raise NotImplementedError
+
+    def vacant(self, q: str) -> str | None:
+        return None
+
+    def stepped(self, q: str, coordinate: str) -> str:
+        """The position that stepping to `q` (holding `coordinate`) leads to."""
+        return q
+
+    def locate(self, parent: Position, coordinate: str) -> Position:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TensorLevel(ReadLevel):
+    """A level of an operand, through its plug-in's C fragments."""
+
+    level: Level
+    arrays: Mapping[str, str]
+    dim: str
+
+    @property
+    def full(self) -> bool:
+        return self.level.properties.full
+
+    @property
+    def ordered(self) -> bool:
+        return self.level.properties.ordered
+
+    @property
+    def unique(self) -> bool:
+        return self.level.properties.unique
+
+    def range(self, parent: Position) -> tuple[str, str]:
+        begin, end = self.level.position_range(self.arrays, parent.begin, parent.last)
+        if parent.may_miss:
+            return f"({parent.begin} < 0 ? 0 : {begin})", f"({parent.begin} < 0 ? 0 : {end})"
+        return begin, end
+
+    def coordinate(self, q: str) -> str:
+        return self.level.coordinate(self.arrays, q)
+
+    def vacant(self, q: str) -> str | None:
+        return self.level.vacant(self.arrays, q)
+
+    def locate(self, parent: Position, coordinate: str) -> Position:
+        found = self.level.locate(self.arrays, parent.begin, coordinate, self.dim)
+        may_miss = self.level.locate_may_miss or parent.may_miss
+        if parent.may_miss and not self.level.locate_may_miss:
+            found = f"({parent.begin} < 0 ? -1 : {found})"
+        return Position(f"({found})", may_miss=may_miss)
