@@ -46,7 +46,13 @@ class Kernel:
     def __init__(self, expression: "str | Assignment", formats: Mapping[str, "str | Format"] | None = None,
                  schedule=None, num_threads: int | None = None, instrument: bool = False):
         self.assignment = parse(expression) if isinstance(expression, str) else expression
-        self.formats = _resolve_formats(self.assignment, formats or {})
+        formats = dict(formats or {})
+        orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
+        self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
+        if self.temporary_formats and not isinstance(schedule, str):
+            raise AutosparseError(f"Expected formats only for tensors of {self.assignment}, but found "
+                                  f"{sorted(self.temporary_formats)}")
+        self.formats = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
         self.schedule, self.instrument = schedule, instrument
         self.num_threads = num_threads
         self._cin = self._schedule({})
@@ -70,7 +76,7 @@ class Kernel:
         if isinstance(self.schedule, str):
             text = self.schedule.strip()
             if text.startswith(("∀", "forall", "where", "sequence")):
-                return parse_cin(text, self.formats)
+                return parse_cin(text, {**self.formats, **self.temporary_formats})
             raise ScheduleError(f"Expected None or a CIN statement as the schedule, but found {self.schedule!r} "
                                 f"(scheduling commands are not supported yet)")
         if isinstance(self.schedule, (tuple,)) or not hasattr(self.schedule, "children"):
@@ -196,12 +202,3 @@ def _check_workspaces(cin: Stmt, extents, value_dtype: np.dtype) -> None:
             size = prod(extents[i] for i in indices)
             check_allocation(size * (value_dtype.itemsize + (9 if var.order == 1 else 0)),
                              f"the dense workspace {name}{list(indices)}")
-
-
-def _resolve_formats(assignment: Assignment, formats: Mapping[str, "str | Format"]) -> dict[str, Format]:
-    """A format per tensor of the assignment (dense where none is given)."""
-    orders = {a.tensor: len(a.indices) for a in (*accesses(assignment.rhs), assignment.lhs)}
-    unknown = set(formats) - orders.keys()
-    if unknown:
-        raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {sorted(unknown)}")
-    return {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}

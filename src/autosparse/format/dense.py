@@ -46,7 +46,9 @@ class Dense(Level):
         return Validated(nchildren=nparents * dim, repeats=None)
 
     def locate(self, arrays, parent, coordinate, dim) -> str:
-        return coordinate if parent == "0" else f"{parent} * {dim} + {coordinate}"
+        if parent == "0":
+            return coordinate
+        return f"{parent if parent.isidentifier() else f'({parent})'} * {dim} + {coordinate}"
 
     @property
     def locate_may_miss(self) -> bool:

@@ -23,7 +23,7 @@ from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
-from .workspaces import SORT_HELPER, DenseWorkspace, ListWorkspace, Workspace
+from .workspaces import SORT_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
 from .writes import GROW_MACRO, AppendedResult, DenseResult, Slot, Target
 
 SYMBOL = "autosparse_kernel"
@@ -90,6 +90,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
 
     b = CBuilder(depth=0)
     b.lines(_preamble(variables, types, access_list))
+    for workspace in workspaces.values():
+        b.lines(workspace.helpers())
     with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
                  f"int64_t *restrict counters)"):
         for k, index in enumerate(indices):
@@ -149,8 +151,9 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
         return ListWorkspace(var.name, dims[0], value_c)
     if fmt.is_dense:
         return DenseWorkspace(var.name, dims, value_c)
-    raise ScheduleError(f"Expected a dense temporary, but {var.name} has format {fmt} (hashed temporaries: "
-                        f"not yet supported)")
+    if all(level.letter == "h" for level in fmt.levels):
+        return HashedWorkspace(var.name, dims, value_c)
+    raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 
 
 def _preamble(variables: Mapping[str, TensorVar], types: Types, access_list: list[Access]) -> str:

@@ -82,10 +82,22 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
         if stored:
             b.line(f"{stored} = 1;")
         return
-    position = scope.writes.get((name, stmt.lhs.tensor.order - 1), ROOT)
+    position = _target_position(stmt.lhs, plan, scope, b)
     plan.targets[name].store(position, "+=" if stmt.accumulate else "=", value, b)
     if scope.flags.get(name):
         b.line(f"{scope.flags[name]} = 1;")
+
+
+def _target_position(lhs: Access, plan: Plan, scope: Scope, b: CBuilder) -> Position:
+    """Where the store goes: for a target written at random, located from all its coordinates (in any
+    loop order); for an appended one, the position its innermost level's loop entered."""
+    target = plan.targets[lhs.tensor.name]
+    if not target.random_access:
+        return scope.writes.get((lhs.tensor.name, lhs.tensor.order - 1), ROOT)
+    position = ROOT
+    for level, index in enumerate(lhs.level_indices):
+        position = target.enter(level, names.coordinate(index), position, b)
+    return position
 
 
 def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
@@ -151,6 +163,8 @@ def _survey(stmt: Forall, plan: Plan, scope: Scope) -> _Loop:
                                 f"{access.tensor.format}), but loop {index} comes before {levels[level]}")
     for assign in dict.fromkeys(assignments(stmt.body)):
         name, levels = assign.lhs.tensor.name, assign.lhs.level_indices
+        if plan.targets[name].random_access:
+            continue
         level = next((k for k in range(len(levels)) if (name, k) not in scope.writes), len(levels))
         if level < len(levels) and levels[level] == index:
             written.append((name, level))
@@ -221,8 +235,8 @@ def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | 
 
 def _store_hoisted(stmt: Forall, name: str, register: str, stored: str | None, plan: Plan, scope: Scope,
                    b: CBuilder) -> None:
-    order = next(a.lhs.tensor.order for a in assignments(stmt) if a.lhs.tensor.name == name)
-    position = scope.writes.get((name, order - 1), ROOT)
+    lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
+    position = _target_position(lhs, plan, scope, b)
     with b.scope(f"if ({stored})" if stored else ""):
         plan.targets[name].store(position, "+=", register, b)
         if scope.flags.get(name):

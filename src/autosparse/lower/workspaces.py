@@ -22,6 +22,10 @@ class Workspace(Target):
     def read_level(self, level: int) -> ReadLevel:
         raise NotImplementedError
 
+    def helpers(self) -> str:
+        """C definitions this workspace's code calls, placed before the kernel."""
+        return ""
+
     def prepare_read(self, b: CBuilder) -> None: ...
 
     def reset(self, b: CBuilder) -> None: ...
@@ -158,3 +162,148 @@ static int sort_coordinates(int64_t *a, int64_t n) {
     return 0;
 }
 """
+
+
+@dataclass(frozen=True)
+class _SortedLevel(ReadLevel):
+    """Level `level` of a hashed workspace's entries sorted by linearised coordinates: a run of equal
+    leading coordinates is one segment, as below a non-unique level."""
+
+    workspace: "HashedWorkspace"
+    level: int
+    full = False
+    ordered = True
+
+    @property
+    def unique(self) -> bool:
+        return self.level == len(self.workspace.dims) - 1
+
+    def range(self, parent: Position) -> tuple[str, str]:
+        return ("0", self.workspace.count) if self.level == 0 else (parent.begin, parent.last)
+
+    def coordinate(self, q: str) -> str:
+        stride = " * ".join(("1", *self.workspace.dims[self.level + 1:]))
+        return f"(({self.workspace.keys}[{q}] / ({stride})) % {self.workspace.dims[self.level]})"
+
+    def locate(self, parent: Position, coordinate: str) -> Position:
+        raise NotImplementedError("a hashed workspace is stepped in order by its consumer, not located")
+
+
+@dataclass(frozen=True)
+class HashedWorkspace(Workspace):
+    """Keys are the coordinates linearised in level order; `table` holds them (-1: empty) with values in
+    `table_vals`, `slots` lists the occupied slots in insertion order. Before the consumer runs, the
+    entries are copied out sorted into `keys` / `vals`, which its levels step through."""
+
+    flag_free = False
+    name: str
+    dims: tuple[str, ...]
+    value_type: str
+
+    def _ident(self, part: str) -> str:
+        return f"{self.name}_{part}"
+
+    @property
+    def keys(self) -> str:
+        return self._ident("keys")
+
+    @property
+    def count(self) -> str:
+        return self._ident("count")
+
+    def allocate(self, b: CBuilder) -> None:
+        t, vt = self._ident, self.value_type
+        b.line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
+        b.line(f"int64_t *{t('table')} = malloc(16 * sizeof(int64_t));")
+        b.line(f"{vt} *{t('table_vals')} = calloc(16, sizeof({vt}));")
+        b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
+        b.line(f"int64_t *{self.keys} = NULL;")
+        b.line(f"{vt} *{names.vals(self.name)} = NULL;")
+        b.line(f"if (!{t('table')} || !{t('table_vals')} || !{t('slots')}) return 1;")
+        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s] = -1;")
+
+    def helpers(self) -> str:
+        t, vt = self._ident, self.value_type
+        return f"""
+typedef struct {{ int64_t key; {vt} val; }} {t('entry')};
+static int {t('entry_order')}(const void *a, const void *b) {{
+    int64_t x = (({t('entry')} *)a)->key, y = (({t('entry')} *)b)->key;
+    return (x > y) - (x < y);
+}}
+/* The slot of `key` in the workspace table, inserted if new (growing the table past half full);
+   -1 when memory runs out. */
+static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int64_t *cap, int64_t *count,
+                             int64_t key) {{
+    uint64_t mask = (uint64_t)*cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+    while ((*table)[s] != key) {{
+        if ((*table)[s] < 0) break;
+        s = (s + 1) & mask;
+    }}
+    if ((*table)[s] == key) return (int64_t)s;
+    if (2 * (*count + 1) > *cap) {{
+        int64_t grown = 2 * *cap;
+        int64_t *t2 = malloc((size_t)grown * sizeof(int64_t)), *s2 = malloc((size_t)grown * sizeof(int64_t));
+        {vt} *v2 = calloc((size_t)grown, sizeof({vt}));
+        if (!t2 || !s2 || !v2) return -1;
+        for (int64_t k = 0; k < grown; k++) t2[k] = -1;
+        for (int64_t k = 0; k < *count; k++) {{
+            int64_t old = (*slots)[k], key2 = (*table)[old];
+            uint64_t h = (((uint64_t)key2 * 0x9E3779B97F4A7C15ULL) >> 32) & (uint64_t)(grown - 1);
+            while (t2[h] >= 0) h = (h + 1) & (uint64_t)(grown - 1);
+            t2[h] = key2; v2[h] = (*vals)[old]; s2[k] = (int64_t)h;
+        }}
+        free(*table); free(*vals); free(*slots);
+        *table = t2; *vals = v2; *slots = s2; *cap = grown;
+        return {t('insert')}(table, vals, slots, cap, count, key);
+    }}
+    (*table)[s] = key;
+    (*slots)[(*count)++] = (int64_t)s;
+    return (int64_t)s;
+}}
+"""
+
+    def enter(self, level, coordinate, parent, b) -> Position:
+        return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
+
+    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+        t = self._ident
+        with b.block():
+            b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('table_vals')}, &{t('slots')}, &{t('cap')}, "
+                   f"&{self.count}, {position.begin});")
+            b.line("if (slot < 0) return 1;")
+            b.line(f"{t('table_vals')}[slot] {op} {value};")
+
+    def read_level(self, level: int) -> ReadLevel:
+        return _SortedLevel(self, level)
+
+    def prepare_read(self, b: CBuilder) -> None:
+        t, vt, vals = self._ident, self.value_type, names.vals(self.name)
+        with b.block(f"if ({self.count} > {t('sorted_cap')})"):
+            b.line(f"free({self.keys}); free({vals});")
+            b.line(f"{t('sorted_cap')} = 2 * {self.count};")
+            b.line(f"{self.keys} = malloc((size_t){t('sorted_cap')} * sizeof(int64_t));")
+            b.line(f"{vals} = malloc((size_t){t('sorted_cap')} * sizeof({vt}));")
+            b.line(f"if (!{self.keys} || !{vals}) return 1;")
+        with b.block():
+            b.line(f"{t('entry')} *entries = malloc((size_t)({self.count} + 1) * sizeof({t('entry')}));")
+            b.line("if (!entries) return 1;")
+            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+                b.line(f"entries[q].key = {t('table')}[{t('slots')}[q]];")
+                b.line(f"entries[q].val = {t('table_vals')}[{t('slots')}[q]];")
+            b.line(f"qsort(entries, (size_t){self.count}, sizeof({t('entry')}), {t('entry_order')});")
+            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+                b.line(f"{self.keys}[q] = entries[q].key;")
+                b.line(f"{vals}[q] = entries[q].val;")
+            b.line("free(entries);")
+
+    def reset(self, b: CBuilder) -> None:
+        t = self._ident
+        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.line(f"{t('table')}[{t('slots')}[q]] = -1;")
+            b.line(f"{t('table_vals')}[{t('slots')}[q]] = 0;")
+        b.line(f"{self.count} = 0;")
+
+    def release(self, b: CBuilder) -> None:
+        for part in ("table", "table_vals", "slots", "keys"):
+            b.line(f"free({self._ident(part)});")
+        b.line(f"free({names.vals(self.name)});")

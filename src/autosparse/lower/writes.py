@@ -47,6 +47,9 @@ class Target:
     name: str
     #: Stores need no flag: every position is final, and storing a zero changes nothing.
     flag_free = True
+    #: Every level is located from its coordinate, so stores may come in any order; positions are
+    #: computed at the store from all coordinates (else levels are entered loop by loop, in order).
+    random_access = True
 
     def allocate(self, b: CBuilder) -> None: ...
 
@@ -85,6 +88,7 @@ class AppendedResult(Target):
     """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in one pass."""
 
     flag_free = False
+    random_access = False
     name: str
     levels: tuple[Level, ...]
     dims: tuple[str, ...]
