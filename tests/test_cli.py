@@ -41,3 +41,32 @@ def test_demo_on_vectors_and_order_4_tensors(tmp_path):
     result = CliRunner().invoke(main, ["demo", "--data", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert result.output.count(" ok") == 8
+
+
+def test_compile_prints_cin_and_c():
+    result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A=csr"])
+    assert result.exit_code == 0, result.output
+    assert "// ∀i ∀j y(i) += A(i,j) * x(j)" in result.output
+    assert "int autosparse_kernel(" in result.output and "A2_crd" in result.output
+
+
+def test_compile_errors_are_messages():
+    result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) *", "-f", "A=csr"])
+    assert result.exit_code == 1 and "column" in result.output
+    bad = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A"])
+    assert bad.exit_code == 2 and "NAME=VALUE" in bad.output
+
+
+def test_run_reads_operands_and_writes_the_result(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.random((4, 5)) * (rng.random((4, 5)) < 0.5)
+    x = rng.random(5)
+    asp.write(tmp_path / "A.mtx", asp.Tensor.from_numpy(a, "csr"))
+    asp.write(tmp_path / "x.tns", asp.Tensor.from_numpy(x, "s"))
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'A.mtx'}",
+                                  "-i", f"x={tmp_path / 'x.tns'}", "-f", "y=s", "-o", str(tmp_path / "y.tns")])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(asp.read(tmp_path / "y.tns").to_numpy(), a @ x)
+    dot = runner.invoke(main, ["run", "s() = x(i) * x(i)", "-i", f"x={tmp_path / 'x.tns'}"])
+    assert dot.exit_code == 0 and abs(float(dot.output) - x @ x) < 1e-9

@@ -1,5 +1,6 @@
-"""The `autosparse` command: `demo` (load real data, convert between formats, summarise), `info` and
-`convert` for tensor files."""
+"""The `autosparse` command: `demo` (load real data, convert between formats, run kernels, summarise),
+`info` and `convert` for tensor files, `compile` (print a kernel's CIN and C) and `run` (evaluate an
+expression on tensor files)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,58 @@ def info(path: Path) -> None:
 def convert(source: Path, target: Path) -> None:
     """Convert between .mtx and .tns files (gzip by the .gz suffix)."""
     _guarded(io.write, target, _guarded(io.read, source))
+
+
+def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name or not setting:
+            raise click.BadParameter(f"Expected NAME=VALUE, but found {value!r}", param_hint=what)
+        pairs[name.strip()] = setting.strip()
+    return pairs
+
+
+@main.command("compile")
+@click.argument("expression")
+@click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
+              help="A tensor's format, e.g. -f A=csr (dense when not given).")
+@click.option("--schedule", default=None, help="A CIN statement to compile instead of the default schedule.")
+def compile_command(expression: str, formats: tuple[str, ...], schedule: str | None) -> None:
+    """Print the concrete index notation and the C code of EXPRESSION's kernel."""
+    from .api import compile as compile_kernel
+
+    kernel = _guarded(compile_kernel, expression, _pairs(formats, "--format"), schedule)
+    click.echo(f"// {kernel.cin}")
+    click.echo(_guarded(lambda: kernel.source))
+
+
+@main.command()
+@click.argument("expression")
+@click.option("-i", "--input", "inputs", multiple=True, metavar="NAME=FILE", required=True,
+              help="An operand read from a .mtx or .tns file (gzip allowed).")
+@click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
+              help="Store an operand (or the result) in this format.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Write the result here (.mtx or .tns); printed when omitted.")
+def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], output: Path | None) -> None:
+    """Evaluate EXPRESSION on operands read from files."""
+    from .api import compile as compile_kernel
+    from .notation import parse
+
+    assignment = _guarded(parse, expression)
+    chosen = _pairs(formats, "--format")
+    operands = {name: _guarded(io.read, Path(path)) for name, path in _pairs(inputs, "--input").items()}
+    for name, tensor in operands.items():
+        chosen.setdefault(name, str(tensor.format))
+    result = _guarded(lambda: compile_kernel(expression, chosen)(**operands))
+    if not isinstance(result, Tensor):
+        click.echo(result)
+    elif output is None:
+        click.echo(repr(result))
+    else:
+        _guarded(io.write, output, result)
+        click.echo(f"wrote {assignment.lhs.tensor} {result.shape} with {result.nnz:,} entries to {output}")
 
 
 def _guarded(function, *args):
