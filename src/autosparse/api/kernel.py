@@ -17,6 +17,7 @@ from typing import Mapping
 import numpy as np
 
 from ..cin import Stmt, assignments, concretize, parse_cin, tensors
+from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation
 from ..errors import AutosparseError, ScheduleError
 from ..format import Format
@@ -56,6 +57,8 @@ class Kernel:
         self.schedule, self.instrument = schedule, instrument
         self.num_threads = num_threads
         self._cin = self._schedule({})
+        self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
+        self._calls: dict[tuple, _Call] = {}
         self.counts: dict[str, int] | None = None
 
     # --- what the user inspects ---
@@ -103,72 +106,102 @@ class Kernel:
     # --- calling ---
 
     def __call__(self, **operands):
-        names = {a.tensor for a in accesses(self.assignment.rhs)}
-        missing, extra = names - operands.keys(), operands.keys() - names
-        if missing or extra:
-            raise AutosparseError(f"Expected operands {sorted(names)}, but found {sorted(operands)}")
-        tensors_in = {n: as_tensor(v, self.formats[n], n) for n, v in operands.items()}
+        if operands.keys() != self._operand_names:
+            raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
+        formats = self.formats
+        tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
-        cin = self._cin if self.schedule is not None else self._schedule(extents)
         value_dtype = result_value_dtype(tensors_in)
         index_dtype = result_index_dtype(tensors_in, extents.values())
-        result = self.assignment.lhs
-        shape = tuple(extents[i] for i in result.indices)
         while True:
-            types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result.tensor: value_dtype},
-                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result.tensor: index_dtype})
-            compiled = self._specialise(cin, types)
-            outcome = _run(compiled, tensors_in, shape, extents, self.formats[result.tensor], types, cin)
+            call = self._call_for(tensors_in, extents, value_dtype, index_dtype)
+            outcome = call.run(tensors_in, extents)
             if outcome is not _INDEX_OVERFLOW:
                 break
             index_dtype = np.dtype(np.int64)
-        tensor, counts = outcome
-        self.counts = counts
+        tensor, self.counts = outcome
         return tensor if tensor.order else tensor.vals[0].item()
 
+    def _call_for(self, tensors_in, extents, value_dtype, index_dtype) -> "_Call":
+        """The specialisation for these dtypes (and, under the default schedule, for whether a dense
+        workspace would fit these extents), built once per Kernel."""
+        wide = tuple(e > DENSE_WORKSPACE_LIMIT for e in extents.values()) if self.schedule is None else ()
+        key = (wide, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
+        call = self._calls.get(key)
+        if call is None:
+            cin = self._cin if self.schedule is not None else self._schedule(extents)
+            result = self.assignment.lhs.tensor
+            types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
+                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
+            call = self._calls[key] = _Call(cin, self._specialise(cin, types), types, self.formats[result])
+        return call
 
-def _run(compiled: _Compiled, operands: Mapping[str, Tensor], shape, extents, fmt: Format, types: Types, cin):
-    source = compiled.source
-    dims = np.array([extents[i] for i in source.indices], dtype=np.int64)
-    _check_workspaces(cin, extents, types.values[source.result])
-    value_dtype, index_dtype = types.values[source.result], types.indices[source.result]
-    if not source.assembled:
-        check_allocation(prod(shape) * value_dtype.itemsize, f"the dense result {source.result}{list(shape)}")
-        result_vals = np.zeros(prod(shape), dtype=value_dtype)
-    else:
-        _check_static_levels(fmt, [extents[i] for i in _level_indices(cin, source.result)], index_dtype)
-    pointers = []
-    for slot in source.slots:
-        if slot.tensor == source.result:
-            pointers.append(result_vals.ctypes.data if not source.assembled else None)
-            continue
-        tensor = operands[slot.tensor]
-        array = tensor.vals if slot.level < 0 else tensor.levels[slot.level][slot.array]
-        pointers.append(array.ctypes.data)
-    args = (ctypes.c_void_p * len(pointers))(*pointers)
-    sizes = np.zeros(len(pointers), dtype=np.int64)
-    counters = np.zeros(len(source.counters or ()) + 1, dtype=np.int64)
-    code = compiled.function(args, dims.ctypes.data, sizes.ctypes.data, counters.ctypes.data)
-    if code == _INDEX_OVERFLOW:
-        return _INDEX_OVERFLOW
-    if code == _OUT_OF_MEMORY:
-        raise MemoryError(f"the kernel for {source.result} ran out of memory")
-    counts = _counts(source, counters)
-    if not source.assembled:
-        storage = st.Storage(tuple({} for _ in fmt.levels), result_vals)
-        return Tensor._trusted(shape, fmt, storage), counts
-    levels = [dict() for _ in fmt.levels]
-    vals = None
-    for k, slot in enumerate(source.slots):
-        if slot.tensor != source.result:
-            continue
-        dtype = value_dtype if slot.level < 0 else index_dtype
-        array = adopt(args[k] or 0, int(sizes[k]), dtype)
-        if slot.level < 0:
-            vals = array
+
+@dataclass(frozen=True)
+class _Workspace:
+    name: str
+    indices: tuple
+    nbytes_per_entry: int
+
+
+class _Call:
+    """One specialised kernel and what calling it needs, precomputed: memory checks, argument order,
+    how to wrap the result."""
+
+    def __init__(self, cin: Stmt, compiled: _Compiled, types: Types, fmt: Format):
+        self.source, self.function, self.fmt = compiled.source, compiled.function, fmt
+        result = self.source.result
+        self.value_dtype, self.index_dtype = types.values[result], types.indices[result]
+        lhs = next(a.lhs for a in assignments(cin) if a.lhs.tensor.name == result)
+        self.result_indices, self.result_level_indices = lhs.indices, lhs.level_indices
+        self.workspaces = tuple(
+            _Workspace(name, next(a.lhs.indices for a in assignments(cin) if a.lhs.tensor.name == name),
+                       self.value_dtype.itemsize + (9 if var.order == 1 else 0))
+            for name, var in tensors(cin).items() if var.temporary and var.format.is_dense)
+        self.inputs = tuple((k, slot.tensor, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
+                            if slot.tensor != result)
+        self.outputs = tuple((k, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
+                             if slot.tensor == result)
+        self.pointer_array = ctypes.c_void_p * len(self.source.slots)
+        self.counter_count = len(self.source.counters or ()) + 1
+
+    def run(self, operands: Mapping[str, Tensor], extents):
+        source = self.source
+        for workspace in self.workspaces:
+            check_allocation(prod(extents[i] for i in workspace.indices) * workspace.nbytes_per_entry,
+                             f"the dense workspace {workspace.name}{list(workspace.indices)}")
+        shape = tuple(extents[i] for i in self.result_indices)
+        pointers = [None] * len(source.slots)
+        if not source.assembled:
+            check_allocation(prod(shape) * self.value_dtype.itemsize, f"the dense result {source.result}{list(shape)}")
+            result_vals = np.zeros(prod(shape), dtype=self.value_dtype)
+            pointers[self.outputs[0][0]] = result_vals.ctypes.data
         else:
-            levels[slot.level][slot.array] = array
-    return Tensor._trusted(shape, fmt, st.Storage(tuple(levels), vals)), counts
+            _check_static_levels(self.fmt, [extents[i] for i in self.result_level_indices], self.index_dtype)
+        for k, tensor, level, array in self.inputs:
+            t = operands[tensor]
+            pointers[k] = (t.vals if level < 0 else t.levels[level][array]).ctypes.data
+        args = self.pointer_array(*pointers)
+        dims = np.array([extents[i] for i in source.indices], dtype=np.int64)
+        sizes = np.zeros(len(pointers), dtype=np.int64)
+        counters = np.zeros(self.counter_count, dtype=np.int64)
+        code = self.function(args, dims.ctypes.data, sizes.ctypes.data, counters.ctypes.data)
+        if code == _INDEX_OVERFLOW:
+            return _INDEX_OVERFLOW
+        if code == _OUT_OF_MEMORY:
+            raise MemoryError(f"the kernel for {source.result} ran out of memory")
+        counts = _counts(source, counters)
+        if not source.assembled:
+            return Tensor._trusted(shape, self.fmt, st.Storage(tuple({} for _ in self.fmt.levels), result_vals)), counts
+        levels, vals = [dict() for _ in self.fmt.levels], None
+        for k, level, array in self.outputs:
+            dtype = self.value_dtype if level < 0 else self.index_dtype
+            adopted = adopt(args[k] or 0, int(sizes[k]), dtype)
+            if level < 0:
+                vals = adopted
+            else:
+                levels[level][array] = adopted
+        return Tensor._trusted(shape, self.fmt, st.Storage(tuple(levels), vals)), counts
 
 
 def _counts(source: KernelSource, counters: np.ndarray) -> dict[str, int] | None:
@@ -180,10 +213,6 @@ def _counts(source: KernelSource, counters: np.ndarray) -> dict[str, int] | None
     return counts
 
 
-def _level_indices(cin: Stmt, name: str):
-    return next(a.lhs.level_indices for a in assignments(cin) if a.lhs.tensor.name == name)
-
-
 def _check_static_levels(fmt: Format, dims, index_dtype: np.dtype) -> None:
     """A result's dense top levels are allocated whole (CSR's pos has a slot per row): refuse them over
     the memory limit before the kernel runs."""
@@ -193,12 +222,3 @@ def _check_static_levels(fmt: Format, dims, index_dtype: np.dtype) -> None:
             check_allocation((count + 1) * index_dtype.itemsize, f"the positions below {count:,} dense rows")
             return
         count *= dim
-
-
-def _check_workspaces(cin: Stmt, extents, value_dtype: np.dtype) -> None:
-    for name, var in tensors(cin).items():
-        if var.temporary and var.format.is_dense:
-            indices = next(a.lhs.indices for a in assignments(cin) if a.lhs.tensor.name == name)
-            size = prod(extents[i] for i in indices)
-            check_allocation(size * (value_dtype.itemsize + (9 if var.order == 1 else 0)),
-                             f"the dense workspace {name}{list(indices)}")
