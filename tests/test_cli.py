@@ -13,7 +13,7 @@ def test_demo_on_generated_data(tmp_path):
     result = CliRunner().invoke(main, ["demo", "--data", str(tmp_path / "missing")])
     assert result.exit_code == 0, result.output
     assert "generated" in result.output and "MISMATCH" not in result.output
-    assert result.output.count(" ok") == 9
+    assert result.output.count(" ok") == 13
 
 
 def test_demo_info_and_convert_on_files(tmp_path):
@@ -21,7 +21,7 @@ def test_demo_info_and_convert_on_files(tmp_path):
     asp.write(tmp_path / "m.mtx.gz", tensor)
     runner = CliRunner()
     demo = runner.invoke(main, ["demo", "--data", str(tmp_path)])
-    assert demo.exit_code == 0 and "m.mtx.gz" in demo.output and demo.output.count(" ok") == 5
+    assert demo.exit_code == 0 and "m.mtx.gz" in demo.output and demo.output.count(" ok") == 7
     info = runner.invoke(main, ["info", str(tmp_path / "m.mtx.gz")])
     assert info.exit_code == 0 and "shape=(3, 4)" in info.output and "nnz=11" in info.output
     converted = runner.invoke(main, ["convert", str(tmp_path / "m.mtx.gz"), str(tmp_path / "m.tns")])

@@ -41,7 +41,7 @@ def demo(data: Path, limit: int) -> None:
     """Load tensors, convert each through several formats, check the round trip and print a summary."""
     files = sorted(p for p in data.glob("*") if p.name.endswith((".mtx.gz", ".tns.gz", ".mtx", ".tns")))
     tensors = [(p.name, lambda p=p: io.read(p)) for p in files[:limit]] if files else _generated()
-    click.echo(f"{'tensor':28} {'shape':>22} {'nnz':>9}  {'format':8} {'ms':>7}  round trip")
+    click.echo(f"{'tensor':28} {'shape or kernel':>22} {'nnz':>9}  {'format':8} {'ms':>7}  check")
     for name, load in tensors:
         tensor = _guarded(load)
         reference = tensor.to_coo()
@@ -55,6 +55,47 @@ def demo(data: Path, limit: int) -> None:
                        f"{'ok' if same else 'MISMATCH'}")
             if not same:
                 raise SystemExit(1)
+        _demo_kernels(name, tensor)
+
+
+def _demo_kernels(name: str, tensor: Tensor) -> None:
+    """Run compiled kernels on the tensor and check each against a reference computed with scipy or
+    with numpy from the tensor's entries."""
+    from .api import evaluate
+
+    rng = np.random.default_rng(0)
+    if tensor.order == 2:
+        matrix, x = tensor.to_scipy(), rng.random(tensor.shape[1])
+        cases = [("y(i) = A(i,j) * x(j)", dict(A=tensor, x=x), "dense", lambda: matrix @ x),
+                 ("C(i,j) = A(i,j) + B(i,j)", dict(A=tensor, B=tensor.to_format("dcsr")), "csr",
+                  lambda: (matrix + matrix).toarray())]
+        if tensor.shape[0] == tensor.shape[1]:
+            cases.append(("C(i,j) = A(i,k) * B(k,j)", dict(A=tensor, B=tensor), "csr", lambda: (matrix @ matrix).toarray()))
+    elif tensor.order == 3:
+        (i, j, k), values = tensor.to_coo()
+        v, X, Y = rng.random(tensor.shape[2]), rng.random((tensor.shape[1], 8)), rng.random((tensor.shape[2], 8))
+
+        def summed(shape, rows, contributions):
+            out = np.zeros(shape)
+            np.add.at(out, rows, contributions)
+            return out
+
+        csf = tensor.to_format("csf")
+        cases = [("A(i,j) = T(i,j,k) * v(k)", dict(T=csf, v=v), "ds",
+                  lambda: summed(tensor.shape[:2], (i, j), values * v[k])),
+                 ("A(i,l) = T(i,j,k) * X(j,l) * Y(k,l)", dict(T=csf, X=X, Y=Y), "dense",
+                  lambda: summed((tensor.shape[0], 8), i, values[:, None] * X[j] * Y[k]))]
+    else:
+        return
+    for expression, operands, fmt, expected in cases:
+        start = time.perf_counter()
+        result = _guarded(lambda: evaluate(expression, format=fmt, **operands))
+        elapsed = 1e3 * (time.perf_counter() - start)
+        same = np.allclose(result.to_numpy(), expected(), rtol=1e-9, atol=1e-12)
+        click.echo(f"{name:28} {expression:>38} {result.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
+                   f"{'ok' if same else 'MISMATCH'}")
+        if not same:
+            raise SystemExit(1)
 
 
 def _generated():

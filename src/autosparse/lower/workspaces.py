@@ -134,10 +134,10 @@ class ListWorkspace(Workspace):
 
 
 SORT_HELPER = """
-/* Ascending sort of n coordinates: insertion sort for short lists, LSD radix sort on 11-bit digits
-   (only as many passes as the largest value needs) otherwise. */
+/* Ascending sort of n coordinates: insertion sort for short lists, otherwise an LSD radix sort with as
+   many passes as the largest value needs (8-bit digits for short lists, 11-bit ones for long). */
 static int sort_coordinates(int64_t *a, int64_t n) {
-    if (n <= 32) {
+    if (n <= 24) {
         for (int64_t k = 1; k < n; k++) {
             int64_t v = a[k], m = k - 1;
             while (m >= 0 && a[m] > v) { a[m + 1] = a[m]; m--; }
@@ -149,12 +149,15 @@ static int sort_coordinates(int64_t *a, int64_t n) {
     for (int64_t k = 0; k < n; k++) if (a[k] > largest) largest = a[k];
     int64_t *spare = malloc((size_t)n * sizeof(int64_t));
     if (!spare) return 1;
+    const int bits = n < 4096 ? 8 : 11;
+    const int64_t buckets = (int64_t)1 << bits, mask = buckets - 1;
+    int64_t counts[2049];
     int64_t *from = a, *to = spare;
-    for (int shift = 0; shift < 64 && (largest >> shift) > 0; shift += 11) {
-        int64_t counts[2049] = {0};
-        for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & 0x7FF) + 1]++;
-        for (int d = 0; d < 2048; d++) counts[d + 1] += counts[d];
-        for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & 0x7FF]++] = from[k];
+    for (int shift = 0; shift < 64 && (largest >> shift) > 0; shift += bits) {
+        memset(counts, 0, (size_t)(buckets + 1) * sizeof(int64_t));
+        for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & mask) + 1]++;
+        for (int64_t d = 0; d < buckets; d++) counts[d + 1] += counts[d];
+        for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & mask]++] = from[k];
         int64_t *t = from; from = to; to = t;
     }
     if (from != a) memcpy(a, from, (size_t)n * sizeof(int64_t));

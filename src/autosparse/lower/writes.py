@@ -23,11 +23,16 @@ from ..format.level import Level
 from .reads import Position, ReadLevel, TensorLevel
 
 GROW_MACRO = """
-#define GROW(ptr, cap, need, limit) do { if ((need) > (cap)) { \\
+/* Make room for `need` elements (at most `limit`: return 2 past it, 1 when memory runs out); the new
+   part is zeroed when `zero`. */
+#define GROW_BY(ptr, cap, need, limit, zero) do { if ((need) > (cap)) { \\
     int64_t grown_ = (cap) * 2 > (need) ? (cap) * 2 : (need); \\
     if (grown_ > (limit)) { if ((need) > (limit)) return 2; grown_ = (limit); } \\
     void *moved_ = realloc((ptr), (size_t)grown_ * sizeof(*(ptr))); if (!moved_) return 1; \\
-    (ptr) = moved_; memset((ptr) + (cap), 0, (size_t)(grown_ - (cap)) * sizeof(*(ptr))); (cap) = grown_; } } while (0)
+    (ptr) = moved_; if (zero) memset((ptr) + (cap), 0, (size_t)(grown_ - (cap)) * sizeof(*(ptr))); \\
+    (cap) = grown_; } } while (0)
+#define GROW(ptr, cap, need, limit) GROW_BY(ptr, cap, need, limit, 1)
+#define GROW_UNZEROED(ptr, cap, need, limit) GROW_BY(ptr, cap, need, limit, 0)
 """
 
 INITIAL_CAPACITY = 1024
@@ -159,7 +164,8 @@ class AppendedResult(Target):
         p = names.position(self.name, level)
         b.line(f"int64_t {p} = {names.size(self.name, head)};")
         for k in range(head, level + 1):
-            b.line(f"GROW({self._array(k, 'crd')}, {names.capacity(self.name, k, 'crd')}, {p} + 1, {self._limit()});")
+            b.line(f"GROW_UNZEROED({self._array(k, 'crd')}, {names.capacity(self.name, k, 'crd')}, {p} + 1, "
+                   f"{self._limit()});")
         self._reserve(level + 1, f"{p} + 1", b)
         b.line(f"int {self.flag(level)} = 0;")
         return Position(p)
