@@ -23,7 +23,7 @@ from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
-from ..notation import Assignment, accesses, index_extents, parse
+from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
 from ..runtime import adopt, load_library
 from ..tensor import Tensor
 from ..tensor import storage as st
@@ -58,6 +58,7 @@ class Kernel:
         self.num_threads = num_threads
         self._cin = self._schedule({})
         self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
+        self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
         self._calls: dict[tuple, _Call] = {}
         self.counts: dict[str, int] | None = None
 
@@ -111,7 +112,7 @@ class Kernel:
         formats = self.formats
         tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
-        value_dtype = result_value_dtype(tensors_in)
+        value_dtype = result_value_dtype(tensors_in, self._literals)
         index_dtype = result_index_dtype(tensors_in, extents.values())
         while True:
             call = self._call_for(tensors_in, extents, value_dtype, index_dtype)

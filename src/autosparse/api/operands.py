@@ -7,7 +7,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import AutosparseError, FormatError
+from ..errors import AutosparseError
 from ..format import Format
 from ..format.spec import as_format
 from ..tensor import Tensor
@@ -45,19 +45,14 @@ def _is_scipy(value) -> bool:
 def result_index_dtype(operands: Mapping[str, Tensor], extents) -> np.dtype:
     """int64 when an operand uses it or a coordinate can pass 2³¹; the kernel asks for a retry if a
     position outgrows int32."""
-    if any(t.index_dtype == np.int64 for t in operands.values() if t.order) or \
+    if any(t.index_dtype == np.int64 for t in operands.values() if not t.format.is_dense) or \
             any(e > INT32_MAX for e in extents):
         return np.dtype(np.int64)
     return np.dtype(np.int32)
 
 
-def result_value_dtype(operands: Mapping[str, Tensor]) -> np.dtype:
-    if not operands:
-        return np.dtype(np.float64)
-    return np.result_type(*(t.dtype for t in operands.values()))
-
-
-def check_order(value, name: str, order: int) -> None:
-    shape = np.shape(value) if not isinstance(value, Tensor) else value.shape
-    if len(shape) != order:
-        raise FormatError(f"Expected {name} of order {order}, but found shape {tuple(shape)}")
+def result_value_dtype(operands: Mapping[str, Tensor], literals=()) -> np.dtype:
+    """numpy's promotion of the operands' dtypes and the literals' Python types (`2.5 * a(i)` of an
+    integer `a` is float64, as in numpy)."""
+    kinds = [t.dtype for t in operands.values()] + [np.dtype(type(v)) for v in literals]
+    return np.result_type(*kinds) if kinds else np.dtype(np.float64)

@@ -43,10 +43,9 @@ def simplify(expr):
 
 
 def without(stmt: Stmt, absent: Collection[Access]) -> Stmt | None:
-    """`stmt` where the accesses in `absent` read zero: assignments of nothing disappear (outputs and
-    temporaries start at zero), and so do loops and statements left empty. None when all of it goes."""
-    if not absent:
-        return stmt
+    """`stmt` where the accesses in `absent` read zero and zeros are folded away: assignments of nothing
+    disappear (outputs and temporaries start at zero), and so do loops and statements left empty. None
+    when all of it goes."""
     if isinstance(stmt, Assign):
         rhs = simplify(rebuild_expr(stmt.rhs, lambda a: Literal(0) if a in absent else a))
         return None if is_zero(rhs) else stmt.with_children((rhs,))
