@@ -20,7 +20,7 @@ from ..cin import Stmt, assignments, concretize, parse_cin, tensors
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation
 from ..errors import AutosparseError, ScheduleError
-from ..format import Format
+from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
@@ -54,6 +54,9 @@ class Kernel:
             raise AutosparseError(f"Expected formats only for tensors of {self.assignment}, but found "
                                   f"{sorted(self.temporary_formats)}")
         self.formats = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
+        result = self.assignment.lhs.tensor
+        self.result_format = self.formats[result]
+        self.formats[result] = _assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
         self.num_threads = num_threads
         self._cin = self._schedule({})
@@ -121,7 +124,9 @@ class Kernel:
                 break
             index_dtype = np.dtype(np.int64)
         tensor, self.counts = outcome
-        return tensor if tensor.order else tensor.vals[0].item()
+        if not tensor.order:
+            return tensor.vals[0].item()
+        return tensor if tensor.format == self.result_format else tensor.to_format(self.result_format)
 
     def _call_for(self, tensors_in, extents, value_dtype, index_dtype) -> "_Call":
         """The specialisation for these dtypes (and, under the default schedule, for whether a dense
@@ -223,3 +228,12 @@ def _check_static_levels(fmt: Format, dims, index_dtype: np.dtype) -> None:
             check_allocation((count + 1) * index_dtype.itemsize, f"the positions below {count:,} dense rows")
             return
         count *= dim
+
+
+def _assembly_format(fmt: Format) -> Format:
+    """The format a kernel builds for a requested result format: the same, except that levels it can
+    neither locate densely nor append to (hashed) are built compressed, then converted by the storage
+    layer."""
+    levels = tuple(level if level.properties.full or Capability.APPEND in level.capabilities else Compressed()
+                   for level in fmt.levels)
+    return fmt if levels == fmt.levels else Format(levels, mode_order=fmt.mode_order)

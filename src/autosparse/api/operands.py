@@ -52,7 +52,7 @@ def result_index_dtype(operands: Mapping[str, Tensor], extents) -> np.dtype:
 
 
 def result_value_dtype(operands: Mapping[str, Tensor], literals=()) -> np.dtype:
-    """numpy's promotion of the operands' dtypes and the literals' Python types (`2.5 * a(i)` of an
-    integer `a` is float64, as in numpy)."""
-    kinds = [t.dtype for t in operands.values()] + [np.dtype(type(v)) for v in literals]
-    return np.result_type(*kinds) if kinds else np.dtype(np.float64)
+    """numpy's promotion of the operands' dtypes with the literals as weak Python scalars: `2.5 * a(i)`
+    of an integer `a` is float64 and `2 * b(i)` of a float32 `b` stays float32, as in numpy."""
+    kinds = [t.dtype for t in operands.values()]
+    return np.result_type(*kinds, *literals) if kinds else np.result_type(np.float64, *literals)

@@ -107,8 +107,8 @@ def _unnest(stmt: Stmt) -> tuple[tuple[IndexVar, ...], Assign | None]:
 
 def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:
     """The position of the first loop that breaks in-order appends to `lhs`: a loop other than the
-    output's shallower indices enclosing an appended level, or an appended level's loop running before a
-    shallower level of the output is bound."""
+    output's shallower indices enclosing an appended level, or the output's levels down to an appended
+    one bound out of their storage order."""
     first = None
     levels = lhs.level_indices
     for depth, (index, protocol) in enumerate(zip(levels, lhs.level_protocols)):
@@ -117,8 +117,9 @@ def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:
         at = loops.index(index)
         allowed = set(levels[:depth])
         breaking = [p for p, loop in enumerate(loops[:at]) if loop not in allowed]
-        if not allowed <= set(loops[:at]):
-            breaking.append(at)
+        placed = [loops.index(i) for i in levels[:depth + 1]]
+        if placed != sorted(placed):
+            breaking.append(min(placed))
         if breaking:
             first = min(breaking) if first is None else min(first, *breaking)
     return first

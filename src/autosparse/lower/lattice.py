@@ -63,15 +63,13 @@ def join(a: Lattice, b: Lattice) -> Lattice:
 
 
 def _prune(points: Lattice) -> Lattice:
-    """Drop repeated points, and points that lack a full iterator some point above them has: once a
-    never-exhausted iterator is in play, a point without it can never be reached."""
+    """Drop a point when one above it steps the same sparse iterators: they differ only in full
+    iterators, which never run out and match every coordinate, so the point above always takes its
+    coordinates first (`A + D` with D dense needs no point for A alone)."""
     kept: list[Point] = []
     for point in points:
-        if point in kept:
-            continue
-        if any(it.full and it not in point.iterators for above in kept for it in above.iterators):
-            continue
-        kept.append(point)
+        if not any(above.sparse == point.sparse for above in kept):
+            kept.append(point)
     return tuple(kept)
 
 

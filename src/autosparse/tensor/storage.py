@@ -169,7 +169,8 @@ def _as_array(given: object, name: str) -> np.ndarray:
 
 
 def read_only(array: np.ndarray) -> np.ndarray:
-    """A read-only view: tensors are values, and a view leaves the caller's own array writeable."""
-    view = array.view()
+    """A read-only contiguous view (kernels take raw pointers): tensors are values, and a view leaves the
+    caller's own array writeable. Strided arrays are copied."""
+    view = np.ascontiguousarray(array).view()
     view.flags.writeable = False
     return view
