@@ -17,6 +17,7 @@ from typing import Mapping
 import numpy as np
 
 from ..cin import Stmt, assignments, concretize, parse_cin, tensors
+from ..cin.check import check_computes
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation
 from ..errors import AutosparseError, ScheduleError
@@ -82,14 +83,17 @@ class Kernel:
             return concretize(self.assignment, self.formats, extents)
         if isinstance(self.schedule, str):
             text = self.schedule.strip()
-            if text.startswith(("∀", "forall", "where", "sequence")):
-                return parse_cin(text, {**self.formats, **self.temporary_formats})
-            raise ScheduleError(f"Expected None or a CIN statement as the schedule, but found {self.schedule!r} "
-                                f"(scheduling commands are not supported yet)")
-        if isinstance(self.schedule, (tuple,)) or not hasattr(self.schedule, "children"):
+            if not text.startswith(("∀", "forall", "where", "sequence")):
+                raise ScheduleError(f"Expected None or a CIN statement as the schedule, but found {self.schedule!r} "
+                                    f"(scheduling commands are not supported yet)")
+            stmt = parse_cin(text, {**self.formats, **self.temporary_formats})
+        elif hasattr(self.schedule, "children"):
+            stmt = self.schedule
+        else:
             raise ScheduleError(f"Expected None, CIN text or a CIN statement as the schedule, but found "
                                 f"{type(self.schedule).__name__}")
-        return self.schedule
+        check_computes(stmt, self.assignment)
+        return stmt
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]

@@ -68,6 +68,10 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     access_ids = _access_ids(access_list)
     workspaces = {n: _workspace(v, stmt, extent, result_value) for n, v in variables.items() if v.temporary}
     result_target = _result_target(result, _level_extents(result, stmt, extent), types, result_value)
+    writes = sum(a.lhs.tensor.name == result.name for a in assignments(stmt))
+    if not result_target.random_access and writes > 1:
+        raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
+                            f"(format {result.format}), but {writes} write it: use a workspace")
 
     def read_levels(access: Access) -> tuple[ReadLevel, ...]:
         name = access.tensor.name

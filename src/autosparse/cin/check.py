@@ -1,0 +1,108 @@
+"""Checks of a hand-written CIN statement before it is lowered: every index bound by exactly one loop
+around its uses, every loop used, and the statement computing the expression it is compiled for.
+
+`meaning(stmt)` inlines every temporary into its consumer (and sums the statements of a sequence that
+write one tensor), giving back the index-notation assignment the statement computes.
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..notation import ast as notation
+from ..notation.ast import IndexVar
+from .ast import Access, Assign, Forall, Sequence, Stmt, Where, accesses
+from .rewrite import rebuild_expr
+
+
+def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = ()) -> None:
+    """Raise ScheduleError for an index used outside a loop over it, a loop nested in a loop over the
+    same index, or a loop over an index nothing inside it uses."""
+    if isinstance(stmt, Forall):
+        if stmt.index in bound:
+            raise ScheduleError(f"Expected each index bound once, but ∀{stmt.index} is nested in a loop over "
+                                f"{stmt.index} in {stmt}")
+        used = {i for a in _all_accesses(stmt.body) for i in a.indices}
+        if stmt.index not in used:
+            raise ScheduleError(f"Expected the loop ∀{stmt.index} to be used, but no access inside it has "
+                                f"{stmt.index}: {stmt}")
+        check_bindings(stmt.body, (*bound, stmt.index))
+    elif isinstance(stmt, Assign):
+        for access in (stmt.lhs, *accesses(stmt.rhs)):
+            free = [i for i in access.indices if i not in bound]
+            if free:
+                raise ScheduleError(f"Expected a loop over {free[0]} around {stmt}, but none binds it")
+    else:
+        for child in stmt.children():
+            check_bindings(child, bound)
+
+
+def _all_accesses(stmt: Stmt) -> list[Access]:
+    found = []
+    for node in _statements(stmt):
+        if isinstance(node, Assign):
+            found += [node.lhs, *accesses(node.rhs)]
+    return found
+
+
+def _statements(stmt: Stmt):
+    yield stmt
+    if not isinstance(stmt, Assign):
+        for child in stmt.children():
+            yield from _statements(child)
+
+
+def meaning(stmt: Stmt) -> notation.Assignment:
+    """The assignment `stmt` computes, temporaries inlined."""
+    definitions = _definitions(stmt, {})
+    results = [name for name, (lhs, _) in definitions.items() if not lhs.tensor.temporary]
+    if len(results) != 1:
+        raise ScheduleError(f"Expected a statement computing one result, but {stmt} writes {sorted(results) or 'none'}")
+    lhs, rhs = definitions[results[0]]
+    return notation.Assignment(_plain(lhs), _inline(rhs, definitions))
+
+
+def _definitions(stmt: Stmt, found: dict) -> dict:
+    """tensor name -> (lhs access, right-hand side summed over the statements that write it)."""
+    if isinstance(stmt, Assign):
+        name = stmt.lhs.tensor.name
+        if name in found:
+            lhs, rhs = found[name]
+            if lhs.indices != stmt.lhs.indices or not stmt.accumulate:
+                raise ScheduleError(f"Expected later writes of {name} to add to it with the same indices, but "
+                                    f"found {stmt}")
+            found[name] = (lhs, notation.Add(rhs, stmt.rhs))
+        else:
+            found[name] = (stmt.lhs, stmt.rhs)
+    else:
+        order = (stmt.producer, stmt.consumer) if isinstance(stmt, Where) else stmt.children()
+        for child in order:
+            _definitions(child, found)
+    return found
+
+
+def _inline(expr, definitions: dict):
+    def leaf(access: Access):
+        if not access.tensor.temporary:
+            return _plain(access)
+        lhs, rhs = definitions[access.tensor.name]
+        renaming = dict(zip(lhs.indices, access.indices))
+        return rebuild_expr(_inline(rhs, definitions), lambda a: _rename(a, renaming))
+    return rebuild_expr(expr, leaf)
+
+
+def _plain(access: Access) -> notation.Access:
+    return notation.Access(access.tensor.name, access.indices)
+
+
+def _rename(access: notation.Access, renaming: dict) -> notation.Access:
+    return notation.Access(access.tensor, tuple(renaming.get(i, i) for i in access.indices))
+
+
+def check_computes(stmt: Stmt, assignment: notation.Assignment) -> None:
+    """Raise ScheduleError unless `stmt` computes `assignment` (the same accesses, in the same
+    expression; a `+=` of reductions is the `=` of the notation)."""
+    check_bindings(stmt)
+    computed = meaning(stmt)
+    if (computed.lhs, str(computed.rhs)) != (assignment.lhs, str(assignment.rhs)):
+        raise ScheduleError(f"Expected a schedule computing {assignment}, but the statement {stmt} computes "
+                            f"{computed.lhs} = {computed.rhs}")
