@@ -67,7 +67,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     access_list = list(dict.fromkeys(a for node in walk(stmt) for a in accesses(node)))
     access_ids = _access_ids(access_list)
     workspaces = {n: _workspace(v, stmt, extent, result_value) for n, v in variables.items() if v.temporary}
-    result_target = _result_target(result, _level_extents(result, stmt, extent), types, result_value)
+    result_target = _result_target(result, stmt, _level_extents(result, stmt, extent), types, result_value)
     writes = sum(a.lhs.tensor.name == result.name for a in assignments(stmt))
     if not result_target.random_access and writes > 1:
         raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
@@ -94,6 +94,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
 
     b = CBuilder(depth=0)
     b.lines(_preamble(variables, types, access_list))
+    if any(isinstance(w, ListWorkspace) for w in workspaces.values()):
+        b.lines(SORT_HELPER)
     for workspace in workspaces.values():
         b.lines(workspace.helpers())
     with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
@@ -142,10 +144,14 @@ def _level_extents(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str]) -
     return tuple(extent[i] for i in access.level_indices)
 
 
-def _result_target(var: TensorVar, dims: tuple[str, ...], types: Types, value_c: str) -> Target:
+def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Types, value_c: str) -> Target:
     if var.format.is_dense:
         return DenseResult(var.name, var.format.levels, dims)
-    return AppendedResult(var.name, var.format.levels, dims, names.index_type(types.indices[var.name]), value_c)
+    full = [level.properties.full for level in var.format.levels]
+    gaps = any(full[k] and not all(full[:k]) for k in range(len(full)))
+    adds = any(a.accumulate for a in assignments(stmt) if a.lhs.tensor.name == var.name)
+    return AppendedResult(var.name, var.format.levels, dims, names.index_type(types.indices[var.name]), value_c,
+                          zero_values=gaps or adds)
 
 
 def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value_c: str) -> Workspace:
@@ -167,5 +173,5 @@ def _preamble(variables: Mapping[str, TensorVar], types: Types, access_list: lis
         for level in var.format.levels)
     return "\n".join([
         "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <complex.h>",
-        GROW_MACRO, SORT_HELPER, *(h for h in helpers if h),
+        GROW_MACRO, *(h for h in helpers if h),
     ])

@@ -114,9 +114,18 @@ def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
     return f"({_expr(expr.left, plan, scope, b)} {symbol} {_expr(expr.right, plan, scope, b)})"
 
 
+def _dense_operand(access: Access) -> bool:
+    """A dense operand is read at random, from all its coordinates, in whatever order the loops bind
+    them: it never limits the iteration space (it acts as the loop's whole range) nor the loop order."""
+    return not access.tensor.temporary and access.tensor.format.is_dense
+
+
 def _read(access: Access, plan: Plan, scope: Scope, b: CBuilder) -> str:
     """vals[p]; 0 when a locate found nothing; the sum over a non-unique leaf's segment (a COO vector)."""
     position = scope.reads.get((access, access.tensor.order - 1), ROOT)
+    if _dense_operand(access):
+        for level, (index, read_level) in enumerate(zip(access.level_indices, plan.read_levels(access))):
+            position = read_level.locate(position, names.coordinate(index))
     vals = plan.vals(access)
     if position.end is not None:
         total = plan.fresh("v")
@@ -151,6 +160,8 @@ def _next_level(access: Access, scope: Scope) -> int:
 def _survey(stmt: Forall, plan: Plan, scope: Scope) -> _Loop:
     index, stepped, located, written = stmt.index, {}, [], []
     for access in dict.fromkeys(accesses(stmt.body)):
+        if _dense_operand(access):
+            continue
         level = _next_level(access, scope)
         levels = access.level_indices
         if level < len(levels) and levels[level] == index:

@@ -99,6 +99,9 @@ class AppendedResult(Target):
     dims: tuple[str, ...]
     index_type: str
     value_type: str
+    #: Whether grown values must start at zero: when stores add into them, or dense levels below an
+    #: appended one leave slots unwritten.
+    zero_values: bool = True
 
     def _head(self, level: int) -> int:
         """The compressed level that starts the group of singletons `level` belongs to."""
@@ -147,7 +150,8 @@ class AppendedResult(Target):
     def _reserve(self, level: int, count: str, b: CBuilder) -> None:
         """Make room for `count` positions at `level` (len(levels): values) and the dense levels below."""
         if level == len(self.levels):
-            b.line(f"GROW({names.vals(self.name)}, {self.name}_vals_cap, {count}, INT64_MAX);")
+            grow = "GROW" if self.zero_values else "GROW_UNZEROED"
+            b.line(f"{grow}({names.vals(self.name)}, {self.name}_vals_cap, {count}, INT64_MAX);")
         elif self.levels[level].properties.full:
             self._reserve(level + 1, f"({count}) * {self.dims[level]}", b)
         elif not self.levels[level].properties.branchless:
