@@ -30,9 +30,9 @@ def test_threads_share_a_kernel():
 def test_two_processes_compile_the_same_new_kernel(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, autosparse as asp
-        k = asp.compile("q(i) = Fresh(i,j) * z(j) + z(i)", formats={"Fresh": "dcsr"})
+        k = asp.compile("q(i) = Fresh(i,j) * z(j)", formats={"Fresh": "dcsr"})
         y = k(Fresh=asp.Tensor.from_numpy(np.eye(3) * 2, "dcsr"), z=np.arange(3.0))
-        assert np.allclose(y.to_numpy(), [0.0, 3.0, 6.0]), y.to_numpy()
+        assert np.allclose(y.to_numpy(), [0.0, 2.0, 4.0]), y.to_numpy()
         print("ok")
     """)
     env = dict(os.environ, AUTOSPARSE_CACHE_DIR=str(tmp_path))

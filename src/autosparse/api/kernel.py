@@ -130,7 +130,7 @@ class Kernel:
         tensor, self.counts = outcome
         if not tensor.order:
             return tensor.vals[0].item()
-        return tensor if tensor.format == self.result_format else tensor.to_format(self.result_format)
+        return tensor if tensor.format == self.result_format else tensor.to_format(self.result_format, tensor.index_dtype)
 
     def _call_for(self, tensors_in, extents, value_dtype, index_dtype) -> "_Call":
         """The specialisation for these dtypes (and, under the default schedule, for whether a dense
@@ -179,11 +179,11 @@ class _Call:
         source = self.source
         for workspace in self.workspaces:
             check_allocation(prod(extents[i] for i in workspace.indices) * workspace.nbytes_per_entry,
-                             f"the dense workspace {workspace.name}{list(workspace.indices)}")
+                             f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
         shape = tuple(extents[i] for i in self.result_indices)
         pointers = [None] * len(source.slots)
         if not source.assembled:
-            check_allocation(prod(shape) * self.value_dtype.itemsize, f"the dense result {source.result}{list(shape)}")
+            check_allocation(prod(shape) * self.value_dtype.itemsize, f"the dense result {source.result} of shape {shape}")
             result_vals = np.zeros(prod(shape), dtype=self.value_dtype)
             pointers[self.outputs[0][0]] = result_vals.ctypes.data
         else:

@@ -56,7 +56,8 @@ class _Parser:
     def take(self, *expected: str) -> _Token:
         token = self.peek()
         if expected and token.text not in expected and token.kind not in expected:
-            wanted = " or ".join(repr(e) if e not in ("name", "number", "end") else f"a {e}" for e in expected)
+            wanted = " or ".join(repr(e) if e not in ("name", "number", "end") else
+                                 ("the end" if e == "end" else f"a {e}") for e in expected)
             raise ParseError(f"Expected {wanted}, but found {token.text!r}", self.text, token.column)
         self.at += 1
         return token

@@ -1,0 +1,984 @@
+"""Kernel speed of autosparse beside its peers (scipy, MKL, Tensora, pydata sparse, hand-written C), on the
+same data in one process.
+
+Why: the compiler's promise is native kernels that a user does not have to write. This script times the
+kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule,
+against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl), Tensora,
+pydata `sparse`, and the plain serial loop nest a programmer would write in C (bench/reference/*.c,
+compiled here with `cc -O3 -march=native`). Every result, ours and the peers', is checked against a
+scipy/numpy computation once before anything is timed; a wrong autosparse result is reported as FAIL
+and the run goes on.
+
+    python bench/kernels.py                         # generated data at full size (several minutes)
+    python bench/kernels.py --quick                 # small generated data (smoke test, under a minute)
+    python bench/kernels.py --kernel spmv spgemm    # some kernels only (also: compile)
+    python bench/kernels.py --data soc-brightkite med   # also real files of ../shared/data
+
+Times are the median of --repeat timed samples after one warm-up call (whose result is the one checked).
+A sample is one call, or for calls under --min-sample seconds (20 ms) the mean of a batch of back-to-back
+calls lasting about that long. The samples of one kernel are interleaved round-robin (ours, peer 1, peer
+2, ..., then peer 1, peer 2, ..., ours, ...; each round starts one contender later) so that the machine's
+drift, and the page-fault and compaction costs a memory-hungry peer leaves behind, hit every contender
+alike; the garbage collector runs between rounds, never inside a sample. A peer whose warm-up call
+exceeds --budget seconds is timed by that one call; the "runs" column shows it. Only the call of an
+already-compiled kernel on already-converted operands is timed, allocation of the result included.
+Everything runs serially: BLAS, MKL and numba are held to one thread, and autosparse's default schedule
+has no parallel loop.
+Ratios are peer time / autosparse time: above 1 autosparse is faster.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Serial everywhere, set before numpy, MKL or numba are loaded.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import atexit  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import glob  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
+from math import prod  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy.io  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import sparse  # noqa: E402
+import tensora  # noqa: E402
+from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs  # noqa: E402
+
+import autosparse as asp  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+REFERENCE = Path(__file__).resolve().parent / "reference"
+KERNELS = ("spmv", "spgemm", "spmm", "sddmm", "ttv", "ttm", "mttkrp", "compile")
+
+# Generated data: (rows, cols, nnz) for matrices; dense widths; the 3-D tensor's shape and nnz.
+SIZES = {
+    "full": dict(spmv=(200_000, 200_000, 2_000_000), spgemm=(20_000, 20_000, 200_000),
+                 spmm=(100_000, 100_000, 1_000_000), spmm_cols=64, sddmm=(20_000, 20_000, 1_000_000), sddmm_k=32,
+                 tensor=((1_000, 1_000, 4_000), 2_000_000), rank=16),
+    "quick": dict(spmv=(20_000, 20_000, 200_000), spgemm=(4_000, 4_000, 40_000),
+                  spmm=(10_000, 10_000, 100_000), spmm_cols=64, sddmm=(2_000, 2_000, 100_000), sddmm_k=32,
+                  tensor=((100, 100, 400), 100_000), rank=16),
+}
+# A peer's dense intermediate above this many bytes is not attempted (pydata's SDDMM forms C @ D), nor a
+# TTM whose dense output is larger than DENSE_OUTPUT_LIMIT (every contender allocates its own).
+DENSE_LIMIT = 4 << 30
+DENSE_OUTPUT_LIMIT = 1 << 30
+
+
+# ---------------------------------------------------------------------------------------------------
+# Peers that need loading: MKL and the C reference
+
+def load_mkl():
+    """sparse_dot_mkl with MKL held to one thread, or (None, why not)."""
+    libraries = sorted(glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*")))
+    if libraries and "MKL_RT" not in os.environ:
+        os.environ["MKL_RT"] = libraries[-1]
+    try:
+        import sparse_dot_mkl
+        sparse_dot_mkl.mkl_set_num_threads(1)
+        return sparse_dot_mkl, None
+    except Exception as error:  # ImportError, OSError from the loader, MKL's own errors
+        return None, f"sparse_dot_mkl did not load ({type(error).__name__}: {error}); " \
+                     f"install with `pip install sparse_dot_mkl mkl`"
+
+
+class Reference:
+    """The hand-written C kernels of bench/reference, compiled once into a temporary directory."""
+
+    FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
+
+    def __init__(self):
+        self.directory = Path(tempfile.mkdtemp(prefix="autosparse-bench-ref-"))
+        atexit.register(shutil.rmtree, self.directory, True)
+        self.libraries: dict[str, ctypes.CDLL] = {}
+
+    def function(self, file: str, name: str, restype=None):
+        if file not in self.libraries:
+            target = self.directory / f"{file}.so"
+            command = [os.environ.get("CC", "cc"), *self.FLAGS, "-o", str(target), str(REFERENCE / f"{file}.c")]
+            subprocess.run(command, check=True)
+            self.libraries[file] = ctypes.CDLL(str(target))
+        function = getattr(self.libraries[file], name)
+        function.restype = restype
+        return function
+
+
+def ptr(array: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(array.ctypes.data)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tensora operands built from numpy arrays (its own constructors walk every entry in Python), and results
+# read back the same way. Checked against Tensora's constructors at start-up.
+
+def tensora_tensor(levels, vals: np.ndarray, dims: tuple[int, ...]) -> tensora.Tensor:
+    """A Tensora tensor from taco level arrays: `levels` has None for a dense level, (pos, crd) else."""
+    modes = tuple(0 if level is None else 1 for level in levels)
+    cffi_tensor = allocate_taco_structure(modes, dims, tuple(range(len(dims))))
+    holder = global_weakkeydict[cffi_tensor]
+    indices = tensor_cdefs.cast("int32_t***", cffi_tensor.indices)
+    for number, level in enumerate(levels):
+        for slot, array in enumerate(level or ()):
+            array = np.ascontiguousarray(array, dtype=np.int32)
+            owned = tensor_cdefs.new("int32_t[]", max(len(array), 1))
+            tensor_cdefs.memmove(owned, array, array.nbytes)
+            holder["**indices"][number][slot] = owned
+            indices[number][slot] = owned
+    vals = np.ascontiguousarray(vals, dtype=np.float64)
+    owned = tensor_cdefs.new("double[]", max(len(vals), 1))
+    tensor_cdefs.memmove(owned, vals, vals.nbytes)
+    holder["vals"] = owned
+    cffi_tensor.vals = tensor_cdefs.cast("double*", owned)
+    return tensora.Tensor(cffi_tensor)
+
+
+def tensora_arrays(tensor: tensora.Tensor):
+    """(levels, vals) of a Tensora tensor in identity mode order, as numpy copies."""
+    cffi_tensor, count = tensor.cffi_tensor, 1
+    indices = tensor_cdefs.cast("int32_t***", cffi_tensor.indices)
+    levels = []
+    for number, (mode, dim) in enumerate(zip(tensor.modes, tensor.dimensions)):
+        if mode == tensora.Mode.dense:
+            levels.append(None)
+            count *= dim
+        else:
+            pos = np.frombuffer(tensor_cdefs.buffer(indices[number][0], (count + 1) * 4), dtype=np.int32).copy()
+            count = int(pos[-1])
+            crd = np.frombuffer(tensor_cdefs.buffer(indices[number][1], count * 4), dtype=np.int32).copy()
+            levels.append((pos, crd))
+    vals = np.frombuffer(tensor_cdefs.buffer(cffi_tensor.vals, count * 8), dtype=np.float64).copy()
+    return levels, vals
+
+
+def tensora_dense(array: np.ndarray) -> tensora.Tensor:
+    return tensora_tensor([None] * array.ndim, array.ravel(), array.shape)
+
+
+def tensora_csr(m: sp.csr_array) -> tensora.Tensor:
+    return tensora_tensor([None, (m.indptr, m.indices)], m.data, m.shape)
+
+
+def check_tensora_conversions() -> None:
+    """Abort unless the fast Tensora constructors agree with Tensora's own on small data."""
+    rng = np.random.default_rng(7)
+    m = random_csr(rng, 30, 20, 80)
+    mine, theirs = tensora_csr(m), tensora.Tensor.from_scipy_sparse(m, format="ds")
+    coords, vals, shape = random_coo(rng, (6, 5, 7), 60)
+    tensor = tensora_tensor(csf_levels(coords, shape), vals, shape)
+    reference = tensora.Tensor.from_soa(tuple(coords), vals, dimensions=shape, format="sss")
+    dense = rng.random((4, 3))
+    for ours, peer in ((mine, theirs), (tensor, reference), (tensora_dense(dense), tensora.Tensor.from_numpy(dense))):
+        if ours.to_dok(explicit_zeros=True) != peer.to_dok(explicit_zeros=True):
+            sys.exit("MISMATCH: the benchmark's Tensora constructor disagrees with Tensora's own")
+        levels, vals = tensora_arrays(ours)
+        if not np.array_equal(vals, np.asarray(peer.taco_vals)):
+            sys.exit("MISMATCH: the benchmark's Tensora reader disagrees with Tensora's own")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Data
+
+def random_csr(rng, rows: int, cols: int, nnz: int) -> sp.csr_array:
+    """A canonical CSR matrix (int32 indices) of exactly `nnz` uniformly placed entries, values in [0.5, 1.5)."""
+    keys = np.unique(rng.integers(0, rows * cols, int(nnz * 1.02) + 16))
+    keys = np.sort(rng.choice(keys, nnz, replace=False))
+    row, col = np.divmod(keys, cols)
+    indptr = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(np.bincount(row, minlength=rows), out=indptr[1:])
+    m = sp.csr_array((rng.random(nnz) + 0.5, col.astype(np.int32), indptr), shape=(rows, cols))
+    assert m.has_canonical_format and m.indices.dtype == np.int32
+    return m
+
+
+def random_coo(rng, shape: tuple[int, ...], nnz: int):
+    """(coords (order, nnz) int64 sorted lexicographically, values, shape) with unique coordinates."""
+    keys = np.unique(rng.integers(0, prod(shape), int(nnz * 1.02) + 16))
+    keys = np.sort(rng.choice(keys, min(nnz, len(keys)), replace=False))
+    return np.array(np.unravel_index(keys, shape)), rng.random(len(keys)) + 0.5, shape
+
+
+def csf_levels(coords: np.ndarray, shape) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (pos, crd) arrays of every level of CSF, built from lexicographically sorted unique coords."""
+    order, nnz = coords.shape
+    levels, parents = [], np.zeros(nnz, dtype=np.int64)  # per entry: position of its node one level up
+    count = 1
+    for level in range(order):
+        prefix = coords[: level + 1]
+        new = np.ones(nnz, dtype=bool)
+        if nnz:
+            new[1:] = np.any(prefix[:, 1:] != prefix[:, :-1], axis=0)
+        starts = np.flatnonzero(new)
+        crd = coords[level, starts].astype(np.int32)
+        pos = np.zeros(count + 1, dtype=np.int32)
+        np.cumsum(np.bincount(parents[starts], minlength=count), out=pos[1:])
+        levels.append((pos, crd))
+        parents, count = np.cumsum(new) - 1, len(starts)
+    return levels
+
+
+def canonical_csr(matrix) -> sp.csr_array:
+    matrix = sp.csr_array(matrix, dtype=np.float64)
+    matrix.sum_duplicates()
+    return sp.csr_array((matrix.data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int32)),
+                        shape=matrix.shape)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks: every result as numpy arrays, compared with a scipy/numpy reference
+
+class Mismatch(Exception):
+    pass
+
+
+def close(values, expected) -> bool:
+    values, expected = np.asarray(values), np.asarray(expected)
+    scale = float(np.abs(expected).max()) if expected.size else 1.0
+    return values.shape == expected.shape and np.allclose(values, expected, rtol=1e-9, atol=1e-12 * max(scale, 1.0))
+
+
+def as_dense(result, shape) -> np.ndarray:
+    if isinstance(result, asp.Tensor):
+        if result.format != asp.Format("d" * len(shape)):
+            raise Mismatch(f"expected a dense result, but found format {result.format}")
+        return result.to_numpy()
+    if isinstance(result, tensora.Tensor):
+        return tensora_arrays(result)[1].reshape(shape)
+    if isinstance(result, sparse.SparseArray):
+        return result.todense()
+    if sp.issparse(result):
+        return result.toarray()
+    return np.asarray(result).reshape(shape)
+
+
+def as_csr(result, shape, sorted_rows: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pos, crd, vals) of a CSR result; rows sorted here unless `sorted_rows` demands they already are."""
+    if isinstance(result, asp.Tensor):
+        if result.format != asp.Format("ds"):
+            raise Mismatch(f"expected a CSR result, but found format {result.format}")
+        level = result.levels[1]
+        pos, crd, vals = level["pos"], level["crd"], result.vals
+    elif isinstance(result, tensora.Tensor):
+        levels, vals = tensora_arrays(result)
+        pos, crd = levels[1]
+    elif isinstance(result, tuple):
+        pos, crd, vals = result
+    else:
+        if isinstance(result, sparse.SparseArray):
+            result = result.to_scipy_sparse()
+        result = sp.csr_array(result)
+        if not sorted_rows:
+            result = result.copy()
+            result.sort_indices()
+        pos, crd, vals = result.indptr, result.indices, result.data
+    if sorted_rows:
+        owner = np.repeat(np.arange(len(pos) - 1), np.diff(pos))
+        keys = owner.astype(np.int64) * shape[1] + crd
+        if np.any(keys[1:] <= keys[:-1]):
+            raise Mismatch("rows are not sorted (or hold duplicate columns)")
+    return np.asarray(pos), np.asarray(crd), np.asarray(vals)
+
+
+def dense_check(expected: np.ndarray) -> Callable[[Any], None]:
+    def check(result):
+        values = as_dense(result, expected.shape)
+        if not close(values, expected):
+            bad = np.argmax(np.abs(values - expected)) if values.shape == expected.shape else None
+            raise Mismatch(f"values differ (shape {values.shape}, expected {expected.shape}; worst at flat "
+                           f"index {bad})")
+    return check
+
+
+def csr_check(expected: sp.csr_array, sorted_rows: bool) -> Callable[[Any], None]:
+    """A CSR result against `expected`, by value: stored zeros may differ (autosparse keeps the zeros that
+    cancellation produces, scipy's SpGEMM drops them). With `sorted_rows`, rows must be strictly sorted."""
+    scale = max(float(np.abs(expected.data).max()) if expected.nnz else 1.0, 1.0)
+
+    def check(result):
+        pos, crd, vals = as_csr(result, expected.shape, sorted_rows)
+        if len(pos) != expected.shape[0] + 1 or pos[-1] != len(crd) or len(crd) != len(vals):
+            raise Mismatch(f"malformed CSR arrays ({len(pos)} positions, {len(crd)} coordinates, {len(vals)} values)")
+        got = sp.csr_array((vals, crd, pos), shape=expected.shape)
+        extra = len(crd) - expected.nnz
+        difference = abs(got - expected)
+        if difference.nnz and difference.max() > 1e-9 * scale:
+            raise Mismatch(f"values differ by up to {difference.max():.3g} ({len(crd):,} entries stored, "
+                           f"{expected.nnz:,} nonzeros expected)")
+        if extra < 0:
+            raise Mismatch(f"{-extra:,} entries fewer than expected")
+    return check
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cases
+
+@dataclass
+class Peer:
+    name: str
+    call: Callable[[], Any] | None  # None: n/a
+    check: Callable[[Any], None] | None = None
+    note: str = ""  # why n/a, or a remark printed under the table
+
+
+@dataclass
+class Case:
+    kernel: str
+    dataset: str
+    expression: str
+    formats: dict[str, str]
+    operands: dict[str, Any]  # autosparse operands, already Tensors
+    check: Callable[[Any], None]
+    peers: list[Peer]
+    targets: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # (label, peers, min ratio)
+    notes: list[str] = field(default_factory=list)
+
+
+TENSORA_BACKENDS = (("tensora (llvm)", tensora.BackendCompiler.llvm), ("tensora (cffi)", tensora.BackendCompiler.cffi))
+TENSORA = tuple(name for name, _ in TENSORA_BACKENDS)
+
+
+def tensora_peers(expression: str, formats: dict[str, str], operands: dict[str, tensora.Tensor], check) -> list[Peer]:
+    peers = []
+    for name, backend in TENSORA_BACKENDS:
+        try:
+            method = tensora.tensor_method(expression, formats, backend)
+        except Exception as error:
+            why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            peers.append(Peer(name, None, note=f"tensora (both backends): no kernel for `{expression}` with formats "
+                                                f"{formats} ({why})"))
+            continue
+        peers.append(Peer(name, (lambda m=method: m(**operands)), check))
+    return peers
+
+
+def mkl_peer(mkl, call, check) -> Peer:
+    return Peer("MKL (sparse_dot_mkl)", call if mkl else None, check, note="" if mkl else "MKL: n/a (see above)")
+
+
+def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
+    x = rng.random(m.shape[1])
+    expected = m @ x
+    check = dense_check(expected)
+    spmv = ref.function("spmv", "spmv")
+    rows = m.shape[0]
+
+    def reference():
+        y = np.empty(rows)
+        spmv(rows, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(x), ptr(y))
+        return y
+
+    tm, tx = tensora_csr(m), tensora_dense(x)
+    peers = [Peer("scipy A @ x", lambda: m @ x, check),
+             *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "ds", "x": "d"}, {"A": tm, "x": tx}, check),
+             Peer("C reference", reference, check)]
+    peers.append(mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, x), check))
+    return Case("SpMV", dataset, "y(i) = A(i,j) * x(j)", {"A": "csr", "x": "d", "y": "d"},
+                {"A": asp.Tensor.from_scipy(m), "x": asp.Tensor.from_numpy(x)}, check, peers,
+                [("SpMV ≥ 0.95× scipy", ("scipy A @ x",), 0.95), ("SpMV ≥ 0.9× Tensora", TENSORA, 0.9),
+                 ("SpMV ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def spgemm_case(dataset: str, a: sp.csr_array, b: sp.csr_array, rng, mkl, ref: Reference) -> Case:
+    expected = canonical_csr(a @ b)
+    check_sorted, check_any = csr_check(expected, True), csr_check(expected, False)
+    symbolic = ref.function("spgemm", "spgemm_symbolic", ctypes.c_int64)
+    numeric = ref.function("spgemm", "spgemm_numeric", ctypes.c_int)
+    rows, cols = a.shape[0], b.shape[1]
+
+    def reference():
+        pos = np.empty(rows + 1, dtype=np.int32)
+        nnz = symbolic(rows, cols, ptr(a.indptr), ptr(a.indices), ptr(b.indptr), ptr(b.indices), ptr(pos))
+        if nnz < 0 or nnz >= 2**31:
+            raise MemoryError("the C reference SpGEMM ran out of memory or int32 positions")
+        crd, vals = np.empty(nnz, dtype=np.int32), np.empty(nnz)
+        if numeric(rows, cols, ptr(a.indptr), ptr(a.indices), ptr(a.data), ptr(b.indptr), ptr(b.indices),
+                   ptr(b.data), ptr(pos), ptr(crd), ptr(vals)):
+            raise MemoryError("the C reference SpGEMM ran out of memory")
+        return pos, crd, vals
+
+    def scipy_sorted():
+        c = a @ b
+        c.sort_indices()
+        return c
+
+    ta, tb = tensora_csr(a), tensora_csr(b)
+    peers = [Peer("scipy A @ B", lambda: a @ b, check_any,
+                  note="scipy A @ B: rows left unsorted (canonical only after sort_indices); compared after sorting"),
+             Peer("scipy A @ B + sort_indices", scipy_sorted, check_sorted),
+             *tensora_peers("C(i,j) = A(i,k) * B(k,j)", {"C": "ds", "A": "ds", "B": "ds"}, {"A": ta, "B": tb},
+                            check_sorted),
+             Peer("C reference", reference, check_sorted)]
+    peers.append(mkl_peer(mkl, lambda: mkl.dot_product_mkl(a, b), check_any))
+    notes = ["Tensora 0.6 has no workspaces, so it has no kernel for CSR × CSR → CSR with rows as the outer "
+             "loop (Gustavson needs a scatter into a dense row)."]
+    return Case("SpGEMM", dataset, "C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"},
+                {"A": asp.Tensor.from_scipy(a), "B": asp.Tensor.from_scipy(b)}, check_sorted, peers,
+                [("SpGEMM ≥ 0.8× scipy", ("scipy A @ B",), 0.8), ("SpGEMM ≥ 0.9× Tensora", TENSORA, 0.9),
+                 ("SpGEMM ≥ 0.9× C reference", ("C reference",), 0.9)], notes)
+
+
+def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, ref: Reference) -> Case:
+    b = rng.random((m.shape[1], cols))
+    expected = m @ b
+    check = dense_check(expected)
+    spmm = ref.function("spmm", "spmm")
+    rows = m.shape[0]
+
+    def reference():
+        c = np.empty((rows, cols))
+        spmm(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(c))
+        return c
+
+    tm, tb = tensora_csr(m), tensora_dense(b)
+    peers = [Peer("scipy A @ B", lambda: m @ b, check),
+             mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, b), check),
+             *tensora_peers("C(i,j) = A(i,k) * B(k,j)", {"C": "dd", "A": "ds", "B": "dd"}, {"A": tm, "B": tb}, check),
+             Peer("C reference", reference, check)]
+    return Case("SpMM", dataset, "C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "dense", "C": "dense"},
+                {"A": asp.Tensor.from_scipy(m), "B": asp.Tensor.from_numpy(b)}, check, peers,
+                [("SpMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SpMM ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, ref: Reference) -> Case:
+    rows, cols = m.shape
+    c, d = rng.random((rows, k)), rng.random((k, cols))
+    row = np.repeat(np.arange(rows), np.diff(m.indptr))
+    vals = np.empty(m.nnz)
+    for start in range(0, m.nnz, 1 << 18):  # in chunks: (nnz, k) temporaries
+        part = slice(start, start + (1 << 18))
+        vals[part] = m.data[part] * np.einsum("nk,kn->n", c[row[part]], d[:, m.indices[part]])
+    expected = sp.csr_array((vals, m.indices, m.indptr), shape=m.shape)
+    check = csr_check(expected, True)
+    sddmm = ref.function("sddmm", "sddmm")
+
+    def reference():
+        pos, crd, out = np.empty(rows + 1, dtype=np.int32), np.empty(m.nnz, dtype=np.int32), np.empty(m.nnz)
+        sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d), ptr(pos), ptr(crd), ptr(out))
+        return pos, crd, out
+
+    pm = sparse.COO.from_scipy_sparse(m)
+    if rows * cols * 8 <= DENSE_LIMIT:
+        pydata = Peer("pydata sparse.einsum", lambda: sparse.einsum("ij,ik,kj->ij", pm, c, d), check)
+    else:
+        pydata = Peer("pydata sparse.einsum", None, note=f"pydata: n/a, sparse.einsum forms the dense C @ D "
+                                                          f"({rows * cols * 8 / 2**30:.1f} GiB)")
+    tm, tc, td = tensora_csr(m), tensora_dense(c), tensora_dense(d)
+    peers = [pydata,
+             *tensora_peers("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"A": "ds", "B": "ds", "C": "dd", "D": "dd"},
+                            {"B": tm, "C": tc, "D": td}, check),
+             Peer("C reference", reference, check)]
+    return Case("SDDMM", dataset, "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
+                {"B": "csr", "C": "dense", "D": "dense", "A": "csr"},
+                {"B": asp.Tensor.from_scipy(m), "C": asp.Tensor.from_numpy(c), "D": asp.Tensor.from_numpy(d)},
+                check, peers,
+                [("SDDMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SDDMM ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+class Tensor3:
+    """A 3-D tensor in every form the peers take, built once per data set."""
+
+    def __init__(self, coords: np.ndarray, vals: np.ndarray, shape: tuple[int, int, int]):
+        self.coords, self.vals, self.shape = coords, vals, shape
+        self.levels = csf_levels(coords, shape)
+        self.ours = asp.Tensor.from_coo(coords, vals, shape, format="csf")
+        self.pydata = sparse.COO(coords, vals, shape=shape, has_duplicates=False, sorted=True)
+        self.tensora = tensora_tensor(self.levels, vals, shape)
+
+    def arrays(self) -> list[ctypes.c_void_p]:
+        return [ptr(a) for level in self.levels for a in level] + [ptr(self.vals)]
+
+
+def ttv_case(dataset: str, t: Tensor3, rng, ref: Reference) -> Case:
+    (i, j, k), (I, J, K) = t.coords, t.shape
+    c = rng.random(K)
+    expected = canonical_csr(sp.coo_array((t.vals * c[k], (i, j)), shape=(I, J)))
+    check = csr_check(expected, True)
+    ttv = ref.function("ttv", "ttv")
+    fibers = len(t.levels[1][1])
+
+    def reference():
+        pos, crd, out = np.empty(I + 1, dtype=np.int32), np.empty(fibers, dtype=np.int32), np.empty(fibers)
+        ttv(I, *t.arrays(), ptr(c), ptr(pos), ptr(crd), ptr(out))
+        return pos, crd, out
+
+    peers = [Peer("pydata sparse.einsum", lambda: sparse.einsum("ijk,k->ij", t.pydata, c), check),
+             *tensora_peers("A(i,j) = B(i,j,k) * c(k)", {"A": "ds", "B": "sss", "c": "d"},
+                            {"B": t.tensora, "c": tensora_dense(c)}, check),
+             Peer("C reference", reference, check)]
+    return Case("TTV", dataset, "A(i,j) = B(i,j,k) * c(k)", {"B": "csf", "c": "d", "A": "csr"},
+                {"B": t.ours, "c": asp.Tensor.from_numpy(c)}, check, peers,
+                [("TTV ≥ 0.9× Tensora", TENSORA, 0.9), ("TTV ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def ttm_case(dataset: str, t: Tensor3, rank: int, rng, ref: Reference) -> Case | None:
+    (i, j, k), (I, J, K) = t.coords, t.shape
+    cm = rng.random((K, rank))
+    fibers = sp.csr_array((t.vals, (i * J + j, k)), shape=(I * J, K))
+    expected = (fibers @ cm).reshape(I, J, rank)
+    check = dense_check(expected)
+    ttm = ref.function("ttm", "ttm")
+
+    def reference():
+        out = np.zeros((I, J, rank))  # calloc, as autosparse allocates its dense results
+        ttm(J, rank, *t.arrays(), ptr(cm), ptr(out))
+        return out
+
+    peers = [Peer("pydata sparse.einsum", lambda: sparse.einsum("ijk,kl->ijl", t.pydata, cm), check),
+             *tensora_peers("A(i,j,l) = B(i,j,k) * C(k,l)", {"A": "ddd", "B": "sss", "C": "dd"},
+                            {"B": t.tensora, "C": tensora_dense(cm)}, check),
+             Peer("C reference", reference, check)]
+    return Case("TTM", dataset, "A(i,j,l) = B(i,j,k) * C(k,l)", {"B": "csf", "C": "dense", "A": "dense"},
+                {"B": t.ours, "C": asp.Tensor.from_numpy(cm)}, check, peers,
+                [("TTM ≥ 0.9× Tensora", TENSORA, 0.9), ("TTM ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def mttkrp_case(dataset: str, t: Tensor3, rank: int, rng, ref: Reference) -> Case:
+    (i, j, k), (I, J, K) = t.coords, t.shape
+    cm, dm = rng.random((J, rank)), rng.random((K, rank))
+    owner = sp.csr_array((np.ones(len(i)), (i, np.arange(len(i)))), shape=(I, len(i)))
+    expected = owner @ (t.vals[:, None] * cm[j] * dm[k])
+    check = dense_check(expected)
+    plain, factored = ref.function("mttkrp", "mttkrp"), ref.function("mttkrp", "mttkrp_factored", ctypes.c_int)
+
+    def reference(function):
+        def call():
+            out = np.zeros((I, rank))
+            if function(rank, *t.arrays(), ptr(cm), ptr(dm), ptr(out)):
+                raise MemoryError("the C reference MTTKRP ran out of memory")
+            return out
+        return call
+
+    peers = [Peer("pydata sparse.einsum", lambda: sparse.einsum("ijk,jl,kl->il", t.pydata, cm, dm), check),
+             *tensora_peers("A(i,l) = B(i,j,k) * C(j,l) * D(k,l)", {"A": "dd", "B": "sss", "C": "dd", "D": "dd"},
+                            {"B": t.tensora, "C": tensora_dense(cm), "D": tensora_dense(dm)}, check),
+             Peer("C reference", reference(plain), check),
+             Peer("C reference, factored", reference(factored), check,
+                  note="C reference, factored: C(j,l) hoisted out of the k loop through an L-vector (SPLATT); "
+                       "a different schedule than the default, for information, not a target")]
+    return Case("MTTKRP", dataset, "A(i,l) = B(i,j,k) * C(j,l) * D(k,l)",
+                {"B": "csf", "C": "dense", "D": "dense", "A": "dense"},
+                {"B": t.ours, "C": asp.Tensor.from_numpy(cm), "D": asp.Tensor.from_numpy(dm)}, check, peers,
+                [("MTTKRP ≥ 0.9× Tensora", TENSORA, 0.9), ("MTTKRP ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def matrix_cases(dataset: str, spmv_m, spgemm_ab, spmm_m, sddmm_m, sizes, wanted, rng, mkl, ref):
+    """The matrix kernels, one case at a time (each builds its own data on demand)."""
+    if "spmv" in wanted:
+        yield lambda: spmv_case(dataset, spmv_m(), rng, mkl, ref)
+    if "spgemm" in wanted:
+        yield lambda: spgemm_case(dataset, *spgemm_ab(), rng, mkl, ref)
+    if "spmm" in wanted:
+        yield lambda: spmm_case(dataset, spmm_m(), sizes["spmm_cols"], rng, mkl, ref)
+    if "sddmm" in wanted:
+        yield lambda: sddmm_case(dataset, sddmm_m(), sizes["sddmm_k"], rng, ref)
+
+
+def tensor_cases(dataset: str, make_tensor, sizes, wanted, rng, ref):
+    holder: dict[str, Tensor3] = {}
+
+    def tensor() -> Tensor3:
+        if "t" not in holder:
+            holder["t"] = make_tensor()
+        return holder["t"]
+
+    if "ttv" in wanted:
+        yield lambda: ttv_case(dataset, tensor(), rng, ref)
+    if "ttm" in wanted:
+        def ttm():
+            t = tensor()
+            size = t.shape[0] * t.shape[1] * sizes["rank"] * 8
+            if size > DENSE_OUTPUT_LIMIT:
+                return f"TTM on {dataset}: skipped, its dense output would take {size / 2**30:.1f} GiB"
+            return ttm_case(dataset, t, sizes["rank"], rng, ref)
+        yield ttm
+    if "mttkrp" in wanted:
+        yield lambda: mttkrp_case(dataset, tensor(), sizes["rank"], rng, ref)
+
+
+def all_cases(args, mkl, ref):
+    sizes = SIZES["quick" if args.quick else "full"]
+    wanted = set(args.kernel)
+    rng = np.random.default_rng(args.seed)
+
+    def generated(key):
+        rows, cols, nnz = sizes[key]
+        return lambda: random_csr(rng, rows, cols, nnz)
+
+    if not args.no_generated:
+        yield from matrix_cases("generated", generated("spmv"), lambda: (generated("spgemm")(), generated("spgemm")()),
+                                generated("spmm"), generated("sddmm"), sizes, wanted, rng, mkl, ref)
+        shape, nnz = sizes["tensor"]
+        yield from tensor_cases("generated", lambda: Tensor3(*random_coo(rng, shape, nnz)), sizes, wanted, rng, ref)
+    for name in args.data:
+        path = Path(args.data_dir) / name
+        matrix = path if path.suffix else path.with_name(name + ".mtx.gz")
+        tensor_file = path if path.suffix else path.with_name(name + ".tns.gz")
+        if not matrix.exists() and not tensor_file.exists():
+            sys.exit(f"no {name}.mtx.gz or {name}.tns.gz in {args.data_dir}")
+        if matrix.exists() and matrix.name.endswith(".mtx.gz"):
+            holder = {}
+
+            def real(path=matrix, holder=holder):
+                if "m" not in holder:
+                    holder["m"] = canonical_csr(scipy.io.mmread(path))
+                return holder["m"]
+
+            def pair(real=real):
+                m = real()  # A A for square matrices, A Aᵀ for rectangular ones
+                return m, (m if m.shape[0] == m.shape[1] else canonical_csr(m.T))
+
+            yield from matrix_cases(matrix.name.removesuffix(".mtx.gz"), real, pair, real, real, sizes, wanted,
+                                    rng, mkl, ref)
+        if tensor_file.exists() and tensor_file.name.endswith(".tns.gz"):
+            def read(path=tensor_file):
+                t = asp.read(path)
+                coords, vals = t.to_coo()
+                order = np.lexsort(coords[::-1])
+                return Tensor3(coords[:, order].astype(np.int64), np.asarray(vals, dtype=np.float64)[order], t.shape)
+            yield from tensor_cases(tensor_file.name.removesuffix(".tns.gz"), read, sizes, wanted, rng, ref)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Timing
+
+@dataclass
+class Timing:
+    seconds: float | None = None
+    runs: int = 0
+    status: str = ""  # "", "n/a", "FAIL", "WRONG"
+    detail: str = ""
+
+
+def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[str, Timing]]:
+    """Compile, check once, then time autosparse and every peer round-robin."""
+    ours = Timing()
+    try:
+        kernel = asp.compile(case.expression, formats=case.formats)
+        result = kernel(**case.operands)  # first call: specialises and compiles (or loads from the cache)
+        case.check(result)
+        sources[case.kernel] = kernel.source
+    except Exception as error:
+        ours.status, ours.detail = "FAIL", f"{type(error).__name__}: {error}"
+        print(f"FAIL autosparse {case.kernel} on {case.dataset}: {ours.detail}", file=sys.stderr)
+        traceback.print_exc()
+        kernel = None
+    result = None
+    calls: dict[str, Callable[[], Any]] = {}
+    if kernel is not None:
+        calls["autosparse"] = lambda: kernel(**case.operands)
+    peers: dict[str, Timing] = {}
+    samples: dict[str, list[float]] = {}
+    for peer in case.peers:
+        timing = peers[peer.name] = Timing()
+        if peer.call is None:
+            timing.status, timing.detail = "n/a", peer.note
+            continue
+        try:
+            start = time.perf_counter()
+            result = peer.call()
+            warm = time.perf_counter() - start
+            peer.check(result)
+        except Exception as error:
+            timing.status, timing.detail = "WRONG", f"{type(error).__name__}: {error}"
+            print(f"{'MISMATCH' if isinstance(error, Mismatch) else 'ERROR'} {peer.name} on {case.kernel}, "
+                  f"{case.dataset}: {timing.detail}", file=sys.stderr)
+            continue
+        finally:
+            result = None
+        if warm > args.budget:
+            timing.seconds, timing.runs = warm, 1
+        else:
+            calls[peer.name] = peer.call
+    # Calls shorter than --min-sample are batched, so that a sample is not mostly timer and cold-cache noise.
+    batch = {}
+    for name, call in calls.items():
+        start = time.perf_counter()
+        result = call()
+        once = time.perf_counter() - start
+        result = None
+        batch[name] = max(1, min(1000, int(args.min_sample / max(once, 1e-7))))
+        samples[name] = []
+    order = list(calls.items())
+    for round_ in range(args.repeat):
+        gc.collect()
+        gc.disable()
+        try:  # each round starts one contender later: none always follows the same (memory-hungry) peer
+            for name, call in order[round_ % len(order):] + order[:round_ % len(order)]:
+                start = time.perf_counter()
+                for _ in range(batch[name]):
+                    result = call()
+                    result = None
+                samples[name].append((time.perf_counter() - start) / batch[name])
+        finally:
+            gc.enable()
+    for name, seconds in samples.items():
+        timing = ours if name == "autosparse" else peers[name]
+        timing.seconds, timing.runs = statistics.median(seconds), len(seconds)
+    return ours, peers
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compile time and cached start-up, in fresh processes
+
+NEW_KERNEL = r"""
+import json, sys, time
+import numpy as np, scipy.sparse as sp
+start = time.perf_counter()
+import autosparse as asp
+imported = time.perf_counter() - start
+tag = sys.argv[1]
+m = sp.random(1000, 1000, density=0.01, format="csr", random_state=0)
+x = np.ones(1000)
+A, X = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(x)
+start = time.perf_counter()
+k = asp.compile(f"y{tag}(i) = A{tag}(i,j) * x{tag}(j)", formats={f"A{tag}": "csr", f"x{tag}": "d", f"y{tag}": "d"})
+y = k(**{f"A{tag}": A, f"x{tag}": X})
+ready = time.perf_counter() - start
+assert np.allclose(y.to_numpy(), m @ x)
+print(json.dumps({"import": imported, "ready": ready}))
+"""
+
+
+def child(tag: str, cache: str) -> dict[str, float]:
+    env = {**os.environ, "AUTOSPARSE_CACHE_DIR": cache}
+    done = subprocess.run([sys.executable, "-c", NEW_KERNEL, tag], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the child process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def startup_rows(args) -> list[tuple[str, float, int, float | None]]:
+    """(measurement, median seconds, runs, target seconds or None)."""
+    stamp = f"{os.getpid()}x{time.time_ns() % 10**9}"
+    new, warm = [], []
+    with tempfile.TemporaryDirectory(prefix="autosparse-bench-cache-") as base:
+        for n in range(args.repeat):  # a brand-new kernel: empty cache directory, unique names
+            new.append(child(f"n{stamp}r{n}", os.path.join(base, f"new{n}"))["ready"])
+        cached = os.path.join(base, "cached")
+        child(f"c{stamp}", cached)  # the earlier process that compiles and caches
+        runs = [child(f"c{stamp}", cached) for _ in range(args.repeat)]
+        # A new kernel in an already warm process (the pipeline and cc, no first-import costs).
+        previous = os.environ.get("AUTOSPARSE_CACHE_DIR")
+        m = sp.random(1000, 1000, density=0.01, format="csr", random_state=0)
+        x = np.ones(1000)
+        A, X = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(x)
+        try:
+            for n in range(args.repeat):
+                os.environ["AUTOSPARSE_CACHE_DIR"] = os.path.join(base, f"warm{n}")
+                tag = f"w{stamp}r{n}"
+                start = time.perf_counter()
+                k = asp.compile(f"y{tag}(i) = A{tag}(i,j) * x{tag}(j)",
+                                formats={f"A{tag}": "csr", f"x{tag}": "d", f"y{tag}": "d"})
+                k(**{f"A{tag}": A, f"x{tag}": X})
+                warm.append(time.perf_counter() - start)
+        finally:
+            if previous is None:
+                os.environ.pop("AUTOSPARSE_CACHE_DIR", None)
+            else:
+                os.environ["AUTOSPARSE_CACHE_DIR"] = previous
+    median = statistics.median
+    overhead = call_overhead(args.repeat)
+    return [
+        ("new SpMV kernel, fresh process and empty cache: compile + first call", median(new), len(new), 0.5),
+        ("new SpMV kernel, warm process and empty cache: compile + first call", median(warm), len(warm), None),
+        ("`import autosparse` in a fresh process", median(r["import"] for r in runs), len(runs), None),
+        ("kernel cached by an earlier process: ready (compile + first call) after import",
+         median(r["ready"] for r in runs), len(runs), 0.05),
+        *((f"per-call cost, SpMV on a 10×10 matrix (10 nnz): {name}", seconds, args.repeat, None)
+          for name, seconds in overhead.items()),
+    ]
+
+
+def call_overhead(repeat: int, calls: int = 2000) -> dict[str, float]:
+    """Seconds per call of a tiny SpMV: the fixed cost of a call (median of `repeat` batches)."""
+    m = canonical_csr(sp.random(10, 10, density=0.1, format="csr", random_state=0))
+    x = np.ones(10)
+    A, X = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(x)
+    kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr", "x": "d", "y": "d"})
+    kernel(A=A, x=X)
+    spmv = Reference().function("spmv", "spmv")
+
+    def reference():
+        y = np.empty(10)
+        spmv(10, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(x), ptr(y))
+        return y
+
+    contenders = {"autosparse": lambda: kernel(A=A, x=X), "scipy A @ x": lambda: m @ x,
+                  "C reference through ctypes": reference}
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, call in contenders.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            samples[name].append((time.perf_counter() - start) / calls)
+    return {name: statistics.median(seconds) for name, seconds in samples.items()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Report
+
+def ratio(value: float) -> str:
+    return f"{value:,.2f}×"
+
+
+def ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:,.2f}"
+
+
+def git_state() -> str:
+    def git(*words):
+        return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    dirty = git("status", "--short", "--", "src").rstrip()
+    location = Path(asp.__file__).resolve().parent
+    if location != ROOT / "src" / "autosparse":
+        return f"{commit} (HEAD of this checkout); autosparse imported from {location}"
+    return commit + (f" (src has uncommitted changes: {', '.join(line[3:] for line in dirty.splitlines())})"
+                     if dirty else "")
+
+
+def header(args, mkl_note) -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    names = ("autosparse", "numpy", "scipy", "tensora", "sparse", "sparse_dot_mkl", "mkl")
+    versions = []
+    for name in names:
+        try:
+            versions.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    cc = subprocess.run([os.environ.get("CC", "cc"), "--version"], capture_output=True, text=True).stdout.splitlines()
+    lines = [
+        "# Kernels", "",
+        f"- command: `{shlex.join([sys.executable, *sys.argv])}`",
+        f"- commit: {git_state()}",
+        f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; {cc[0] if cc else 'cc'}; "
+        + ", ".join(versions),
+        f"- ms = median of {args.repeat} samples after a warm-up, round-robin across contenders (rotated each "
+        f"round); a sample is one call, or the mean of a batch of calls lasting about {args.min_sample * 1e3:g} ms "
+        f"for faster calls (a peer whose warm-up exceeds {args.budget:g} s is timed by that one call); ratio = peer "
+        f"time / autosparse time (> 1: autosparse is faster); all serial (1 thread for BLAS, MKL, numba)",
+    ]
+    if mkl_note:
+        lines.append(f"- {mkl_note}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small generated data (smoke test, < 60 s)")
+    parser.add_argument("--repeat", type=int, default=7, help="timed samples per contender (default: %(default)s)")
+    parser.add_argument("--kernel", nargs="+", choices=KERNELS, default=list(KERNELS), metavar="NAME",
+                        help=f"kernels to run, of {', '.join(KERNELS)} (default: all)")
+    parser.add_argument("--data", nargs="+", default=[], metavar="NAME",
+                        help="also run on these files of --data-dir (NAME.mtx.gz: matrix kernels, "
+                             "NAME.tns.gz: 3-D kernels)")
+    parser.add_argument("--data-dir", default=str(DATA), help="folder of real data (default: %(default)s)")
+    parser.add_argument("--no-generated", action="store_true", help="only the --data files, no generated data")
+    parser.add_argument("--budget", type=float, default=10.0,
+                        help="seconds above which a peer's warm-up call is its only sample (default: %(default)s)")
+    parser.add_argument("--min-sample", type=float, default=0.02,
+                        help="calls faster than this many seconds are timed in batches that last about this long "
+                             "(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the generated data (default: %(default)s)")
+    parser.add_argument("--sources", metavar="DIR", help="write the C of each autosparse kernel into DIR")
+    args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    for name in args.data:
+        if not any((Path(args.data_dir) / f"{name}{suffix}").exists() for suffix in ("", ".mtx.gz", ".tns.gz")):
+            parser.error(f"no {name}.mtx.gz or {name}.tns.gz in {args.data_dir}")
+
+    mkl, mkl_note = load_mkl()
+    check_tensora_conversions()
+    ref = Reference()
+    print(header(args, mkl_note), flush=True)
+    print("\n| dataset | kernel | autosparse ms | peer | peer ms | peer/autosparse | runs |\n"
+          "|---|---|---:|---|---:|---:|---|", flush=True)
+
+    verdicts: list[tuple[str, str, str, str]] = []  # (target, dataset, measured, verdict)
+    notes: list[str] = []
+    failures: list[str] = []
+    sources: dict[str, str] = {}
+    for make in all_cases(args, mkl, ref):
+        case = make()
+        if isinstance(case, str):
+            notes.append(case)
+            continue
+        ours, peers = run_case(case, args, sources)
+        label = f"FAIL ({ours.detail})" if ours.status == "FAIL" else ms(ours.seconds)
+        if ours.status == "FAIL":
+            failures.append(f"{case.kernel} on {case.dataset}: {ours.detail}")
+        for peer in case.peers:
+            timing = peers[peer.name]
+            if timing.status:
+                cells = ["n/a" if timing.status == "n/a" else timing.status, "n/a", "-"]
+            else:
+                share = ratio(timing.seconds / ours.seconds) if ours.seconds else "n/a"
+                cells = [ms(timing.seconds), share, f"{ours.runs}/{timing.runs}"]
+            print(f"| {case.dataset} | {case.kernel} | {label} | {peer.name} | " + " | ".join(cells) + " |", flush=True)
+            note = timing.detail if timing.status else peer.note
+            if note and note not in notes:
+                notes.append(note if timing.status != "WRONG" else f"{peer.name} on {case.kernel}: WRONG, {note}")
+        notes.extend(n for n in case.notes if n not in notes)
+        for target, names, minimum in case.targets:
+            measured = [peers[n].seconds / ours.seconds for n in names
+                        if n in peers and not peers[n].status and ours.seconds]
+            if ours.status == "FAIL":
+                verdicts.append((target, case.dataset, "autosparse failed", "MISS"))
+            elif not measured:
+                verdicts.append((target, case.dataset, "peer n/a", "n/a"))
+            else:
+                worst = min(measured)  # against the fastest of the named peers
+                verdicts.append((target, case.dataset, ratio(worst), "PASS" if worst >= minimum else "MISS"))
+        case = None
+        gc.collect()
+
+    if notes:
+        print("\nNotes:\n" + "\n".join(f"- {n}" for n in notes), flush=True)
+
+    if "compile" in args.kernel:
+        print("\n| compile / start-up | median ms | runs | target | verdict |\n|---|---:|---:|---:|---|", flush=True)
+        for label, seconds, runs, target in startup_rows(args):
+            verdict = "-" if target is None else ("PASS" if seconds <= target else "MISS")
+            goal = "-" if target is None else f"≤ {target * 1e3:g} ms"
+            print(f"| {label} | {seconds * 1e3:,.{1 if seconds >= 1e-3 else 3}f} | {runs} | {goal} | {verdict} |",
+                  flush=True)
+            if target is not None:
+                verdicts.append((label, "-", f"{seconds * 1e3:,.1f} ms", verdict))
+
+    print("\n| target | dataset | measured | verdict |\n|---|---|---:|---|")
+    for target, dataset, measured, verdict in verdicts:
+        print(f"| {target} | {dataset} | {measured} | {verdict} |")
+    print("\n(Tensora targets are judged against the faster of its two backends.)")
+    if failures:
+        print("\nautosparse failures:\n" + "\n".join(f"- {f}" for f in failures))
+    if args.sources:
+        folder = Path(args.sources)
+        folder.mkdir(parents=True, exist_ok=True)
+        for kernel, source in sources.items():
+            (folder / f"{kernel.lower()}.c").write_text(source)
+
+
+if __name__ == "__main__":
+    main()
