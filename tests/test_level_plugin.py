@@ -78,3 +78,11 @@ def test_plugin_level_converts_both_ways(spec, partner):
 def test_plugin_level_validation_is_reported_with_its_level():
     with pytest.raises(asp.FormatError, match=r"Level 1 \(b, mode 1\) of db: Expected a 0/1 mask of 6"):
         asp.Tensor((2, 3), "db", [{}, {"mask": np.array([1, 0, 2, 0, 0, 0])}], np.ones(6))
+
+
+def test_plugin_level_without_c_code_is_a_schedule_error():
+    """Storing works with numpy alone; compiling for a level needs its C fragments, and a level that
+    gives none says so."""
+    tensor = asp.Tensor.from_numpy(np.eye(3), format="db")
+    with pytest.raises(asp.ScheduleError, match="Expected level 'b' to give the C code"):
+        asp.evaluate("y(i) = A(i,j) * x(j)", A=tensor, x=np.ones(3))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
-from .ast import Access, Assign, Forall, Sequence, Stmt, Where, accesses
+from .ast import Access, Assign, Forall, Stmt, Where, accesses
 from .rewrite import rebuild_expr
 
 

@@ -16,6 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
+from ..errors import ScheduleError
+
 
 class Capability(enum.Enum):
     """What a level can do, as the lowering asks it (LOWERING.md §1)."""
@@ -126,15 +128,19 @@ class Level(ABC):
 
     # C fragments that lowering splices into kernels (LOWERING.md §1). `arrays` maps this level's array
     # names to their C identifiers; positions and coordinates are C expressions. A level implements those
-    # its capabilities promise.
+    # its capabilities promise; a plug-in that leaves one out can store tensors but not be compiled for,
+    # and says so with a ScheduleError.
+
+    def _no_code(self, what: str):
+        return ScheduleError(f"Expected level {self.letter!r} to give the C code to {what}, but it gives none")
 
     def position_range(self, arrays: Mapping[str, str], begin: str, end: str) -> tuple[str, str]:
         """[first, last) positions below the parent positions [begin, end) (POSITION_ITERATION)."""
-        raise NotImplementedError(f"level {self.letter!r} cannot iterate positions")
+        raise self._no_code("iterate its positions")
 
     def coordinate(self, arrays: Mapping[str, str], position: str) -> str:
         """The coordinate stored at `position` (POSITION_ITERATION)."""
-        raise NotImplementedError(f"level {self.letter!r} stores no coordinates")
+        raise self._no_code("read a stored coordinate")
 
     def vacant(self, arrays: Mapping[str, str], position: str) -> str | None:
         """A condition true when `position` holds no coordinate, or None when every position holds one."""
@@ -142,7 +148,7 @@ class Level(ABC):
 
     def locate(self, arrays: Mapping[str, str], parent: str, coordinate: str, dim: str) -> str:
         """The position of `coordinate` below `parent`, or -1 when absent (LOCATE)."""
-        raise NotImplementedError(f"level {self.letter!r} cannot locate")
+        raise self._no_code("locate a coordinate")
 
     @property
     def locate_may_miss(self) -> bool:

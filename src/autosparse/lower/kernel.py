@@ -16,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import Access, Stmt, TensorVar, accesses, assignments, tensors, walk, Where, Forall
+from ..cin.ast import Access, Forall, Stmt, TensorVar, accesses, assignments, tensors, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
@@ -93,7 +93,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
 
     b = CBuilder(depth=0)
-    b.lines(_preamble(variables, types, access_list))
+    b.lines(_preamble(variables, types))
     if any(isinstance(w, ListWorkspace) for w in workspaces.values()):
         b.lines(SORT_HELPER)
     for workspace in workspaces.values():
@@ -166,7 +166,7 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
     raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 
 
-def _preamble(variables: Mapping[str, TensorVar], types: Types, access_list: list[Access]) -> str:
+def _preamble(variables: Mapping[str, TensorVar], types: Types) -> str:
     helpers = dict.fromkeys(
         level.c_helpers(names.index_type(types.indices[name]))
         for name, var in variables.items() if not var.temporary

@@ -297,10 +297,7 @@ def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, sco
     """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }"""
     index = names.coordinate(loop.index)
     sparse = _sparse_iterators(lattice)
-    for it in sparse:
-        if not plan.read_levels(it.access)[it.level].ordered:
-            raise ScheduleError(f"Expected ordered levels in a loop over all of {loop.index}, but "
-                                f"{it.access} is stepped through an unordered level: locate it instead")
+    _require_ordered(sparse, loop, plan)
     with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"):
         _count(plan, b, f"∀{loop.index} dense")
         for it in sparse:
@@ -308,6 +305,14 @@ def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, sco
         _cases(stmt, loop, lattice, lattice, plan, scope, b)
         for it in sparse:
             b.line(_advance(it, plan, index))
+
+
+def _require_ordered(iterators, loop: _Loop, plan: Plan) -> None:
+    """Merging, or checking coordinates against a dense loop, needs iterators in increasing order."""
+    for it in iterators:
+        if not plan.read_levels(it.access)[it.level].ordered:
+            raise ScheduleError(f"Expected ordered levels to co-iterate over {loop.index}, but {it.access} is "
+                                f"stepped through an unordered level: locate it instead")
 
 
 def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Point, plan: Plan, scope: Scope,
@@ -332,10 +337,7 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
             if not level.unique:
                 b.line(f"{q} = {seg};")
         return
-    for it in iterators:
-        if not plan.read_levels(it.access)[it.level].ordered:
-            raise ScheduleError(f"Expected ordered levels to co-iterate over {loop.index}, but {it.access} is "
-                                f"stepped through an unordered level: locate it instead")
+    _require_ordered(iterators, loop, plan)
     running = " && ".join(f"{_iterator_names(it, plan)[0]} < {_iterator_names(it, plan)[1]}" for it in iterators)
     with b.block(f"while ({running})"):
         _count(plan, b, f"∀{loop.index} merge")

@@ -9,6 +9,7 @@ non-unique level (COO rows) it spans the entries that share a coordinate.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -32,16 +33,18 @@ class Position:
 ROOT = Position("0")
 
 
-class ReadLevel:
+class ReadLevel(ABC):
     full: bool
     ordered: bool
     unique: bool
 
+    @abstractmethod
     def range(self, parent: Position) -> tuple[str, str]:
-        raise NotImplementedError
+        """[first, last) positions below `parent`."""
 
+    @abstractmethod
     def coordinate(self, q: str) -> str:
-        raise NotImplementedError
+        """The coordinate at position `q`."""
 
     def vacant(self, q: str) -> str | None:
         return None
@@ -50,8 +53,9 @@ class ReadLevel:
         """The position that stepping to `q` (holding `coordinate`) leads to."""
         return q
 
+    @abstractmethod
     def locate(self, parent: Position, coordinate: str) -> Position:
-        raise NotImplementedError
+        """The position of `coordinate` below `parent` (may miss: see Position.may_miss)."""
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,21 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..errors import ScheduleError
 from ..format.dense import Dense
 from .reads import Position, ReadLevel, TensorLevel
 from .writes import Target
 
 
 class Workspace(Target):
+    @abstractmethod
     def read_level(self, level: int) -> ReadLevel:
-        raise NotImplementedError
+        """How the consumer reads level `level`."""
 
     def helpers(self) -> str:
         """C definitions this workspace's code calls, placed before the kernel."""
@@ -189,7 +192,8 @@ class _SortedLevel(ReadLevel):
         return f"(({self.workspace.keys}[{q}] / ({stride})) % {self.workspace.dims[self.level]})"
 
     def locate(self, parent: Position, coordinate: str) -> Position:
-        raise NotImplementedError("a hashed workspace is stepped in order by its consumer, not located")
+        raise ScheduleError(f"Expected the hashed workspace {self.workspace.name} to be stepped by its consumer, "
+                            f"but it is located: drop the @locate protocol")
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ of their `where` and reset after it.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..format.level import Level
-from .reads import Position, ReadLevel, TensorLevel
+from .reads import Position
 
 GROW_MACRO = """
 /* Make room for `need` elements (at most `limit`: return 2 past it, 1 when memory runs out); the new
@@ -48,7 +49,7 @@ class Slot:
     array: str
 
 
-class Target:
+class Target(ABC):
     name: str
     #: Stores need no flag: every position is final, and storing a zero changes nothing.
     flag_free = True
@@ -60,8 +61,9 @@ class Target:
 
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None: ...
 
+    @abstractmethod
     def enter(self, level: int, coordinate: str, parent: Position, b: CBuilder) -> Position:
-        raise NotImplementedError
+        """The position that `coordinate` at `level` below `parent` leads to, with any C it needs."""
 
     def leave(self, level: int, parent: Position, position: Position, b: CBuilder, parent_flag: str | None) -> None:
         pass
