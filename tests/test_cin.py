@@ -56,7 +56,10 @@ DEFAULT_SCHEDULES = [
     ("A(i,j) = B(i,j,k) * c(k)", {"B": "csf"}, "∀i ∀j ∀k A(i,j) += B(i,j,k) * c(k)"),
     ("A(i,j,k) = B(i,j,l) * C(k,l)", {"B": "csf", "A": "csf"}, "∀i ∀j ∀k ∀l A(i,j,k) += B(i,j,l) * C(k,l)"),
     ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", {"B": "csf"}, "∀i ∀k ∀l ∀j A(i,j) += B(i,k,l) * C(k,j) * D(l,j)"),
+    # Dense operands are read at random: legalisation prefers the order that needs no workspace.
     ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "A": "csr"},
+     "∀i ∀j ∀k A(i,j) += B(i,j) * C(i,k) * D(k,j)"),
+    ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "D": "csr", "A": "csr"},
      "∀i where(∀j A(i,j) = w(j), ∀k ∀j w(j) += B(i,j) * C(i,k) * D(k,j))"),
     ("A(i,j) = s * B(i,j)", {"B": "csr", "A": "csr"}, "∀i ∀j A(i,j) = s() * B(i,j)"),
     ("A(i,j) = 2 * B(i,j)", {"B": "csr", "A": "csr"}, "∀i ∀j A(i,j) = 2 * B(i,j)"),

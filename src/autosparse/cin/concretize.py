@@ -3,12 +3,16 @@
 The default schedule (ARCHITECTURE.md): every loop in a stable topological order of the storage-order
 constraints of all accesses — ties broken by the output's index order, then by first appearance — and
 no `where`. The output's constraints give way when they would make the order cyclic (a CSR to CSC copy):
-legalisation then routes the writes through a temporary. Legalisation inserts a workspace exactly where
-an out-of-order write into a sparse output would otherwise remain (Gustavson SpGEMM into CSR).
+legalisation then routes the writes through a temporary. Legalisation first drops the preferences of
+dense operands, which are read at random in any order: when the order of the other constraints writes
+the sparse output in order, it is used (SDDMM `A(i,j) = B(i,j) * C(i,k) * D(k,j)` runs i, j, k, one dot
+product per stored entry, instead of i, k, j through a workspace). Otherwise it inserts a workspace
+exactly where an out-of-order write into a sparse output would remain (Gustavson SpGEMM into CSR).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import ScheduleError
@@ -32,6 +36,10 @@ def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
     lhs = _access(assignment.lhs, variables, write=True)
     rhs = rebuild_expr(assignment.rhs, lambda access: _access(access, variables, write=False))
     order = loop_order(assignment, formats)
+    if _first_disorder(order, lhs) is not None:
+        relaxed = _topological(_constraints(assignment, formats, dense_operands=False), output=True)
+        if relaxed is not None and _first_disorder(relaxed, lhs) is None:
+            order = relaxed
     accumulate = assignment.accumulate or bool(assignment.reduction_indices)
     return legalise(nest(order, Assign(lhs, rhs, accumulate)), extents or {})
 
@@ -53,29 +61,43 @@ def _edges(access: notation.Access, fmt: Format) -> set[tuple[IndexVar, IndexVar
 
 def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format]) -> tuple[IndexVar, ...]:
     """A stable topological order of the storage-order constraints (see the module docstring)."""
-    appearance = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
-    priority = {index: rank for rank, index in enumerate(appearance)}
-    inputs = set().union(*(_edges(a, formats[a.tensor]) for a in notation.accesses(assignment.rhs)))
-    order = _topological(appearance, inputs | _edges(assignment.lhs, formats[assignment.lhs.tensor]), priority)
-    if order is None:
-        order = _topological(appearance, inputs, priority)
+    constraints = _constraints(assignment, formats, dense_operands=True)
+    order = _topological(constraints, output=True) or _topological(constraints, output=False)
     if order is None:
         raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
                             f"but they are cyclic: convert an operand to a format concordant with the others")
     return order
 
 
-def _topological(indices: list[IndexVar], edges: set[tuple[IndexVar, IndexVar]],
-                 priority: Mapping[IndexVar, int]) -> tuple[IndexVar, ...] | None:
+@dataclass(frozen=True)
+class _Constraints:
+    indices: list[IndexVar]  # in order of priority: the output's, then first appearance
+    inputs: set[tuple[IndexVar, IndexVar]]
+    output: set[tuple[IndexVar, IndexVar]]
+
+
+def _constraints(assignment: notation.Assignment, formats: Mapping[str, Format],
+                 dense_operands: bool) -> _Constraints:
+    """The storage-order constraints of the operands (of the dense ones too when `dense_operands`: they
+    are read at random, so their order is a preference, not a need) and of the output."""
+    appearance = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
+    inputs = set().union(*(_edges(a, formats[a.tensor]) for a in notation.accesses(assignment.rhs)
+                           if dense_operands or not formats[a.tensor].is_dense))
+    return _Constraints(appearance, inputs, _edges(assignment.lhs, formats[assignment.lhs.tensor]))
+
+
+def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...] | None:
+    """The stable topological order of the inputs' constraints (and the output's when `output`), ties
+    going to the index first in `constraints.indices`; None when they are cyclic."""
+    edges = constraints.inputs | constraints.output if output else constraints.inputs
     placed: list[IndexVar] = []
-    waiting = list(indices)
+    waiting = list(constraints.indices)
     while waiting:
         ready = [i for i in waiting if not any(after == i and before in waiting for before, after in edges)]
         if not ready:
             return None
-        chosen = min(ready, key=priority.__getitem__)
-        placed.append(chosen)
-        waiting.remove(chosen)
+        placed.append(ready[0])
+        waiting.remove(ready[0])
     return tuple(placed)
 
 

@@ -20,6 +20,21 @@ def rebuild_expr(expr, leaf: Callable):
     return expr.with_children(tuple(rebuild_expr(child, leaf) for child in children))
 
 
+def factors(expr) -> list:
+    """The operands of a product tree, left to right (the expression itself when it is no product)."""
+    if isinstance(expr, Mul):
+        return factors(expr.left) + factors(expr.right)
+    return [expr]
+
+
+def product(items: list):
+    """The left-nested product of `items` (one item: itself)."""
+    out = items[0]
+    for item in items[1:]:
+        out = Mul(out, item)
+    return out
+
+
 def is_zero(expr) -> bool:
     return isinstance(expr, Literal) and expr.value == 0
 

@@ -16,15 +16,17 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import Access, Forall, Stmt, TensorVar, accesses, assignments, tensors, walk
+from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, TensorVar, accesses, assignments, tensors, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
-from ..notation.ast import IndexVar
+from ..format.level import Level
+from ..cin.rewrite import factors
+from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
 from .workspaces import SORT_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
-from .writes import GROW_MACRO, AppendedResult, DenseResult, Slot, Target
+from .writes import GROW_MACRO, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot, Target
 
 SYMBOL = "autosparse_kernel"
 
@@ -67,8 +69,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     access_list = list(dict.fromkeys(a for node in walk(stmt) for a in accesses(node)))
     access_ids = _access_ids(access_list)
     workspaces = {n: _workspace(v, stmt, extent, result_value) for n, v in variables.items() if v.temporary}
-    result_target = _result_target(result, stmt, _level_extents(result, stmt, extent), types, result_value)
     writes = sum(a.lhs.tensor.name == result.name for a in assignments(stmt))
+    result_target = _result_target(result, stmt, _level_extents(result, stmt, extent), types, result_value, writes)
     if not result_target.random_access and writes > 1:
         raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
                             f"(format {result.format}), but {writes} write it: use a workspace")
@@ -89,7 +91,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
     slots += [Slot(n, -1, "vals") for n in operands]
-    assembled = isinstance(result_target, AppendedResult)
+    assembled = isinstance(result_target, AssembledResult)
     slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
 
     b = CBuilder(depth=0)
@@ -144,14 +146,85 @@ def _level_extents(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str]) -
     return tuple(extent[i] for i in access.level_indices)
 
 
-def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Types, value_c: str) -> Target:
+def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Types, value_c: str,
+                   writes: int) -> Target:
     if var.format.is_dense:
-        return DenseResult(var.name, var.format.levels, dims)
+        return DenseResult(var.name, var.format.levels, dims, overwrites=writes == 1)
+    itype = names.index_type(types.indices[var.name])
+    source = _pattern_source(stmt)
+    if source is not None:
+        levels = source.tensor.format.levels[:var.order]
+        arrays = tuple({a: names.array(source.tensor.name, k, a) for a in level.array_names}
+                       for k, level in enumerate(levels))
+        return SharedPatternResult(var.name, var.format.levels, dims, itype, value_c, source, levels, arrays)
     full = [level.properties.full for level in var.format.levels]
     gaps = any(full[k] and not all(full[:k]) for k in range(len(full)))
     adds = any(a.accumulate for a in assignments(stmt) if a.lhs.tensor.name == var.name)
-    return AppendedResult(var.name, var.format.levels, dims, names.index_type(types.indices[var.name]), value_c,
+    return AppendedResult(var.name, var.format.levels, dims, itype, value_c,
                           zero_values=gaps or adds)
+
+
+def _pattern_source(stmt: Stmt) -> Access | None:
+    """The operand whose pattern the result has, when there is one: the result's levels are the same
+    kinds as the operand's first levels, bound by the outermost loops in order, and those loops step the
+    operand alone (every other access reaches their indices by locating them, the operand is a factor of
+    the whole right-hand side). Each of the operand's positions is then visited once, in order, and is the
+    result's position."""
+    loops = []
+    while isinstance(stmt, Forall):
+        loops.append(stmt.index)
+        stmt = stmt.body
+    if not isinstance(stmt, Assign):
+        return None
+    lhs, rhs = stmt.lhs, stmt.rhs
+    outer = lhs.level_indices
+    if tuple(loops[:len(outer)]) != outer:
+        return None
+    while isinstance(rhs, Neg):
+        rhs = rhs.operand
+    for source in factors(rhs):
+        if not isinstance(source, Access) or source.tensor.temporary or source.tensor.format.is_dense:
+            continue
+        if source.level_indices[:len(outer)] != outer:
+            continue
+        if not all(_shares(result, level, protocol, parent_differs) for result, level, protocol, parent_differs
+                   in zip(lhs.tensor.format.levels, source.tensor.format.levels, source.level_protocols,
+                          _parents_differ(lhs.tensor.format.levels, source.tensor.format.levels))):
+            continue
+        others = [a for a in accesses(rhs) if a is not source]
+        if all(_located(other, outer) for other in others):
+            return source
+    return None
+
+
+def _shares(result: Level, level: Level, protocol: Protocol, parent_differs: bool) -> bool:
+    """Whether a result level can hold the positions of an operand level stepped once per position: a
+    level of the same kind, or a dense one (located). Below a dense result level over a sparse operand
+    level, the positions differ: a compressed level then counts its children itself, a singleton cannot."""
+    if not level.properties.unique or not (level.properties.full or protocol is Protocol.STEP):
+        return False
+    if result.properties.full:
+        return True
+    return result == level and not (parent_differs and "pos" not in result.array_names)
+
+
+def _parents_differ(result: tuple[Level, ...], source: tuple[Level, ...]) -> list[bool]:
+    """Per level, whether the result's parent positions differ from the operand's (a dense result level
+    over a sparse operand level makes them differ below it)."""
+    differs, out = False, []
+    for mine, theirs in zip(result, source):
+        out.append(differs)
+        differs = mine.properties.full and (differs or not theirs.properties.full)
+    return out
+
+
+def _located(access: Access, indices: tuple[IndexVar, ...]) -> bool:
+    """Whether `access` reaches each of `indices` without stepping a sparse level (it locates it, or the
+    level is dense)."""
+    levels = access.tensor.format.levels
+    return all(levels[k].properties.full or protocol is Protocol.LOCATE
+               for k, (index, protocol) in enumerate(zip(access.level_indices, access.level_protocols))
+               if index in indices)
 
 
 def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value_c: str) -> Workspace:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Stmt, Where, accesses, assignments
-from ..cin.rewrite import without
+from ..cin.rewrite import factors, product, without
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
@@ -41,6 +41,7 @@ class Scope:
     writes: Mapping[tuple[str, int], Position] = field(default_factory=dict)
     flags: Mapping[str, str | None] = field(default_factory=dict)
     accumulators: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    loops: tuple[IndexVar, ...] = ()  # the indices of the enclosing loops, outermost first
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
@@ -83,9 +84,17 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
             b.line(f"{stored} = 1;")
         return
     position = _target_position(stmt.lhs, plan, scope, b)
-    plan.targets[name].store(position, "+=" if stmt.accumulate else "=", value, b)
+    plan.targets[name].store(position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, b)
     if scope.flags.get(name):
         b.line(f"{scope.flags[name]} = 1;")
+
+
+def _operator(lhs: Access, accumulate: bool, plan: Plan, scope: Scope) -> str:
+    """`+=` for a store that adds, unless it is the only one its position will get (no enclosing loop
+    leaves the position unchanged, and the target is not written elsewhere): then `=`, which writes a
+    fresh page without reading it first (LOWERING.md §4)."""
+    once = plan.targets[lhs.tensor.name].overwrites and set(scope.loops) <= set(lhs.indices)
+    return "+=" if accumulate and not once else "="
 
 
 def _target_position(lhs: Access, plan: Plan, scope: Scope, b: CBuilder) -> Position:
@@ -96,11 +105,13 @@ def _target_position(lhs: Access, plan: Plan, scope: Scope, b: CBuilder) -> Posi
         return scope.writes.get((lhs.tensor.name, lhs.tensor.order - 1), ROOT)
     position = ROOT
     for level, index in enumerate(lhs.level_indices):
-        position = target.enter(level, names.coordinate(index), position, b)
+        position = target.enter(level, names.coordinate(index), position, scope.reads, b)
     return position
 
 
 def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
+    if isinstance(expr, _Register):
+        return expr.name
     if isinstance(expr, Access):
         return _read(expr, plan, scope, b)
     if isinstance(expr, Literal):
@@ -211,9 +222,11 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     loop = _survey(stmt, plan, scope)
     lattice = _lattice(stmt.body, loop, {})
     hoisted = _hoistable(stmt, plan, scope)
+    invariant = []
     with b.block():
         if hoisted is not None:
             name, register, stored = hoisted
+            stmt, invariant = _split_invariant(stmt)
             b.line(f"{plan.value_types[name]} {register} = 0;")
             if stored:
                 b.line(f"int {stored} = 0;")
@@ -225,7 +238,8 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             for point in lattice:
                 _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
         if hoisted is not None:
-            _store_hoisted(stmt, name, register, stored, plan, scope, b)
+            total = product([*invariant, _Register(register)]) if invariant else _Register(register)
+            _store_hoisted(stmt, name, total, stored, plan, scope, b)
 
 
 def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | None] | None:
@@ -244,12 +258,37 @@ def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | 
     return name, plan.fresh("acc"), None if dense else plan.fresh("stored")
 
 
-def _store_hoisted(stmt: Forall, name: str, register: str, stored: str | None, plan: Plan, scope: Scope,
+@dataclass(frozen=True)
+class _Register:
+    """A C variable standing in an expression: the sum a hoisted reduction leaves."""
+
+    name: str
+
+
+def _split_invariant(stmt: Forall) -> tuple[Forall, list]:
+    """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
+    multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
+    loops, body = [], stmt
+    while isinstance(body, Forall):
+        loops.append(body.index)
+        body = body.body
+    terms = factors(body.rhs)
+    invariant = [t for t in terms
+                 if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & set(loops)]
+    if not invariant or len(invariant) == len(terms):
+        return stmt, []
+    inner = replace(body, rhs=product([t for t in terms if not any(t is f for f in invariant)]))
+    for index in reversed(loops):
+        inner = Forall(index, inner)
+    return inner, invariant
+
+
+def _store_hoisted(stmt: Forall, name: str, total, stored: str | None, plan: Plan, scope: Scope,
                    b: CBuilder) -> None:
     lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
     position = _target_position(lhs, plan, scope, b)
     with b.scope(f"if ({stored})" if stored else ""):
-        plan.targets[name].store(position, "+=", register, b)
+        plan.targets[name].store(position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), b)
         if scope.flags.get(name):
             b.line(f"{scope.flags[name]} = 1;")
 
@@ -399,12 +438,12 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
         target = plan.targets[name]
         parent = scope.writes.get((name, level - 1), ROOT)
         target.bind(level, index, b)
-        position = target.enter(level, index, parent, b)
+        position = target.enter(level, index, parent, reads, b)
         writes[(name, level)] = position
         entered.append((name, level, parent, position, flags.get(name)))
         if target.flag(level):
             flags[name] = target.flag(level)
-    lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags), b)
+    lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags, loops=(*scope.loops, loop.index)), b)
     for name, level, parent, position, parent_flag in reversed(entered):
         plan.targets[name].leave(level, parent, position, b, parent_flag)
 

@@ -50,7 +50,7 @@ class DenseWorkspace(Workspace):
                f"sizeof({self.value_type}));")
         b.line(f"if (!{names.vals(self.name)}) return 1;")
 
-    def enter(self, level, coordinate, parent, b) -> Position:
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
 
     def read_level(self, level: int) -> ReadLevel:
@@ -110,7 +110,7 @@ class ListWorkspace(Workspace):
         b.line(f"int64_t {self.count} = 0;")
         b.line(f"if (!{vals} || !{self.touched} || !{self.list}) return 1;")
 
-    def enter(self, level, coordinate, parent, b) -> Position:
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
@@ -269,7 +269,7 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
 }}
 """
 
-    def enter(self, level, coordinate, parent, b) -> Position:
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:

@@ -17,11 +17,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..format.level import Level
+from ..cin.ast import Access
 from .reads import Position
+
+#: Where each (access, level) stands inside the loops: the positions the lowering has reached.
+Reads = Mapping[tuple[Access, int], Position]
 
 GROW_MACRO = """
 /* Make room for `need` elements (at most `limit`: return 2 past it, 1 when memory runs out); the new
@@ -56,14 +61,17 @@ class Target(ABC):
     #: Every level is located from its coordinate, so stores may come in any order; positions are
     #: computed at the store from all coordinates (else levels are entered loop by loop, in order).
     random_access = True
+    #: A store that is the only one its position gets may overwrite (`=`) instead of adding.
+    overwrites = False
 
     def allocate(self, b: CBuilder) -> None: ...
 
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None: ...
 
     @abstractmethod
-    def enter(self, level: int, coordinate: str, parent: Position, b: CBuilder) -> Position:
-        """The position that `coordinate` at `level` below `parent` leads to, with any C it needs."""
+    def enter(self, level: int, coordinate: str, parent: Position, reads: Reads, b: CBuilder) -> Position:
+        """The position that `coordinate` at `level` below `parent` leads to, with any C it needs (`reads`:
+        where the operands stand at this point of the loops)."""
 
     def leave(self, level: int, parent: Position, position: Position, b: CBuilder, parent_flag: str | None) -> None:
         pass
@@ -85,35 +93,30 @@ class DenseResult(Target):
     name: str
     levels: tuple[Level, ...]
     dims: tuple[str, ...]
+    #: Whether one statement writes it (else a position may be stored by several).
+    overwrites: bool = True
 
-    def enter(self, level, coordinate, parent, b) -> Position:
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
 
 
 @dataclass(frozen=True)
-class AppendedResult(Target):
-    """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in one pass."""
+class AssembledResult(Target):
+    """A result with sparse levels, whose arrays the kernel allocates and hands back: `size` variables
+    count each sparse level's positions, from which every array's length follows."""
 
-    flag_free = False
     random_access = False
     name: str
     levels: tuple[Level, ...]
     dims: tuple[str, ...]
     index_type: str
     value_type: str
-    #: Whether grown values must start at zero: when stores add into them, or dense levels below an
-    #: appended one leave slots unwritten.
-    zero_values: bool = True
 
     def _head(self, level: int) -> int:
         """The compressed level that starts the group of singletons `level` belongs to."""
         while self.levels[level].properties.branchless:
             level -= 1
         return level
-
-    def _is_group_end(self, level: int) -> bool:
-        return not self.levels[level].properties.full and (
-            level + 1 == len(self.levels) or not self.levels[level + 1].properties.branchless)
 
     def _count(self, level: int) -> str:
         """The number of positions of `level` (-1: the root's one)."""
@@ -129,9 +132,33 @@ class AppendedResult(Target):
     def _limit(self) -> str:
         return "INT32_MAX" if self.index_type == "int32_t" else "INT64_MAX"
 
+    def _length(self, level: int, array: str) -> str:
+        """The length of one of `level`'s arrays: a pos array has one entry per parent position, and one more."""
+        return self._count(level - 1) + " + 1" if array == "pos" else self._count(level)
+
     def slots(self) -> list[Slot]:
         out = [Slot(self.name, level, array) for level, lv in enumerate(self.levels) for array in lv.array_names]
         return out + [Slot(self.name, -1, "vals")]
+
+    def lengths(self) -> dict[Slot, str]:
+        lengths = {Slot(self.name, level, array): self._length(level, array)
+                   for level, lv in enumerate(self.levels) for array in lv.array_names}
+        lengths[Slot(self.name, -1, "vals")] = self._count(len(self.levels) - 1)
+        return lengths
+
+
+@dataclass(frozen=True)
+class AppendedResult(AssembledResult):
+    """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in one pass."""
+
+    flag_free = False
+    #: Whether grown values must start at zero: when stores add into them, or dense levels below an
+    #: appended one leave slots unwritten.
+    zero_values: bool = True
+
+    def _is_group_end(self, level: int) -> bool:
+        return not self.levels[level].properties.full and (
+            level + 1 == len(self.levels) or not self.levels[level + 1].properties.branchless)
 
     def allocate(self, b: CBuilder) -> None:
         for level, lv in enumerate(self.levels):
@@ -160,7 +187,7 @@ class AppendedResult(Target):
             b.line(f"GROW({self._array(level, 'pos')}, {names.capacity(self.name, level, 'pos')}, "
                    f"({count}) + 1, {self._limit()});")
 
-    def enter(self, level, coordinate, parent, b) -> Position:
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
             return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
@@ -206,11 +233,85 @@ class AppendedResult(Target):
                 with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
                     b.line(f"{pos}[p + 1] += {pos}[p];")
 
-    def lengths(self) -> dict[Slot, str]:
-        lengths = {}
+
+@dataclass(frozen=True)
+class SharedPatternResult(AssembledResult):
+    """A result whose pattern is an operand's (LOWERING.md §4: SDDMM, TTV, scaling). The loops over the
+    result's levels step exactly that operand's levels, once each and in order, so the result's sparse
+    levels hold the operand's positions: their coordinates are copied before the loops and each value is
+    stored at the operand's position. A dense result level over a sparse operand level (CSR from CSF) is
+    located instead; the sparse level below it then counts its children per parent from the operand's
+    segments, closed by a prefix sum. Nothing is appended or grown; every position of the operand is
+    visited and stored exactly once (a position whose reduction is empty stores an explicit zero), and
+    the result's values start zeroed only when dense result levels have positions the operand lacks."""
+
+    source: Access | None = None  # the operand whose positions the result shares
+    source_levels: tuple[Level, ...] = ()
+    source_arrays: tuple[Mapping[str, str], ...] = ()  # the C names of its arrays, level by level
+
+    def _mirrored(self, level: int) -> bool:
+        """Whether the result's positions at `level` are the operand's (the root's always are)."""
+        if level < 0:
+            return True
+        if self.levels[level].properties.full:
+            return self.source_levels[level].properties.full and self._mirrored(level - 1)
+        return True
+
+    def _counted(self, level: int) -> bool:
+        """Whether `level`'s pos array is counted in the loops rather than copied."""
+        return "pos" in self.levels[level].array_names and not self._mirrored(level - 1)
+
+    def _source_count(self, level: int) -> str:
+        if level < 0:
+            return "1"
+        if self.source_levels[level].properties.full:
+            return f"({self._source_count(level - 1)} * {self.dims[level]})"
+        parents = self._source_count(level - 1)
+        return self.source_levels[level].position_range(self.source_arrays[level], "0", parents)[1]
+
+    def allocate(self, b: CBuilder) -> None:
         for level, lv in enumerate(self.levels):
+            if not lv.properties.full and not lv.properties.branchless:
+                size = names.size(self.name, level)
+                b.line(f"const int64_t {size} = {self._source_count(level)};")
+                b.line(f"if ({size} > {self._limit()}) return 2;")
             for array in lv.array_names:
-                count = self._count(level - 1) + " + 1" if array == "pos" else self._count(level)
-                lengths[Slot(self.name, level, array)] = count
-        lengths[Slot(self.name, -1, "vals")] = self._count(len(self.levels) - 1)
-        return lengths
+                ident, length = self._array(level, array), self._length(level, array)
+                counted = array == "pos" and self._counted(level)
+                size = f"((size_t)({length}) + 1) * sizeof({self.index_type})"
+                b.line(f"{self.index_type} *{ident} = {'calloc(1, ' if counted else 'malloc('}{size});")
+                b.line(f"if (!{ident}) return 1;")
+                if array != "crd" and not counted:
+                    with b.block(f"for (int64_t p = 0; p < {length}; p++)"):
+                        b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
+        count, vals = self._count(len(self.levels) - 1), names.vals(self.name)
+        if self._mirrored(len(self.levels) - 1):
+            b.line(f"{self.value_type} *{vals} = malloc(((size_t)({count}) + 1) * sizeof({self.value_type}));")
+        else:  # dense levels over sparse ones: the positions no operand entry reaches stay zero
+            b.line(f"{self.value_type} *{vals} = calloc((size_t)({count}) + 1, sizeof({self.value_type}));")
+        b.line(f"if (!{names.vals(self.name)}) return 1;")
+
+    def enter(self, level, coordinate, parent, reads, b) -> Position:
+        source = reads[(self.source, level)]
+        if self._mirrored(level):
+            if "crd" in self.levels[level].array_names:
+                b.line(f"{self._array(level, 'crd')}[{source.begin}] = {coordinate};")
+            return source
+        position = Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+        below = level + 1
+        if below < len(self.levels) and self._counted(below):
+            begin, end = self.source_levels[below].position_range(self.source_arrays[below], source.begin,
+                                                                  source.last)
+            b.line(f"{self._array(below, 'pos')}[{position.begin} + 1] = {end} - {begin};")
+        return position
+
+    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+        """Each position is stored once (a reduction below it is summed in a register first)."""
+        b.line(f"{names.vals(self.name)}[{position.begin}] = {value};")
+
+    def finish(self, b: CBuilder) -> None:
+        for level in range(len(self.levels)):
+            if self._counted(level):
+                pos = self._array(level, "pos")
+                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
+                    b.line(f"{pos}[p + 1] += {pos}[p];")
