@@ -166,7 +166,7 @@ class _Call:
         self.result_indices, self.result_level_indices = lhs.indices, lhs.level_indices
         self.workspaces = tuple(
             _Workspace(name, next(a.lhs.indices for a in assignments(cin) if a.lhs.tensor.name == name),
-                       self.value_dtype.itemsize + (9 if var.order == 1 else 0))
+                       self.value_dtype.itemsize + (17 if var.order == 1 else 0))
             for name, var in tensors(cin).items() if var.temporary and var.format.is_dense)
         self.inputs = tuple((k, slot.tensor, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
                             if slot.tensor != result)

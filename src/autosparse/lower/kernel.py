@@ -11,7 +11,7 @@ result's index type (the caller retries with int64). Nothing is global: concurre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -25,7 +25,7 @@ from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
-from .workspaces import SORT_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
+from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
 from .writes import GROW_MACRO, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot, Target
 
 SYMBOL = "autosparse_kernel"
@@ -85,9 +85,18 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
                                  dims[k]) for k, level in enumerate(access.tensor.format.levels))
 
     counters: list[str] | None = [] if instrument else None
-    plan = Plan(read_levels, {result.name: result_target, **workspaces}, access_ids, value_c, names.Fresh(), counters)
-    body = CBuilder(depth=0)
-    lower(stmt, plan, Scope(), body)
+    two_phase = isinstance(result_target, AppendedResult)
+
+    def body(target: Target, counting: bool) -> str:
+        """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
+        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
+                    None if counting else counters, counting)
+        out = CBuilder(depth=0)
+        lower(stmt, plan, Scope(), out)
+        return out.text()
+
+    counting = body(result_target, counting=True) if two_phase else None
+    filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
     slots += [Slot(n, -1, "vals") for n in operands]
@@ -97,7 +106,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     b = CBuilder(depth=0)
     b.lines(_preamble(variables, types))
     if any(isinstance(w, ListWorkspace) for w in workspaces.values()):
-        b.lines(SORT_HELPER)
+        b.lines(ORDER_HELPER)
     for workspace in workspaces.values():
         b.lines(workspace.helpers())
     with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
@@ -115,7 +124,12 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
             result_target.allocate(b)
         for workspace in workspaces.values():
             workspace.allocate(b)
-        b.lines(body.text())
+        if two_phase:
+            b.comment("count")
+            b.lines(counting)
+            result_target.allocate_entries(b)
+            b.comment("fill")
+        b.lines(filling)
         for workspace in workspaces.values():
             workspace.release(b)
         if assembled:

@@ -30,6 +30,9 @@ class Plan:
     value_types: Mapping[str, str]
     fresh: names.Fresh
     counters: list[str] | None = None  # loop labels when instrumented (the one mutable log)
+    #: The count phase of a two-phase assembly: the loops run for the pattern only, stores compute no
+    #: values (a workspace store only marks its coordinate).
+    counting: bool = False
 
     def vals(self, access: Access) -> str:
         return names.vals(access.tensor.name)
@@ -64,27 +67,42 @@ def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     b.comment(f"produce {', '.join(temporaries)}")
     lower(stmt.producer, plan, scope, b)
     for name in temporaries:
-        plan.targets[name].prepare_read(b)
+        plan.targets[name].prepare_read(b, ordered=not (plan.counting and _copied_to_last_level(stmt.consumer)))
     b.comment(f"consume {', '.join(temporaries)}")
     lower(stmt.consumer, plan, scope, b)
     for name in temporaries:
         plan.targets[name].reset(b)
 
 
+def _copied_to_last_level(consumer: Stmt) -> bool:
+    """Whether the consumer only copies a one-index temporary into the result's last level
+    (`∀j C(i,j) = w(j)`): counting its entries per row then needs them in no particular order."""
+    if not isinstance(consumer, Forall) or not isinstance(consumer.body, Assign):
+        return False
+    rhs, lhs = consumer.body.rhs, consumer.body.lhs
+    return (isinstance(rhs, Access) and rhs.tensor.temporary and rhs.indices == (consumer.index,)
+            and lhs.level_indices[-1:] == (consumer.index,))
+
+
 # --- assignments -------------------------------------------------------------------------------------
 
 def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
-    """target[p] (op)= value; raise the flag of a tentative position; or add into a hoisted register."""
-    value = _expr(stmt.rhs, plan, scope, b)
+    """target[p] (op)= value; raise the flag of a tentative position; or add into a hoisted register.
+    Counting, no value is computed: the store only marks where it goes."""
     name = stmt.lhs.tensor.name
     if name in scope.accumulators:
         register, stored = scope.accumulators[name]
-        b.line(f"{register} += {value};")
+        if not plan.counting:
+            b.line(f"{register} += {_expr(stmt.rhs, plan, scope, b)};")
         if stored:
             b.line(f"{stored} = 1;")
         return
     position = _target_position(stmt.lhs, plan, scope, b)
-    plan.targets[name].store(position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, b)
+    if plan.counting:
+        plan.targets[name].mark(position, b)
+    else:
+        value = _expr(stmt.rhs, plan, scope, b)
+        plan.targets[name].store(position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, b)
     if scope.flags.get(name):
         b.line(f"{scope.flags[name]} = 1;")
 
@@ -227,7 +245,8 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
         if hoisted is not None:
             name, register, stored = hoisted
             stmt, invariant = _split_invariant(stmt)
-            b.line(f"{plan.value_types[name]} {register} = 0;")
+            if not plan.counting:
+                b.line(f"{plan.value_types[name]} {register} = 0;")
             if stored:
                 b.line(f"int {stored} = 0;")
             scope = replace(scope, accumulators={**scope.accumulators, name: (register, stored)})
@@ -288,7 +307,10 @@ def _store_hoisted(stmt: Forall, name: str, total, stored: str | None, plan: Pla
     lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
     position = _target_position(lhs, plan, scope, b)
     with b.scope(f"if ({stored})" if stored else ""):
-        plan.targets[name].store(position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), b)
+        if plan.counting:
+            plan.targets[name].mark(position, b)
+        else:
+            plan.targets[name].store(position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), b)
         if scope.flags.get(name):
             b.line(f"{scope.flags[name]} = 1;")
 

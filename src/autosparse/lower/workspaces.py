@@ -1,7 +1,7 @@
 """Temporaries of `where` (LOWERING.md §5): written by the producer, read by the consumer, reset after.
 
-  ListWorkspace    one index: w[N], a touched flag per coordinate and the list of touched coordinates.
-                   The consumer steps the sorted list; the reset walks it, so a row costs its entries.
+  ListWorkspace    one index: w[N], a touched bit per coordinate and the list of touched coordinates.
+                   The consumer steps the ordered list; the reset walks it, so a row costs its entries.
   DenseWorkspace   any order (a scalar too): a dense array, located, cleared after the consumer.
   HashedWorkspace  any order: open addressing on the linearised coordinates (so a hypersparse workspace
                    costs its entries); the consumer steps the entries sorted by coordinates.
@@ -29,7 +29,8 @@ class Workspace(Target):
         """C definitions this workspace's code calls, placed before the kernel."""
         return ""
 
-    def prepare_read(self, b: CBuilder) -> None: ...
+    def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
+        """Make the produced entries readable (in coordinate order unless `ordered` is False)."""
 
     def reset(self, b: CBuilder) -> None: ...
 
@@ -85,87 +86,127 @@ class _ListLevel(ReadLevel):
 
 @dataclass(frozen=True)
 class ListWorkspace(Workspace):
+    """w[N] with a bitmap of touched coordinates and their list. Before the consumer steps the list it is
+    put in order (ORDER_HELPER); the reset walks it, so a row costs its entries."""
+
     flag_free = False  # a store marks its coordinate touched
     name: str
     dim: str
     value_type: str
 
+    def _ident(self, part: str) -> str:
+        return f"{self.name}_{part}"
+
     @property
     def list(self) -> str:
-        return f"{self.name}_list"
+        return self._ident("list")
 
     @property
     def count(self) -> str:
-        return f"{self.name}_count"
-
-    @property
-    def touched(self) -> str:
-        return f"{self.name}_touched"
+        return self._ident("count")
 
     def allocate(self, b: CBuilder) -> None:
-        vals = names.vals(self.name)
+        vals, bits, spare = names.vals(self.name), self._ident("bits"), self._ident("spare")
         b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim}, sizeof({self.value_type}));")
-        b.line(f"uint8_t *{self.touched} = calloc((size_t){self.dim}, 1);")
+        b.line(f"uint64_t *{bits} = calloc((size_t)({self.dim} / 64 + 1), sizeof(uint64_t));")
         b.line(f"int64_t *{self.list} = malloc((size_t){self.dim} * sizeof(int64_t) + 1);")
+        b.line(f"int64_t *{spare} = malloc((size_t){self.dim} * sizeof(int64_t) + 1);")
         b.line(f"int64_t {self.count} = 0;")
-        b.line(f"if (!{vals} || !{self.touched} || !{self.list}) return 1;")
+        b.line(f"if (!{vals} || !{bits} || !{self.list} || !{spare}) return 1;")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        with b.block(f"if (!{self.touched}[{position.begin}])"):
-            b.line(f"{self.touched}[{position.begin}] = 1;")
+    def mark(self, position: Position, b: CBuilder) -> None:
+        word, bit = f"{self._ident('bits')}[{position.begin} >> 6]", f"((uint64_t)1 << ({position.begin} & 63))"
+        with b.block(f"if (!({word} & {bit}))"):
+            b.line(f"{word} |= {bit};")
             b.line(f"{self.list}[{self.count}++] = {position.begin};")
+
+    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+        self.mark(position, b)
         super().store(position, op, value, b)
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
-    def prepare_read(self, b: CBuilder) -> None:
-        b.line(f"if (sort_coordinates({self.list}, {self.count})) return 1;")
+    def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
+        if ordered:
+            b.line(f"order_touched({self.list}, {self.count}, {self._ident('bits')}, {self._ident('spare')});")
 
     def reset(self, b: CBuilder) -> None:
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
             b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-            b.line(f"{self.touched}[{self.list}[q]] = 0;")
+            b.line(f"{self._ident('bits')}[{self.list}[q] >> 6] = 0;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
-        for array in (names.vals(self.name), self.touched, self.list):
+        for array in (names.vals(self.name), self._ident("bits"), self.list, self._ident("spare")):
             b.line(f"free({array});")
 
 
-SORT_HELPER = """
-/* Ascending sort of n coordinates: insertion sort for short lists, otherwise an LSD radix sort with as
-   many passes as the largest value needs (8-bit digits for short lists, 11-bit ones for long). */
-static int sort_coordinates(int64_t *a, int64_t n) {
-    if (n <= 24) {
+ORDER_HELPER = """
+/* Put the n touched coordinates of `list` in ascending order. Short lists: insertion sort. Lists dense
+   in their range (fewer 64-bit words of the touched bitmap between the smallest and the largest than
+   entries): read the coordinates back off the bitmap in order. Otherwise an LSD radix sort of the
+   offsets from the smallest, through `spare`: two 8-bit digits counted in one pass when the range fits
+   16 bits (a typical row), else as many passes as the range needs (8-bit digits for short lists, 11-bit
+   ones for long). */
+static void order_touched(int64_t *list, int64_t n, const uint64_t *bits, int64_t *spare) {
+    if (n <= 32) {
         for (int64_t k = 1; k < n; k++) {
-            int64_t v = a[k], m = k - 1;
-            while (m >= 0 && a[m] > v) { a[m + 1] = a[m]; m--; }
-            a[m + 1] = v;
+            int64_t v = list[k], m = k - 1;
+            while (m >= 0 && list[m] > v) { list[m + 1] = list[m]; m--; }
+            list[m + 1] = v;
         }
-        return 0;
+        return;
     }
-    int64_t largest = 0;
-    for (int64_t k = 0; k < n; k++) if (a[k] > largest) largest = a[k];
-    int64_t *spare = malloc((size_t)n * sizeof(int64_t));
-    if (!spare) return 1;
-    const int bits = n < 4096 ? 8 : 11;
-    const int64_t buckets = (int64_t)1 << bits, mask = buckets - 1;
+    int64_t lo = list[0], hi = list[0];
+    for (int64_t k = 1; k < n; k++) {
+        lo = list[k] < lo ? list[k] : lo;
+        hi = list[k] > hi ? list[k] : hi;
+    }
+    if ((hi >> 6) - (lo >> 6) < n) {
+        int64_t m = 0;
+        for (int64_t w = lo >> 6; w <= hi >> 6; w++)
+            for (uint64_t word = bits[w]; word; word &= word - 1)
+                list[m++] = w * 64 + __builtin_ctzll(word);
+        return;
+    }
+    if (hi - lo < 65536) {
+        int32_t low[257] = {0}, high[257] = {0};
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = list[k] - lo;
+            low[(v & 255) + 1]++;
+            high[(v >> 8) + 1]++;
+        }
+        for (int d = 0; d < 256; d++) {
+            low[d + 1] += low[d];
+            high[d + 1] += high[d];
+        }
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = list[k] - lo;
+            spare[low[v & 255]++] = v;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = spare[k];
+            list[high[v >> 8]++] = v + lo;
+        }
+        return;
+    }
+    const int digit = n < 4096 ? 8 : 11;
+    const int64_t buckets = (int64_t)1 << digit, mask = buckets - 1;
     int64_t counts[2049];
-    int64_t *from = a, *to = spare;
-    for (int shift = 0; shift < 64 && (largest >> shift) > 0; shift += bits) {
+    int64_t *from = list, *to = spare;
+    for (int64_t k = 0; k < n; k++) list[k] -= lo;
+    for (int shift = 0; shift < 64 && ((hi - lo) >> shift) > 0; shift += digit) {
         memset(counts, 0, (size_t)(buckets + 1) * sizeof(int64_t));
         for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & mask) + 1]++;
         for (int64_t d = 0; d < buckets; d++) counts[d + 1] += counts[d];
         for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & mask]++] = from[k];
         int64_t *t = from; from = to; to = t;
     }
-    if (from != a) memcpy(a, from, (size_t)n * sizeof(int64_t));
-    free(spare);
-    return 0;
+    for (int64_t k = 0; k < n; k++) list[k] = from[k] + lo;
 }
 """
 
@@ -272,18 +313,25 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+    def _insert(self, position: Position, b: CBuilder) -> None:
         t = self._ident
+        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('table_vals')}, &{t('slots')}, &{t('cap')}, "
+               f"&{self.count}, {position.begin});")
+        b.line("if (slot < 0) return 1;")
+
+    def mark(self, position: Position, b: CBuilder) -> None:
         with b.block():
-            b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('table_vals')}, &{t('slots')}, &{t('cap')}, "
-                   f"&{self.count}, {position.begin});")
-            b.line("if (slot < 0) return 1;")
-            b.line(f"{t('table_vals')}[slot] {op} {value};")
+            self._insert(position, b)
+
+    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+        with b.block():
+            self._insert(position, b)
+            b.line(f"{self._ident('table_vals')}[slot] {op} {value};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
 
-    def prepare_read(self, b: CBuilder) -> None:
+    def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
         with b.block(f"if ({self.count} > {t('sorted_cap')})"):
             b.line(f"free({self.keys}); free({vals});")

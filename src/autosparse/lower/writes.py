@@ -30,15 +30,13 @@ Reads = Mapping[tuple[Access, int], Position]
 
 GROW_MACRO = """
 /* Make room for `need` elements (at most `limit`: return 2 past it, 1 when memory runs out); the new
-   part is zeroed when `zero`. */
-#define GROW_BY(ptr, cap, need, limit, zero) do { if ((need) > (cap)) { \\
+   part is zeroed. */
+#define GROW(ptr, cap, need, limit) do { if ((need) > (cap)) { \\
     int64_t grown_ = (cap) * 2 > (need) ? (cap) * 2 : (need); \\
     if (grown_ > (limit)) { if ((need) > (limit)) return 2; grown_ = (limit); } \\
     void *moved_ = realloc((ptr), (size_t)grown_ * sizeof(*(ptr))); if (!moved_) return 1; \\
-    (ptr) = moved_; if (zero) memset((ptr) + (cap), 0, (size_t)(grown_ - (cap)) * sizeof(*(ptr))); \\
+    (ptr) = moved_; memset((ptr) + (cap), 0, (size_t)(grown_ - (cap)) * sizeof(*(ptr))); \\
     (cap) = grown_; } } while (0)
-#define GROW(ptr, cap, need, limit) GROW_BY(ptr, cap, need, limit, 1)
-#define GROW_UNZEROED(ptr, cap, need, limit) GROW_BY(ptr, cap, need, limit, 0)
 """
 
 INITIAL_CAPACITY = 1024
@@ -82,6 +80,9 @@ class Target(ABC):
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
         b.line(f"{names.vals(self.name)}[{position.begin}] {op} {value};")
+
+    def mark(self, position: Position, b: CBuilder) -> None:
+        """What a store does in the count phase of a two-phase assembly, where no value is computed."""
 
     def finish(self, b: CBuilder) -> None: ...
 
@@ -149,39 +150,75 @@ class AssembledResult(Target):
 
 @dataclass(frozen=True)
 class AppendedResult(AssembledResult):
-    """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in one pass."""
+    """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in two phases (LOWERING.md
+    §4). The count phase runs the loops without values and counts each parent's stored children into
+    `pos`; prefix sums then size `crd` and the values exactly; the fill phase runs the loops again and
+    writes coordinates and values at their final positions. Nothing grows or is copied but the `pos`
+    arrays below a sparse level, allocations repeat their sizes from call to call (which malloc
+    recycles, where growing arrays fault in fresh pages every call), and every output slice's place is
+    known before it is filled. A position is tentative until something is stored below it; both phases
+    take the same decisions, which depend on the pattern only."""
 
     flag_free = False
-    #: Whether grown values must start at zero: when stores add into them, or dense levels below an
+    #: Whether the values must start at zero: when stores add into them, or dense levels below an
     #: appended one leave slots unwritten.
     zero_values: bool = True
+    #: Which phase this target lowers: counting (False) or filling.
+    filling: bool = False
 
     def _is_group_end(self, level: int) -> bool:
         return not self.levels[level].properties.full and (
             level + 1 == len(self.levels) or not self.levels[level + 1].properties.branchless)
 
+    def _sized(self, level: int) -> bool:
+        """Whether `level`'s pos array has a known length before counting (no sparse level above)."""
+        return all(self.levels[k].properties.full for k in range(level))
+
     def allocate(self, b: CBuilder) -> None:
+        """Before counting: the pos arrays (growing below a sparse level) and the size counters."""
         for level, lv in enumerate(self.levels):
-            for array in lv.array_names:
-                ident, cap = self._array(level, array), names.capacity(self.name, level, array)
-                static = all(self.levels[k].properties.full for k in range(level))
-                initial = f"{self._count(level - 1)} + 1" if array == "pos" and static else str(INITIAL_CAPACITY)
-                b.line(f"int64_t {cap} = {initial};")
+            if "pos" in lv.array_names:
+                ident, cap = self._array(level, "pos"), names.capacity(self.name, level, "pos")
+                b.line(f"int64_t {cap} = {self._length(level, 'pos') if self._sized(level) else INITIAL_CAPACITY};")
                 b.line(f"{self.index_type} *{ident} = calloc((size_t){cap}, sizeof({self.index_type}));")
                 b.line(f"if (!{ident}) return 1;")
             if not lv.properties.full and not lv.properties.branchless:
                 b.line(f"int64_t {names.size(self.name, level)} = 0;")
-        b.line(f"int64_t {self.name}_vals_cap = {INITIAL_CAPACITY};")
-        b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t){self.name}_vals_cap, "
-               f"sizeof({self.value_type}));")
-        b.line(f"if (!{names.vals(self.name)}) return 1;")
+
+    def allocate_entries(self, b: CBuilder) -> None:
+        """Between the phases: prefix sums close the counts; coordinates and values get their exact sizes."""
+        for level, lv in enumerate(self.levels):
+            if not lv.properties.full and not lv.properties.branchless:
+                b.line(f"if ({names.size(self.name, level)} > {self._limit()}) return 2;")
+        for level, lv in enumerate(self.levels):
+            if "pos" in lv.array_names:
+                pos = self._array(level, "pos")
+                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
+                    b.line(f"{pos}[p + 1] += {pos}[p];")
+        for level, lv in enumerate(self.levels):
+            for array in lv.array_names:
+                if array != "pos":
+                    self._allocate_exact(self._array(level, array), self._length(level, array), self.index_type,
+                                         False, b)
+        count = self._count(len(self.levels) - 1)
+        self._allocate_exact(names.vals(self.name), count, self.value_type, self.zero_values, b)
+        for level, lv in enumerate(self.levels):
+            if not lv.properties.full and not lv.properties.branchless:
+                b.line(f"{names.size(self.name, level)} = 0;")
+
+    @staticmethod
+    def _allocate_exact(ident: str, length: str, ctype: str, zeroed: bool, b: CBuilder) -> None:
+        if zeroed:
+            b.line(f"{ctype} *{ident} = calloc((size_t)({length}) + 1, sizeof({ctype}));")
+        else:
+            b.line(f"{ctype} *{ident} = malloc(((size_t)({length}) + 1) * sizeof({ctype}));")
+        b.line(f"if (!{ident}) return 1;")
 
     def _reserve(self, level: int, count: str, b: CBuilder) -> None:
-        """Make room for `count` positions at `level` (len(levels): values) and the dense levels below."""
+        """Counting: make room in the pos arrays below for `count` positions at `level` - 1."""
         if level == len(self.levels):
-            grow = "GROW" if self.zero_values else "GROW_UNZEROED"
-            b.line(f"{grow}({names.vals(self.name)}, {self.name}_vals_cap, {count}, INT64_MAX);")
-        elif self.levels[level].properties.full:
+            return
+        if self.levels[level].properties.full:
             self._reserve(level + 1, f"({count}) * {self.dims[level]}", b)
         elif not self.levels[level].properties.branchless:
             b.line(f"GROW({self._array(level, 'pos')}, {names.capacity(self.name, level, 'pos')}, "
@@ -193,13 +230,10 @@ class AppendedResult(AssembledResult):
             return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
         if not self._is_group_end(level):
             return parent
-        head = self._head(level)
         p = names.position(self.name, level)
-        b.line(f"int64_t {p} = {names.size(self.name, head)};")
-        for k in range(head, level + 1):
-            b.line(f"GROW_UNZEROED({self._array(k, 'crd')}, {names.capacity(self.name, k, 'crd')}, {p} + 1, "
-                   f"{self._limit()});")
-        self._reserve(level + 1, f"{p} + 1", b)
+        b.line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
+        if not self.filling:
+            self._reserve(level + 1, f"{p} + 1", b)
         b.line(f"int {self.flag(level)} = 0;")
         return Position(p)
 
@@ -211,9 +245,11 @@ class AppendedResult(AssembledResult):
             return
         head = self._head(level)
         with b.block(f"if ({self.flag(level)})"):
-            for k in range(head, level + 1):
-                b.line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
-            b.line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
+            if self.filling:
+                for k in range(head, level + 1):
+                    b.line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
+            else:
+                b.line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
             b.line(f"{names.size(self.name, head)}++;")
             if parent_flag:
                 b.line(f"{parent_flag} = 1;")
@@ -223,15 +259,8 @@ class AppendedResult(AssembledResult):
 
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None:
         """Remember the coordinate of a grouped level until its group commits (COO rows)."""
-        if not self.levels[level].properties.full:
+        if self.filling and not self.levels[level].properties.full:
             b.line(f"const int64_t {self._coordinate_var(level)} = {coordinate};")
-
-    def finish(self, b: CBuilder) -> None:
-        for level, lv in enumerate(self.levels):
-            if "pos" in lv.array_names:
-                pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
 
 
 @dataclass(frozen=True)

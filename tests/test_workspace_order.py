@@ -1,0 +1,60 @@
+"""The list workspace of Gustavson's SpGEMM puts each row's touched columns in order before appending
+them: insertion sort for short rows, a read-back of the touched bitmap for rows dense in their range,
+a one-pass two-digit radix sort for ranges under 2^16 and a general radix sort beyond. Each case builds
+rows that take one of those paths and compares the result's arrays with scipy's canonical product."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+
+
+def _product_with_rows(rng, columns_per_row: list[np.ndarray], cols: int):
+    """A and B (CSR) such that row i of A @ B holds exactly the given columns, reached in scrambled
+    order: the columns are dealt at random to three rows of B (each sorted), which row i of A combines,
+    plus a fourth row repeating some of them so that the workspace adds."""
+    a_rows, b_rows = [], []
+    for columns in columns_per_row:
+        deal = rng.integers(0, 3, size=len(columns))
+        parts = [columns[deal == d] for d in range(3)] + [columns[: len(columns) // 2]]
+        a_rows.append(np.arange(len(b_rows), len(b_rows) + 4))
+        b_rows.extend(parts)
+    a = _csr(a_rows, len(b_rows), rng)
+    b = _csr(b_rows, cols, rng)
+    return a, b
+
+
+def _csr(rows: list[np.ndarray], cols: int, rng) -> sp.csr_array:
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    indices = np.concatenate(rows).astype(np.int64)
+    return sp.csr_array((rng.random(len(indices)) + 0.5, indices, indptr), shape=(len(rows), cols))
+
+
+def _spread(rng, count: int, low: int, high: int) -> np.ndarray:
+    return np.sort(rng.choice(np.arange(low, high), size=count, replace=False))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("case", ["short", "dense-in-range", "16-bit-range", "wide-range", "mixed"])
+def test_gustavson_rows_come_out_sorted(case, index_dtype):
+    rng = np.random.default_rng(len(case))
+    cols = 300_000
+    rows = {
+        "short": [_spread(rng, n, 0, cols) for n in (0, 1, 2, 31, 32)],
+        "dense-in-range": [_spread(rng, n, 1000, 1000 + 2 * n) for n in (33, 64, 500)],
+        "16-bit-range": [_spread(rng, n, 5000, 5000 + 65_000) for n in (33, 100, 1000)],
+        "wide-range": [_spread(rng, n, 0, cols) for n in (33, 100, 5000)],
+        "mixed": [np.array([0, cols - 1]), _spread(rng, 40, 0, 64), _spread(rng, 40, 0, cols), np.array([7])],
+    }[case]
+    a, b = _product_with_rows(rng, rows, cols)
+    kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"})
+    C = kernel(A=asp.Tensor.from_scipy(a, index_dtype=index_dtype), B=asp.Tensor.from_scipy(b, index_dtype=index_dtype))
+    expected = sp.csr_array(a @ b)
+    expected.sort_indices()
+    pos, crd = C.levels[1]["pos"], C.levels[1]["crd"]
+    np.testing.assert_array_equal(pos, expected.indptr)
+    np.testing.assert_array_equal(crd, expected.indices)
+    np.testing.assert_allclose(C.vals, expected.data)
