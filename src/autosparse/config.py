@@ -7,6 +7,7 @@ whose size depends on dimensions (not on the number of entries) is checked again
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 
@@ -15,8 +16,10 @@ from .errors import MemoryLimitError
 _ENV_VAR = "AUTOSPARSE_MEMORY_LIMIT"
 
 
+@functools.cache
 def _default_memory_limit() -> int:
-    """Half of what this process may use: the smaller of physical memory and its address-space limit."""
+    """Half of what this process may use: the smaller of physical memory and its address-space limit
+    (looked up once: every kernel call compares against it)."""
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     usable = physical if soft == resource.RLIM_INFINITY else min(physical, soft)

@@ -19,15 +19,16 @@ import numpy as np
 from ..cin import Stmt, assignments, concretize, parse_cin, tensors
 from ..cin.check import check_computes
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
-from ..config import check_allocation
+from ..config import check_allocation, memory_limit
 from ..errors import AutosparseError, ScheduleError
 from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
-from ..runtime import adopt, load_library
+from ..runtime import address, adopt, load_library
 from ..tensor import Tensor
 from ..tensor import storage as st
+from ..tensor.dtypes import promote_value_dtype
 from .operands import as_tensor, result_index_dtype, result_value_dtype
 
 _OUT_OF_MEMORY, _INDEX_OVERFLOW = 1, 2
@@ -64,6 +65,11 @@ class Kernel:
         self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
         self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
         self._calls: dict[tuple, _Call] = {}
+        self._bound: dict[tuple | None, _Bound] = {}
+        self._operand_order = tuple(sorted(self._operand_names))
+        # Dense operands a C-ordered numpy array can stand for as it is.
+        self._plain_arrays = {n for n in self._operand_names if self.formats[n].is_dense
+                              and self.formats[n].mode_order == tuple(range(self.formats[n].order))}
         self.counts: dict[str, int] | None = None
 
     # --- what the user inspects ---
@@ -114,6 +120,35 @@ class Kernel:
     # --- calling ---
 
     def __call__(self, **operands):
+        bound = self._bound.get(self._signature(operands))
+        if bound is not None and bound.limit == memory_limit():
+            outcome = bound.run(operands)
+            if outcome is not _INDEX_OVERFLOW:
+                return self._deliver(outcome)
+        return self._call_general(operands)
+
+    def _signature(self, operands) -> tuple | None:
+        """What a call's bound specialisation depends on, when every operand can be passed as it is (a
+        Tensor in its compiled format, or a C-ordered numpy array of a kept dtype for a dense operand):
+        shapes, dtypes and index dtypes. None sends the call down the general path."""
+        if len(operands) != len(self._operand_order):
+            return None
+        parts = []
+        for name in self._operand_order:
+            value = operands.get(name)
+            if type(value) is Tensor:
+                kind = value.kind
+                if kind[0] is not self.formats[name] and kind[0] != self.formats[name]:
+                    return None
+                parts.append(kind)
+            elif type(value) is np.ndarray and name in self._plain_arrays and value.flags.c_contiguous \
+                    and promote_value_dtype(value.dtype) == value.dtype:
+                parts.append((value.shape, value.dtype))
+            else:
+                return None
+        return tuple(parts)
+
+    def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
         formats = self.formats
@@ -122,15 +157,23 @@ class Kernel:
         value_dtype = result_value_dtype(tensors_in, self._literals)
         index_dtype = result_index_dtype(tensors_in, extents.values())
         while True:
-            call = self._call_for(tensors_in, extents, value_dtype, index_dtype)
-            outcome = call.run(tensors_in, extents)
+            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype).bind(extents)
+            outcome = bound.run(tensors_in)
             if outcome is not _INDEX_OVERFLOW:
                 break
             index_dtype = np.dtype(np.int64)
+        signature = self._signature(operands)
+        if signature is not None:
+            self._bound[signature] = bound
+        return self._deliver(outcome)
+
+    def _deliver(self, outcome):
         tensor, self.counts = outcome
         if not tensor.order:
             return tensor.vals[0].item()
-        return tensor if tensor.format == self.result_format else tensor.to_format(self.result_format, tensor.index_dtype)
+        if tensor.format is self.result_format or tensor.format == self.result_format:
+            return tensor
+        return tensor.to_format(self.result_format, tensor.index_dtype)
 
     def _call_for(self, tensors_in, extents, value_dtype, index_dtype) -> "_Call":
         """The specialisation for these dtypes (and, under the default schedule, for whether a dense
@@ -175,46 +218,69 @@ class _Call:
         self.pointer_array = ctypes.c_void_p * len(self.source.slots)
         self.counter_count = len(self.source.counters or ()) + 1
 
-    def run(self, operands: Mapping[str, Tensor], extents):
-        source = self.source
+    def bind(self, extents) -> "_Bound":
+        """This specialisation for one set of extents, after the memory checks that depend on them."""
         for workspace in self.workspaces:
             check_allocation(prod(extents[i] for i in workspace.indices) * workspace.nbytes_per_entry,
                              f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
         shape = tuple(extents[i] for i in self.result_indices)
-        pointers = [None] * len(source.slots)
-        if not source.assembled:
-            check_allocation(prod(shape) * self.value_dtype.itemsize, f"the dense result {source.result} of shape {shape}")
-            result_vals = np.zeros(prod(shape), dtype=self.value_dtype)
-            pointers[self.outputs[0][0]] = result_vals.ctypes.data
+        if not self.source.assembled:
+            check_allocation(prod(shape) * self.value_dtype.itemsize,
+                             f"the dense result {self.source.result} of shape {shape}")
         else:
             _check_static_levels(self.fmt, [extents[i] for i in self.result_level_indices], self.index_dtype)
-        for k, tensor, level, array in self.inputs:
-            t = operands[tensor]
-            pointers[k] = (t.vals if level < 0 else t.levels[level][array]).ctypes.data
-        args = self.pointer_array(*pointers)
-        dims = np.array([extents[i] for i in source.indices], dtype=np.int64)
-        sizes = np.zeros(len(pointers), dtype=np.int64)
-        counters = np.zeros(self.counter_count, dtype=np.int64)
-        code = self.function(args, dims.ctypes.data, sizes.ctypes.data, counters.ctypes.data)
+        return _Bound(self, shape, [extents[i] for i in self.source.indices])
+
+
+class _Bound:
+    """A specialisation bound to the extents of one call signature: a call gathers the operands' buffer
+    addresses, runs the kernel and wraps what it returns. `dims`, and for a dense result `sizes` and the
+    counters of an uninstrumented kernel, are never written by the kernel, so calls share them (two
+    threads may call at once)."""
+
+    def __init__(self, call: _Call, shape: tuple[int, ...], dims: list[int]):
+        self.call, self.shape, self.limit = call, shape, memory_limit()
+        self.size = prod(shape)
+        self.dims = (ctypes.c_int64 * max(len(dims), 1))(*dims)
+        self.shared_sizes = (ctypes.c_int64 * len(call.source.slots))()
+        self.shared_counters = (ctypes.c_int64 * 1)()
+
+    def run(self, operands: Mapping[str, "Tensor | np.ndarray"]):
+        call = self.call
+        source = call.source
+        pointers = [None] * len(source.slots)
+        for k, name, level, array in call.inputs:
+            value = operands[name]
+            pointers[k] = value.address(level, array) if type(value) is Tensor else address(value)
+        if not source.assembled:
+            result_vals = np.zeros(self.size, dtype=call.value_dtype)
+            pointers[call.outputs[0][0]] = address(result_vals)
+        args = call.pointer_array(*pointers)
+        sizes = (ctypes.c_int64 * len(pointers))() if source.assembled else self.shared_sizes
+        counters = (ctypes.c_int64 * call.counter_count)() if source.counters is not None else self.shared_counters
+        code = call.function(args, self.dims, sizes, counters)
         if code == _INDEX_OVERFLOW:
             return _INDEX_OVERFLOW
         if code == _OUT_OF_MEMORY:
             raise MemoryError(f"the kernel for {source.result} ran out of memory")
         counts = _counts(source, counters)
         if not source.assembled:
-            return Tensor._trusted(shape, self.fmt, st.Storage(tuple({} for _ in self.fmt.levels), result_vals)), counts
-        levels, vals = [dict() for _ in self.fmt.levels], None
-        for k, level, array in self.outputs:
-            dtype = self.value_dtype if level < 0 else self.index_dtype
+            result_vals.flags.writeable = False
+            storage = st.Storage(tuple({} for _ in call.fmt.levels), result_vals)
+            return Tensor._owned(self.shape, call.fmt, storage), counts
+        levels, vals = [dict() for _ in call.fmt.levels], None
+        for k, level, array in call.outputs:
+            dtype = call.value_dtype if level < 0 else call.index_dtype
             adopted = adopt(args[k] or 0, int(sizes[k]), dtype)
+            adopted.flags.writeable = False
             if level < 0:
                 vals = adopted
             else:
                 levels[level][array] = adopted
-        return Tensor._trusted(shape, self.fmt, st.Storage(tuple(levels), vals)), counts
+        return Tensor._owned(self.shape, call.fmt, st.Storage(tuple(levels), vals)), counts
 
 
-def _counts(source: KernelSource, counters: np.ndarray) -> dict[str, int] | None:
+def _counts(source: KernelSource, counters) -> dict[str, int] | None:
     if source.counters is None:
         return None
     counts: dict[str, int] = {}

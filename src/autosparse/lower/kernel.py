@@ -26,7 +26,8 @@ from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
-from .writes import GROW_MACRO, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot, Target
+from .writes import (GROW_MACRO, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
+                     Target)
 
 SYMBOL = "autosparse_kernel"
 

@@ -71,7 +71,7 @@ def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     b.comment(f"consume {', '.join(temporaries)}")
     lower(stmt.consumer, plan, scope, b)
     for name in temporaries:
-        plan.targets[name].reset(b)
+        plan.targets[name].reset(b, values=not plan.counting)
 
 
 def _copied_to_last_level(consumer: Stmt) -> bool:

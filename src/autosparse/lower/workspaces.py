@@ -32,7 +32,8 @@ class Workspace(Target):
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """Make the produced entries readable (in coordinate order unless `ordered` is False)."""
 
-    def reset(self, b: CBuilder) -> None: ...
+    def reset(self, b: CBuilder, values: bool = True) -> None:
+        """Empty the workspace for the next producer (its values too, unless only the pattern was made)."""
 
     def release(self, b: CBuilder) -> None: ...
 
@@ -57,8 +58,9 @@ class DenseWorkspace(Workspace):
     def read_level(self, level: int) -> ReadLevel:
         return TensorLevel(Dense(), {}, self.dims[level])
 
-    def reset(self, b: CBuilder) -> None:
-        b.line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
+    def reset(self, b: CBuilder, values: bool = True) -> None:
+        if values:
+            b.line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
 
     def release(self, b: CBuilder) -> None:
         b.line(f"free({names.vals(self.name)});")
@@ -134,9 +136,10 @@ class ListWorkspace(Workspace):
         if ordered:
             b.line(f"order_touched({self.list}, {self.count}, {self._ident('bits')}, {self._ident('spare')});")
 
-    def reset(self, b: CBuilder) -> None:
+    def reset(self, b: CBuilder, values: bool = True) -> None:
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
+            if values:
+                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
             b.line(f"{self._ident('bits')}[{self.list}[q] >> 6] = 0;")
         b.line(f"{self.count} = 0;")
 
@@ -351,11 +354,12 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
                 b.line(f"{vals}[q] = entries[q].val;")
             b.line("free(entries);")
 
-    def reset(self, b: CBuilder) -> None:
+    def reset(self, b: CBuilder, values: bool = True) -> None:
         t = self._ident
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
             b.line(f"{t('table')}[{t('slots')}[q]] = -1;")
-            b.line(f"{t('table_vals')}[{t('slots')}[q]] = 0;")
+            if values:
+                b.line(f"{t('table_vals')}[{t('slots')}[q]] = 0;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:

@@ -5,8 +5,8 @@ Generated C is compiled once per machine by the system C compiler and kept in an
 without a copy by `adopt`.
 """
 
-from .buffers import adopt
+from .buffers import address, adopt
 from .cache import cache_dir
 from .library import load_library
 
-__all__ = ["adopt", "cache_dir", "load_library"]
+__all__ = ["address", "adopt", "cache_dir", "load_library"]

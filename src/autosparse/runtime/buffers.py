@@ -30,6 +30,16 @@ class _Allocation:
         free(self.address)
 
 
+def address(array: np.ndarray) -> int:
+    """The address of a contiguous array's data, to pass to a kernel. `ctypes.c_char.from_buffer` finds
+    it several times faster than `array.ctypes.data` (which matters for a call that lasts microseconds),
+    but takes only writeable, non-empty buffers."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):
+        return array.ctypes.data
+
+
 def adopt(address: int, length: int, dtype: np.dtype) -> np.ndarray:
     """The `length` elements of `dtype` at `address` (from C `malloc`) as an array that owns and frees them."""
     dtype = np.dtype(dtype)

@@ -41,7 +41,7 @@ class Tensor:
     format and raises `FormatError` naming any broken rule.
     """
 
-    __slots__ = ("_shape", "_format", "_storage", "_nnz")
+    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_cache")
 
     def __init__(self, shape: Sequence[int], format: "str | Format", levels: Sequence[Mapping[str, object]],
                  vals: object):
@@ -49,15 +49,45 @@ class Tensor:
         self._format = as_format(format, len(self._shape))
         self._storage = st.validate(self._format, self._shape, levels, vals)
         self._nnz: int | None = None
+        self._cache: dict | None = None
 
     @classmethod
     def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
         """A tensor from storage autosparse built itself (no validation)."""
-        tensor = cls.__new__(cls)
         storage = st.Storage(tuple({k: st.read_only(a) for k, a in level.items()} for level in storage.levels),
                              st.read_only(storage.vals))
-        tensor._shape, tensor._format, tensor._storage, tensor._nnz = shape, fmt, storage, None
+        return cls._owned(shape, fmt, storage)
+
+    @classmethod
+    def _owned(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
+        """A tensor around storage that is already read-only and contiguous (a kernel's result)."""
+        tensor = cls.__new__(cls)
+        tensor._shape, tensor._format, tensor._storage, tensor._nnz, tensor._cache = shape, fmt, storage, None, None
         return tensor
+
+    @property
+    def kind(self) -> tuple:
+        """(format, shape, dtype, index dtype): what a kernel specialised for this tensor depends on."""
+        cache = self._cached()
+        if "kind" not in cache:
+            cache["kind"] = (self._format, self._shape, self.dtype, self.index_dtype)
+        return cache["kind"]
+
+    def address(self, level: int, array: str) -> int:
+        """The address of an index array of `level` (level -1: the values), for kernels. Tensors never
+        change their arrays, so the addresses are looked up once."""
+        cache = self._cached()
+        if (level, array) not in cache:
+            cache.update({(-1, "vals"): self._storage.vals.ctypes.data,
+                          **{(k, name): a.ctypes.data for k, arrays in enumerate(self._storage.levels)
+                             for name, a in arrays.items()}})
+        return cache[(level, array)]
+
+    def _cached(self) -> dict:
+        """What kernel calls look up about this tensor, computed once: tensors never change."""
+        if self._cache is None:
+            self._cache = {}
+        return self._cache
 
     # ----- properties -------------------------------------------------------------------------------
 
