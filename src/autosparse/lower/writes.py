@@ -6,9 +6,10 @@ stored below it), the store itself, and the epilogue. `Workspace`s are also read
 of their `where` and reset after it.
 
   dense result      vals[p * N + i] (op)= v                       the caller allocates and zeroes it
-  appended result   p = size; ...body...; if (nz) { crd[p] = i; pos[parent + 1]++; size++; }
-                    pos holds counts until the epilogue's prefix sum; arrays grow geometrically
-  list workspace    dense w[N] + touched flags + list of touched coordinates, sorted before reading
+  appended result   two phases over the same loops: count  p = size; ...; if (nz) { pos[parent + 1]++; size++; }
+                    then prefix sums and exact crd/vals, then fill  if (nz) { crd[p] = i; size++; }
+  shared pattern    an operand's positions: crd[p_operand] = i; vals[p_operand] = v (SDDMM, TTV, scaling)
+  list workspace    dense w[N] + touched bits + list of touched coordinates, ordered before reading
   dense workspace   w[N1 * ... * Nr], cleared after reading
   hashed workspace  open addressing on the linearised coordinates, sorted before reading
 """
@@ -19,10 +20,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..format.level import Level
-from ..cin.ast import Access
 from .reads import Position
 
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
