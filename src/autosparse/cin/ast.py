@@ -221,6 +221,22 @@ def tensors(stmt: Stmt) -> dict[str, TensorVar]:
     return found
 
 
+def nest(order: tuple[IndexVar, ...], body: Stmt) -> Stmt:
+    """`body` inside foralls over `order`, outermost first (the inverse of `unnest`)."""
+    for index in reversed(order):
+        body = Forall(index, body)
+    return body
+
+
+def unnest(stmt: Stmt) -> tuple[tuple[IndexVar, ...], Stmt]:
+    """The indices of a chain of foralls, outermost first, and the statement inside them."""
+    loops = []
+    while isinstance(stmt, Forall):
+        loops.append(stmt.index)
+        stmt = stmt.body
+    return tuple(loops), stmt
+
+
 def loop_indices(stmt: Stmt) -> tuple[IndexVar, ...]:
     """The index of every forall, outermost first."""
     return tuple(n.index for n in walk(stmt) if isinstance(n, Forall))

@@ -19,7 +19,7 @@ from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
-from .ast import Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, default_access, tensors
+from .ast import Access, Assign, Protocol, Stmt, TensorVar, Where, default_access, nest, tensors, unnest
 from .rewrite import rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
@@ -42,12 +42,6 @@ def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
             order = relaxed
     accumulate = assignment.accumulate or bool(assignment.reduction_indices)
     return legalise(nest(order, Assign(lhs, rhs, accumulate)), extents or {})
-
-
-def nest(order: tuple[IndexVar, ...], body: Stmt) -> Stmt:
-    for index in reversed(order):
-        body = Forall(index, body)
-    return body
 
 
 def _access(access: notation.Access, variables: Mapping[str, TensorVar], write: bool) -> Access:
@@ -104,8 +98,8 @@ def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...
 def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     """Route the writes of a forall nest through a workspace from the first loop at which appending to the
     sparse output would go out of order; return `stmt` itself when no loop does."""
-    loops, assign = _unnest(stmt)
-    if assign is None:
+    loops, assign = unnest(stmt)
+    if not isinstance(assign, Assign):
         return stmt
     at = _first_disorder(loops, assign.lhs)
     if at is None:
@@ -117,14 +111,6 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
     producer = nest(loops[at:], Assign(write, assign.rhs, assign.accumulate))
     return nest(outer, Where(consumer, producer))
-
-
-def _unnest(stmt: Stmt) -> tuple[tuple[IndexVar, ...], Assign | None]:
-    loops = []
-    while isinstance(stmt, Forall):
-        loops.append(stmt.index)
-        stmt = stmt.body
-    return tuple(loops), stmt if isinstance(stmt, Assign) else None
 
 
 def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:

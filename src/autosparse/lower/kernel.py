@@ -16,7 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, TensorVar, accesses, assignments, tensors, walk
+from ..cin.ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, accesses, assignments, tensors, unnest,
+                       walk)
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
@@ -185,10 +186,7 @@ def _pattern_source(stmt: Stmt) -> Access | None:
     operand alone (every other access reaches their indices by locating them, the operand is a factor of
     the whole right-hand side). Each of the operand's positions is then visited once, in order, and is the
     result's position."""
-    loops = []
-    while isinstance(stmt, Forall):
-        loops.append(stmt.index)
-        stmt = stmt.body
+    loops, stmt = unnest(stmt)
     if not isinstance(stmt, Assign):
         return None
     lhs, rhs = stmt.lhs, stmt.rhs

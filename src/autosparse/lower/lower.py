@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Stmt, Where, accesses, assignments
+from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Stmt, Where, accesses, assignments, nest, unnest
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -264,10 +264,7 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
 def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | None] | None:
     """A reduction nest (foralls over indices the output lacks, around one `+=`) sums into a register
     (LOWERING.md §6): returns (tensor, register, stored-flag)."""
-    loops, body = [stmt.index], stmt.body
-    while isinstance(body, Forall):
-        loops.append(body.index)
-        body = body.body
+    loops, body = unnest(stmt)
     if not isinstance(body, Assign) or not body.accumulate:
         return None
     name = body.lhs.tensor.name
@@ -287,19 +284,14 @@ class _Register:
 def _split_invariant(stmt: Forall) -> tuple[Forall, list]:
     """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
     multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
-    loops, body = [], stmt
-    while isinstance(body, Forall):
-        loops.append(body.index)
-        body = body.body
+    loops, body = unnest(stmt)
     terms = factors(body.rhs)
     invariant = [t for t in terms
                  if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & set(loops)]
     if not invariant or len(invariant) == len(terms):
         return stmt, []
-    inner = replace(body, rhs=product([t for t in terms if not any(t is f for f in invariant)]))
-    for index in reversed(loops):
-        inner = Forall(index, inner)
-    return inner, invariant
+    variant = [t for t in terms if not any(t is f for f in invariant)]
+    return nest(loops, replace(body, rhs=product(variant))), invariant
 
 
 def _store_hoisted(stmt: Forall, name: str, total, stored: str | None, plan: Plan, scope: Scope,

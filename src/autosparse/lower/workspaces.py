@@ -21,6 +21,17 @@ from .writes import Target
 
 
 class Workspace(Target):
+    name: str
+
+    def _ident(self, part: str) -> str:
+        """The C name of one of the workspace's arrays or counters."""
+        return f"{self.name}_{part}"
+
+    @property
+    def count(self) -> str:
+        """The C variable holding how many entries the producer made."""
+        return self._ident("count")
+
     @abstractmethod
     def read_level(self, level: int) -> ReadLevel:
         """How the consumer reads level `level`."""
@@ -96,16 +107,9 @@ class ListWorkspace(Workspace):
     dim: str
     value_type: str
 
-    def _ident(self, part: str) -> str:
-        return f"{self.name}_{part}"
-
     @property
     def list(self) -> str:
         return self._ident("list")
-
-    @property
-    def count(self) -> str:
-        return self._ident("count")
 
     def allocate(self, b: CBuilder) -> None:
         vals, bits, spare = names.vals(self.name), self._ident("bits"), self._ident("spare")
@@ -251,16 +255,9 @@ class HashedWorkspace(Workspace):
     dims: tuple[str, ...]
     value_type: str
 
-    def _ident(self, part: str) -> str:
-        return f"{self.name}_{part}"
-
     @property
     def keys(self) -> str:
         return self._ident("keys")
-
-    @property
-    def count(self) -> str:
-        return self._ident("count")
 
     def allocate(self, b: CBuilder) -> None:
         t, vt = self._ident, self.value_type
