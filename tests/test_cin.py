@@ -168,6 +168,8 @@ HAND_WRITTEN = [
     ("row-workspace", "y(i) = A(i,j) * x(j)", {"A": "csr", "y": "s"},
      "∀i where(∀j y(i) += w(j), ∀j w(j) = A(i,j) * x(j))"),
     ("sequence", "a(i) = b(i) + c(i)", {"b": "s", "c": "s"}, "sequence(∀i a(i) = b(i), ∀i a(i) += c(i))"),
+    ("located-workspace", "C(i,j) = D(i,j) * (A(i,k) * B(k,j))", {"A": "csr", "B": "csr", "D": "csr", "C": "csr"},
+     "∀i where(∀j C(i,j) = D(i,j) * w(j@locate), ∀k ∀j w(j) += A(i,k) * B(k,j))"),
     ("forall-spelling", "a(i) = b(i) + c(i)", {"b": "s", "c": "s"}, "forall i a(i) = b(i) + c(i)"),
 ]
 

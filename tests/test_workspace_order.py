@@ -1,7 +1,9 @@
 """The list workspace of Gustavson's SpGEMM puts each row's touched columns in order before appending
-them: insertion sort for short rows, a read-back of the touched bitmap for rows dense in their range,
+them: insertion sort for short rows, a scan of the generation marks for rows dense in their range,
 a one-pass two-digit radix sort for ranges under 2^16 and a general radix sort beyond. Each case builds
-rows that take one of those paths and compares the result's arrays with scipy's canonical product."""
+rows that take one of those paths and compares the result's arrays with scipy's canonical product.
+Values a producer left behind are never cleared, so a consumer that locates the workspace must read the
+coordinates this producer did not touch as zero."""
 
 from __future__ import annotations
 
@@ -58,3 +60,19 @@ def test_gustavson_rows_come_out_sorted(case, index_dtype):
     np.testing.assert_array_equal(pos, expected.indptr)
     np.testing.assert_array_equal(crd, expected.indices)
     np.testing.assert_allclose(C.vals, expected.data)
+
+
+@pytest.mark.parametrize("result", ["csr", "dd"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_located_workspace_reads_untouched_coordinates_as_zero(seed, result):
+    """Rows of A @ B at 20% density leave many columns untouched that earlier rows touched, while D
+    has entries there: with stale values read, C differs from (A @ B) * D."""
+    rng = np.random.default_rng(seed)
+    a = sp.random_array((30, 20), density=0.2, format="csr", rng=rng)
+    b = sp.random_array((20, 25), density=0.2, format="csr", rng=rng)
+    d = sp.random_array((30, 25), density=0.3, format="csr", rng=rng)
+    kernel = asp.compile("C(i,j) = D(i,j) * (A(i,k) * B(k,j))",
+                         {"A": "csr", "B": "csr", "D": "csr", "C": result},
+                         schedule="∀i where(∀j C(i,j) = D(i,j) * w(j@locate), ∀k ∀j w(j) += A(i,k) * B(k,j))")
+    C = kernel(A=asp.Tensor.from_scipy(a), B=asp.Tensor.from_scipy(b), D=asp.Tensor.from_scipy(d))
+    np.testing.assert_allclose(C.to_numpy(), (a @ b).toarray() * d.toarray())

@@ -24,6 +24,7 @@ from ..errors import AutosparseError, ScheduleError
 from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
+from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
 from ..runtime import address, adopt, load_library
 from ..tensor import Tensor
@@ -209,7 +210,7 @@ class _Call:
         self.result_indices, self.result_level_indices = lhs.indices, lhs.level_indices
         self.workspaces = tuple(
             _Workspace(name, next(a.lhs.indices for a in assignments(cin) if a.lhs.tensor.name == name),
-                       self.value_dtype.itemsize + (17 if var.order == 1 else 0))
+                       self.value_dtype.itemsize + (ListWorkspace.BYTES_PER_COORDINATE if var.order == 1 else 0))
             for name, var in tensors(cin).items() if var.temporary and var.format.is_dense)
         self.inputs = tuple((k, slot.tensor, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
                             if slot.tensor != result)

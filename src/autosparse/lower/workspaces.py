@@ -1,7 +1,8 @@
 """Temporaries of `where` (LOWERING.md §5): written by the producer, read by the consumer, reset after.
 
-  ListWorkspace    one index: w[N], a touched bit per coordinate and the list of touched coordinates.
-                   The consumer steps the ordered list; the reset walks it, so a row costs its entries.
+  ListWorkspace    one index: w[N], a generation mark per coordinate and the list of touched coordinates.
+                   The consumer steps the ordered list; the reset is a new generation, so a row costs its
+                   entries.
   DenseWorkspace   any order (a scalar too): a dense array, located, cleared after the consumer.
   HashedWorkspace  any order: open addressing on the linearised coordinates (so a hypersparse workspace
                    costs its entries); the consumer steps the entries sorted by coordinates.
@@ -94,15 +95,20 @@ class _ListLevel(ReadLevel):
         return coordinate
 
     def locate(self, parent: Position, coordinate: str) -> Position:
-        return Position(coordinate)
+        """Values at coordinates this producer did not touch are stale: they read as missing."""
+        return Position(f"({self.workspace.touched(coordinate)} ? {coordinate} : -1)", may_miss=True)
 
 
 @dataclass(frozen=True)
 class ListWorkspace(Workspace):
-    """w[N] with a bitmap of touched coordinates and their list. Before the consumer steps the list it is
-    put in order (ORDER_HELPER); the reset walks it, so a row costs its entries."""
+    """w[N] with the list of touched coordinates and a generation mark per coordinate: `mark[j] == gen`
+    when this producer touched j. The first store into a coordinate overwrites what an earlier producer
+    left there, so the reset is `gen++` and costs nothing, and nothing is ever cleared. Before the
+    consumer steps the list it is put in order (ORDER_HELPER)."""
 
     flag_free = False  # a store marks its coordinate touched
+    #: Bytes per coordinate besides the value: the mark, the list and the sort's spare buffer.
+    BYTES_PER_COORDINATE = 24
     name: str
     dim: str
     value_type: str
@@ -111,55 +117,62 @@ class ListWorkspace(Workspace):
     def list(self) -> str:
         return self._ident("list")
 
+    def touched(self, coordinate: str) -> str:
+        return f"{self._ident('mark')}[{coordinate}] == {self._ident('gen')}"
+
     def allocate(self, b: CBuilder) -> None:
-        vals, bits, spare = names.vals(self.name), self._ident("bits"), self._ident("spare")
-        b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim}, sizeof({self.value_type}));")
-        b.line(f"uint64_t *{bits} = calloc((size_t)({self.dim} / 64 + 1), sizeof(uint64_t));")
-        b.line(f"int64_t *{self.list} = malloc((size_t){self.dim} * sizeof(int64_t) + 1);")
-        b.line(f"int64_t *{spare} = malloc((size_t){self.dim} * sizeof(int64_t) + 1);")
-        b.line(f"int64_t {self.count} = 0;")
-        b.line(f"if (!{vals} || !{bits} || !{self.list} || !{spare}) return 1;")
+        vals, mark, spare = names.vals(self.name), self._ident("mark"), self._ident("spare")
+        b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
+        b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
+        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
+        b.line(f"if (!{vals} || !{mark} || !{self.list} || !{spare}) return 1;")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
+    def _first_touch(self, coordinate: str, b: CBuilder) -> None:
+        b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
+        b.line(f"{self.list}[{self.count}++] = {coordinate};")
+
     def mark(self, position: Position, b: CBuilder) -> None:
-        word, bit = f"{self._ident('bits')}[{position.begin} >> 6]", f"((uint64_t)1 << ({position.begin} & 63))"
-        with b.block(f"if (!({word} & {bit}))"):
-            b.line(f"{word} |= {bit};")
-            b.line(f"{self.list}[{self.count}++] = {position.begin};")
+        with b.block(f"if (!({self.touched(position.begin)}))"):
+            self._first_touch(position.begin, b)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        self.mark(position, b)
-        super().store(position, op, value, b)
+        j, vals, v = position.begin, names.vals(self.name), self._ident("v")
+        with b.block():
+            b.line(f"const {self.value_type} {v} = {value};")
+            with b.block(f"if (!({self.touched(j)}))"):
+                self._first_touch(j, b)
+                b.line(f"{vals}[{j}] = {v};")
+            b.line(f"else {vals}[{j}] {op} {v};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"order_touched({self.list}, {self.count}, {self._ident('bits')}, {self._ident('spare')});")
+            b.line(f"order_touched({self.list}, {self.count}, {self._ident('mark')}, {self._ident('gen')}, "
+                   f"{self._ident('spare')});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            if values:
-                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-            b.line(f"{self._ident('bits')}[{self.list}[q] >> 6] = 0;")
+        b.line(f"{self._ident('gen')}++;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
-        for array in (names.vals(self.name), self._ident("bits"), self.list, self._ident("spare")):
+        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare")):
             b.line(f"free({array});")
 
 
 ORDER_HELPER = """
 /* Put the n touched coordinates of `list` in ascending order. Short lists: insertion sort. Lists dense
-   in their range (fewer 64-bit words of the touched bitmap between the smallest and the largest than
-   entries): read the coordinates back off the bitmap in order. Otherwise an LSD radix sort of the
-   offsets from the smallest, through `spare`: two 8-bit digits counted in one pass when the range fits
-   16 bits (a typical row), else as many passes as the range needs (8-bit digits for short lists, 11-bit
-   ones for long). */
-static void order_touched(int64_t *list, int64_t n, const uint64_t *bits, int64_t *spare) {
+   in their range (spanning fewer than 4n coordinates): collect the coordinates marked `gen` across the
+   range, without a branch. Otherwise an LSD radix sort of the offsets from the smallest, through
+   `spare`: two 8-bit digits counted in one pass when the range fits 16 bits (a typical row), else as
+   many passes as the range needs (8-bit digits for short lists, 11-bit ones for long). */
+static void order_touched(int64_t *list, int64_t n, const int64_t *mark, int64_t gen, int64_t *spare) {
     if (n <= 32) {
         for (int64_t k = 1; k < n; k++) {
             int64_t v = list[k], m = k - 1;
@@ -173,11 +186,12 @@ static void order_touched(int64_t *list, int64_t n, const uint64_t *bits, int64_
         lo = list[k] < lo ? list[k] : lo;
         hi = list[k] > hi ? list[k] : hi;
     }
-    if ((hi >> 6) - (lo >> 6) < n) {
+    if (hi - lo < 4 * n) {
         int64_t m = 0;
-        for (int64_t w = lo >> 6; w <= hi >> 6; w++)
-            for (uint64_t word = bits[w]; word; word &= word - 1)
-                list[m++] = w * 64 + __builtin_ctzll(word);
+        for (int64_t j = lo; j <= hi; j++) {
+            list[m] = j;
+            m += mark[j] == gen;
+        }
         return;
     }
     if (hi - lo < 65536) {

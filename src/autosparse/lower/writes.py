@@ -9,7 +9,7 @@ of their `where` and reset after it.
   appended result   two phases over the same loops: count  p = size; ...; if (nz) { pos[parent + 1]++; size++; }
                     then prefix sums and exact crd/vals, then fill  if (nz) { crd[p] = i; size++; }
   shared pattern    an operand's positions: crd[p_operand] = i; vals[p_operand] = v (SDDMM, TTV, scaling)
-  list workspace    dense w[N] + touched bits + list of touched coordinates, ordered before reading
+  list workspace    dense w[N] + generation marks + list of touched coordinates, ordered before reading
   dense workspace   w[N1 * ... * Nr], cleared after reading
   hashed workspace  open addressing on the linearised coordinates, sorted before reading
 """
