@@ -27,7 +27,7 @@ from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
-from .writes import (GROW_MACRO, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
+from .writes import (MIN_HELPER, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
                      Target)
 
 SYMBOL = "autosparse_kernel"
@@ -89,15 +89,17 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     counters: list[str] | None = [] if instrument else None
     two_phase = isinstance(result_target, AppendedResult)
 
-    def body(target: Target, counting: bool) -> str:
+    def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
-                    None if counting else counters, counting)
+                    None if counting else counters, counting, bounding)
         out = CBuilder(depth=0)
-        lower(stmt, plan, Scope(), out)
+        bounded = frozenset({result.name} if bounding and target.bounds else ())
+        lower(stmt, plan, Scope(bounded=bounded), out)
         return out.text()
 
     counting = body(result_target, counting=True) if two_phase else None
+    bounding = body(result_target, counting=True, bounding=True) if two_phase else None
     filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
@@ -126,10 +128,21 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
             result_target.allocate(b)
         for workspace in workspaces.values():
             workspace.allocate(b)
-        if two_phase:
+        if two_phase and bounding != counting:  # some loop was replaced by its trip count
+            b.comment("bound")
+            b.lines(bounding)
+            result_target.allocate_bounded(b)
+            with b.block(f"if (!{result_target.bounded})"):
+                result_target.rewind(b)
+                b.comment("count")
+                b.lines(counting)
+                result_target.allocate_entries(b)
+        elif two_phase:
             b.comment("count")
             b.lines(counting)
             result_target.allocate_entries(b)
+        if two_phase:
+            result_target.rewind(b)
             b.comment("fill")
         b.lines(filling)
         for workspace in workspaces.values():
@@ -259,5 +272,5 @@ def _preamble(variables: Mapping[str, TensorVar], types: Types) -> str:
         for level in var.format.levels)
     return "\n".join([
         "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <complex.h>",
-        GROW_MACRO, *(h for h in helpers if h),
+        MIN_HELPER, *(h for h in helpers if h),
     ])

@@ -33,6 +33,9 @@ class Plan:
     #: The count phase of a two-phase assembly: the loops run for the pattern only, stores compute no
     #: values (a workspace store only marks its coordinate).
     counting: bool = False
+    #: The bound phase, a count phase whose sizes may exceed the exact ones: a loop making at most one
+    #: entry of a bounded target per iteration adds its trip count instead of running.
+    bounding: bool = False
 
     def vals(self, access: Access) -> str:
         return names.vals(access.tensor.name)
@@ -45,6 +48,7 @@ class Scope:
     flags: Mapping[str, str | None] = field(default_factory=dict)
     accumulators: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     loops: tuple[IndexVar, ...] = ()  # the indices of the enclosing loops, outermost first
+    bounded: frozenset[str] = frozenset()  # the targets whose loops the bound phase replaces
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
@@ -64,10 +68,15 @@ def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
 def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
     temporaries = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.producer))
+    copied = plan.counting and _copied_to_last_level(stmt.consumer)
+    producing = scope
+    if copied and _bounded_target(stmt.consumer, plan, scope):
+        # the consumer only counts the entries: the producer may count them at most too
+        producing = replace(scope, bounded=scope.bounded | {n for n in temporaries if plan.targets[n].bounds})
     b.comment(f"produce {', '.join(temporaries)}")
-    lower(stmt.producer, plan, scope, b)
+    lower(stmt.producer, plan, producing, b)
     for name in temporaries:
-        plan.targets[name].prepare_read(b, ordered=not (plan.counting and _copied_to_last_level(stmt.consumer)))
+        plan.targets[name].prepare_read(b, ordered=not copied)
     b.comment(f"consume {', '.join(temporaries)}")
     lower(stmt.consumer, plan, scope, b)
     for name in temporaries:
@@ -239,6 +248,10 @@ def _lattice(stmt, loop: _Loop, produced: Mapping[str, lat.Lattice]) -> lat.Latt
 def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     loop = _survey(stmt, plan, scope)
     lattice = _lattice(stmt.body, loop, {})
+    bounded = _bounded_target(stmt, plan, scope)
+    if bounded is not None:
+        _count_trips(loop, lattice, bounded, plan, scope, b)
+        return
     hoisted = _hoistable(stmt, plan, scope)
     invariant = []
     with b.block():
@@ -259,6 +272,50 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
         if hoisted is not None:
             total = product([*invariant, _Register(register)]) if invariant else _Register(register)
             _store_hoisted(stmt, name, total, stored, plan, scope, b)
+
+
+def _bounded_target(stmt: Forall, plan: Plan, scope: Scope) -> str | None:
+    """In the bound phase, the target this loop makes at most one entry of per iteration, if it may be
+    replaced by its trip count: every store below it goes to that target, at the coordinate of the loop
+    as the target's last level (the loops inside reduce)."""
+    if not plan.bounding:
+        return None
+    lhs = {a.lhs.tensor.name: a.lhs for a in assignments(stmt.body)}
+    if len(lhs) != 1:
+        return None
+    (name, access), = lhs.items()
+    if name not in scope.bounded or access.level_indices[-1:] != (stmt.index,):
+        return None
+    return name
+
+
+def _count_trips(loop: _Loop, lattice: lat.Lattice, name: str, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """The bound phase's stand-in for a loop: its target gets as many entries as the loop would run
+    iterations, at most. A merge runs at most the summed lengths of the lattice's bottom points (each
+    coordinate it visits is in every iterator of some bottom point), the shortest iterator of each;
+    every loop runs at most its dimension."""
+    extent = names.extent(loop.index)
+    with b.block():
+        _declare_iterators(lattice, plan, scope, b)
+        if lat.dense_loop(lattice):
+            trips = extent
+        else:
+            bottoms = [p for p in lattice if not any(q.sparse < p.sparse for q in lattice)]
+            terms = [_smallest([f"({end} - {q})" for q, end, _, _ in (_iterator_names(it, plan)
+                                                                       for it in sorted(point.sparse, key=str))])
+                     for point in bottoms]
+            trips = _smallest([" + ".join(terms), extent])
+        b.line(f"const int64_t trips = {trips};")
+        plan.targets[name].count_at_most("trips", b)
+        if scope.flags.get(name):
+            b.line(f"if (trips) {scope.flags[name]} = 1;")
+
+
+def _smallest(terms: list[str]) -> str:
+    smallest = terms[0]
+    for term in terms[1:]:
+        smallest = f"min64({smallest}, {term})"
+    return smallest
 
 
 def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | None] | None:

@@ -107,6 +107,7 @@ class ListWorkspace(Workspace):
     consumer steps the list it is put in order (ORDER_HELPER)."""
 
     flag_free = False  # a store marks its coordinate touched
+    bounds = True
     #: Bytes per coordinate besides the value: the mark, the list and the sort's spare buffer.
     BYTES_PER_COORDINATE = 24
     name: str
@@ -135,6 +136,10 @@ class ListWorkspace(Workspace):
     def _first_touch(self, coordinate: str, b: CBuilder) -> None:
         b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
         b.line(f"{self.list}[{self.count}++] = {coordinate};")
+
+    def count_at_most(self, amount: str, b: CBuilder) -> None:
+        """The count alone, above the list's length: the bound phase's consumer reads nothing else."""
+        b.line(f"{self.count} += {amount};")
 
     def mark(self, position: Position, b: CBuilder) -> None:
         with b.block(f"if (!({self.touched(position.begin)}))"):

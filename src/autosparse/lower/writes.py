@@ -6,8 +6,9 @@ stored below it), the store itself, and the epilogue. `Workspace`s are also read
 of their `where` and reset after it.
 
   dense result      vals[p * N + i] (op)= v                       the caller allocates and zeroes it
-  appended result   two phases over the same loops: count  p = size; ...; if (nz) { pos[parent + 1]++; size++; }
-                    then prefix sums and exact crd/vals, then fill  if (nz) { crd[p] = i; size++; }
+  appended result   two phases over the same loops: count  p = size; ...; if (nz) size++;
+                    then exact crd/vals, then fill  if (nz) { crd[p] = i; pos[parent + 1]++; size++; }
+                    and prefix sums; a bound phase may size them first
   shared pattern    an operand's positions: crd[p_operand] = i; vals[p_operand] = v (SDDMM, TTV, scaling)
   list workspace    dense w[N] + generation marks + list of touched coordinates, ordered before reading
   dense workspace   w[N1 * ... * Nr], cleared after reading
@@ -29,20 +30,6 @@ from .reads import Position
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
 Reads = Mapping[tuple[Access, int], Position]
 
-GROW_MACRO = """
-/* Make room for `need` elements (at most `limit`: return 2 past it, 1 when memory runs out); the new
-   part is zeroed. */
-#define GROW(ptr, cap, need, limit) do { if ((need) > (cap)) { \\
-    int64_t grown_ = (cap) * 2 > (need) ? (cap) * 2 : (need); \\
-    if (grown_ > (limit)) { if ((need) > (limit)) return 2; grown_ = (limit); } \\
-    void *moved_ = realloc((ptr), (size_t)grown_ * sizeof(*(ptr))); if (!moved_) return 1; \\
-    (ptr) = moved_; memset((ptr) + (cap), 0, (size_t)(grown_ - (cap)) * sizeof(*(ptr))); \\
-    (cap) = grown_; } } while (0)
-"""
-
-INITIAL_CAPACITY = 1024
-
-
 @dataclass(frozen=True)
 class Slot:
     """An argument slot of the kernel ABI: a pointer the kernel reads (or, for results it assembles,
@@ -51,6 +38,9 @@ class Slot:
     tensor: str
     level: int  # -1 for values
     array: str
+
+
+MIN_HELPER = "static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }"
 
 
 class Target(ABC):
@@ -62,6 +52,8 @@ class Target(ABC):
     random_access = True
     #: A store that is the only one its position gets may overwrite (`=`) instead of adding.
     overwrites = False
+    #: Whether the bound phase may replace a loop storing here by its trip count (`count_at_most`).
+    bounds = False
 
     def allocate(self, b: CBuilder) -> None: ...
 
@@ -84,6 +76,10 @@ class Target(ABC):
 
     def mark(self, position: Position, b: CBuilder) -> None:
         """What a store does in the count phase of a two-phase assembly, where no value is computed."""
+
+    def count_at_most(self, amount: str, b: CBuilder) -> None:
+        """Bound phase: a loop making at most `amount` new entries here, replaced by the count."""
+        raise NotImplementedError(f"{type(self).__name__} is never bounded")
 
     def finish(self, b: CBuilder) -> None: ...
 
@@ -152,13 +148,18 @@ class AssembledResult(Target):
 @dataclass(frozen=True)
 class AppendedResult(AssembledResult):
     """A result with appended levels (CSR, DCSR, CSF, COO, ...), assembled in two phases (LOWERING.md
-    §4). The count phase runs the loops without values and counts each parent's stored children into
-    `pos`; prefix sums then size `crd` and the values exactly; the fill phase runs the loops again and
-    writes coordinates and values at their final positions. Nothing grows or is copied but the `pos`
-    arrays below a sparse level, allocations repeat their sizes from call to call (which malloc
-    recycles, where growing arrays fault in fresh pages every call), and every output slice's place is
-    known before it is filled. A position is tentative until something is stored below it; both phases
-    take the same decisions, which depend on the pattern only."""
+    §4). The count phase runs the loops without values and counts each sparse level's positions
+    (`size`); every array is then allocated at its size; the fill phase runs the loops again, writes
+    coordinates and values in order and counts each parent's children into `pos`, which prefix sums
+    close. Nothing grows or is copied, and allocations repeat their sizes from call to call (which malloc
+    recycles, where growing arrays fault in fresh pages every call). A position is tentative until
+    something is stored below it; both phases take the same decisions, which depend on the pattern only.
+
+    A kernel may first run a bound phase (lower.py), where loops that make at most one entry per
+    iteration are replaced by their trip counts: its sizes are upper bounds, cheap to find. The arrays
+    are then allocated at those bounds (address space only: the pages the fill never reaches are never
+    mapped in) and trimmed after the fill; the exact count runs only when the bounds do not fit the
+    index type or cannot be allocated."""
 
     flag_free = False
     #: Whether the values must start at zero: when stores add into them, or dense levels below an
@@ -166,6 +167,15 @@ class AppendedResult(AssembledResult):
     zero_values: bool = True
     #: Which phase this target lowers: counting (False) or filling.
     filling: bool = False
+
+    @property
+    def bounds(self) -> bool:
+        return not self.levels[-1].properties.full
+
+    @property
+    def bounded(self) -> str:
+        """The C flag saying that the arrays were allocated at the bound phase's sizes."""
+        return f"{self.name}_bounded"
 
     def _is_group_end(self, level: int) -> bool:
         return not self.levels[level].properties.full and (
@@ -175,55 +185,67 @@ class AppendedResult(AssembledResult):
         """Whether `level`'s pos array has a known length before counting (no sparse level above)."""
         return all(self.levels[k].properties.full for k in range(level))
 
-    def allocate(self, b: CBuilder) -> None:
-        """Before counting: the pos arrays (growing below a sparse level) and the size counters."""
-        for level, lv in enumerate(self.levels):
-            if "pos" in lv.array_names:
-                ident, cap = self._array(level, "pos"), names.capacity(self.name, level, "pos")
-                b.line(f"int64_t {cap} = {self._length(level, 'pos') if self._sized(level) else INITIAL_CAPACITY};")
-                b.line(f"{self.index_type} *{ident} = calloc((size_t){cap}, sizeof({self.index_type}));")
-                b.line(f"if (!{ident}) return 1;")
-            if not lv.properties.full and not lv.properties.branchless:
-                b.line(f"int64_t {names.size(self.name, level)} = 0;")
+    def _counters(self) -> list[str]:
+        return [names.size(self.name, level) for level, lv in enumerate(self.levels)
+                if not lv.properties.full and not lv.properties.branchless]
 
-    def allocate_entries(self, b: CBuilder) -> None:
-        """Between the phases: prefix sums close the counts; coordinates and values get their exact sizes."""
-        for level, lv in enumerate(self.levels):
-            if not lv.properties.full and not lv.properties.branchless:
-                b.line(f"if ({names.size(self.name, level)} > {self._limit()}) return 2;")
-        for level, lv in enumerate(self.levels):
-            if "pos" in lv.array_names:
-                pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
+    def _entries(self) -> list[tuple[str, str, str, bool]]:
+        """The arrays sized by counting: (C name, length, element type, zeroed)."""
+        out = []
         for level, lv in enumerate(self.levels):
             for array in lv.array_names:
-                if array != "pos":
-                    self._allocate_exact(self._array(level, array), self._length(level, array), self.index_type,
-                                         False, b)
+                if array != "pos" or not self._sized(level):
+                    out.append((self._array(level, array), self._length(level, array), self.index_type,
+                                array == "pos"))
         count = self._count(len(self.levels) - 1)
-        self._allocate_exact(names.vals(self.name), count, self.value_type, self.zero_values, b)
-        for level, lv in enumerate(self.levels):
-            if not lv.properties.full and not lv.properties.branchless:
-                b.line(f"{names.size(self.name, level)} = 0;")
+        return out + [(names.vals(self.name), count, self.value_type, self.zero_values)]
 
     @staticmethod
-    def _allocate_exact(ident: str, length: str, ctype: str, zeroed: bool, b: CBuilder) -> None:
+    def _allocation(length: str, ctype: str, zeroed: bool) -> str:
         if zeroed:
-            b.line(f"{ctype} *{ident} = calloc((size_t)({length}) + 1, sizeof({ctype}));")
-        else:
-            b.line(f"{ctype} *{ident} = malloc(((size_t)({length}) + 1) * sizeof({ctype}));")
-        b.line(f"if (!{ident}) return 1;")
+            return f"calloc((size_t)({length}) + 1, sizeof({ctype}))"
+        return f"malloc(((size_t)({length}) + 1) * sizeof({ctype}))"
 
-    def _reserve(self, level: int, count: str, b: CBuilder) -> None:
-        """Counting: make room in the pos arrays below for `count` positions at `level` - 1."""
-        if level == len(self.levels):
-            return
-        if self.levels[level].properties.full:
-            self._reserve(level + 1, f"({count}) * {self.dims[level]}", b)
-        elif not self.levels[level].properties.branchless:
-            b.line(f"GROW({self._array(level, 'pos')}, {names.capacity(self.name, level, 'pos')}, "
-                   f"({count}) + 1, {self._limit()});")
+    def allocate(self, b: CBuilder) -> None:
+        """Before counting: the pos arrays of known length and the size counters."""
+        for level, lv in enumerate(self.levels):
+            if "pos" in lv.array_names and self._sized(level):
+                ident = self._array(level, "pos")
+                b.line(f"{self.index_type} *{ident} = {self._allocation(self._count(level - 1), self.index_type, True)};")
+                b.line(f"if (!{ident}) return 1;")
+        for size in self._counters():
+            b.line(f"int64_t {size} = 0;")
+        for ident, _, ctype, _ in self._entries():
+            b.line(f"{ctype} *{ident} = NULL;")
+        b.line(f"int {self.bounded} = 0;")
+
+    def allocate_bounded(self, b: CBuilder) -> None:
+        """After the bound phase: the arrays at the bounds, when they fit the index type and memory."""
+        entries = self._entries()
+        with b.block(f"if ({' && '.join(f'{size} <= {self._limit()}' for size in self._counters())})"):
+            for ident, length, ctype, zeroed in entries:
+                b.line(f"{ident} = {self._allocation(length, ctype, zeroed)};")
+            b.line(f"{self.bounded} = {' && '.join(ident for ident, *_ in entries)};")
+            with b.block(f"if (!{self.bounded})"):
+                for ident, _, ctype, _ in entries:
+                    b.line(f"free({ident});")
+                    b.line(f"{ident} = NULL;")
+
+    def allocate_entries(self, b: CBuilder) -> None:
+        """After the count phase: every array at its exact size."""
+        for size in self._counters():
+            b.line(f"if ({size} > {self._limit()}) return 2;")
+        for ident, length, ctype, zeroed in self._entries():
+            b.line(f"{ident} = {self._allocation(length, ctype, zeroed)};")
+            b.line(f"if (!{ident}) return 1;")
+
+    def rewind(self, b: CBuilder) -> None:
+        """Before the fill: the sizes count again from zero."""
+        for size in self._counters():
+            b.line(f"{size} = 0;")
+
+    def count_at_most(self, amount: str, b: CBuilder) -> None:
+        b.line(f"{names.size(self.name, self._head(len(self.levels) - 1))} += {amount};")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
@@ -233,8 +255,6 @@ class AppendedResult(AssembledResult):
             return parent
         p = names.position(self.name, level)
         b.line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
-        if not self.filling:
-            self._reserve(level + 1, f"{p} + 1", b)
         b.line(f"int {self.flag(level)} = 0;")
         return Position(p)
 
@@ -249,11 +269,23 @@ class AppendedResult(AssembledResult):
             if self.filling:
                 for k in range(head, level + 1):
                     b.line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
-            else:
                 b.line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
             b.line(f"{names.size(self.name, head)}++;")
             if parent_flag:
                 b.line(f"{parent_flag} = 1;")
+
+    def finish(self, b: CBuilder) -> None:
+        """Prefix sums close the pos arrays; arrays allocated at bounds are trimmed to their sizes."""
+        for level, lv in enumerate(self.levels):
+            if "pos" in lv.array_names:
+                pos = self._array(level, "pos")
+                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
+                    b.line(f"{pos}[p + 1] += {pos}[p];")
+        with b.block(f"if ({self.bounded})"):
+            for ident, length, ctype, _ in self._entries():
+                with b.block():
+                    b.line(f"void *trimmed = realloc({ident}, ((size_t)({length}) + 1) * sizeof({ctype}));")
+                    b.line(f"if (trimmed) {ident} = trimmed;")
 
     def _coordinate_var(self, level: int) -> str:
         return f"{self.name}{level + 1}_c"
