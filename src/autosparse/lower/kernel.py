@@ -27,7 +27,7 @@ from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
-from .writes import (MIN_HELPER, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
+from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
                      Target)
 
 SYMBOL = "autosparse_kernel"
@@ -271,6 +271,8 @@ def _preamble(variables: Mapping[str, TensorVar], types: Types) -> str:
         for name, var in variables.items() if not var.temporary
         for level in var.format.levels)
     return "\n".join([
+        "#define _DEFAULT_SOURCE  /* madvise under -std=c11 */",
         "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <complex.h>",
-        MIN_HELPER, *(h for h in helpers if h),
+        "#include <sys/mman.h>",
+        HELPERS, *(h for h in helpers if h),
     ])
