@@ -1,6 +1,7 @@
 """The list workspace of Gustavson's SpGEMM puts each row's touched columns in order before appending
-them: insertion sort for short rows, a scan of the generation marks for rows dense in their range,
-a one-pass two-digit radix sort for ranges under 2^16 and a general radix sort beyond. Each case builds
+them: insertion sort for short rows, a two-level bitmap read back in order when the row's range spans
+fewer 4,096-coordinate blocks than it has entries (dense or sparse in that range, full words, the last
+coordinate), and a radix sort when few entries are spread wide. Each case builds
 rows that take one of those paths and compares the result's arrays with scipy's canonical product.
 Values a producer left behind are never cleared, so a consumer that locates the workspace must read the
 coordinates this producer did not touch as zero."""
@@ -40,15 +41,16 @@ def _spread(rng, count: int, low: int, high: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", ["short", "dense-in-range", "16-bit-range", "wide-range", "mixed"])
+@pytest.mark.parametrize("case", ["short", "dense-in-range", "full-words", "bitmap", "wide-range", "mixed"])
 def test_gustavson_rows_come_out_sorted(case, index_dtype):
     rng = np.random.default_rng(len(case))
     cols = 300_000
     rows = {
         "short": [_spread(rng, n, 0, cols) for n in (0, 1, 2, 31, 32)],
         "dense-in-range": [_spread(rng, n, 1000, 1000 + 2 * n) for n in (33, 64, 500)],
-        "16-bit-range": [_spread(rng, n, 5000, 5000 + 65_000) for n in (33, 100, 1000)],
-        "wide-range": [_spread(rng, n, 0, cols) for n in (33, 100, 5000)],
+        "full-words": [np.arange(64, 192), np.arange(cols - 64, cols), np.arange(0, 4096 * 2 + 1)],
+        "bitmap": [_spread(rng, n, 5000, 5000 + 65_000) for n in (33, 100, 1000)] + [_spread(rng, 5000, 0, cols)],
+        "wide-range": [_spread(rng, n, 0, cols) for n in (33, 50, 73)],
         "mixed": [np.array([0, cols - 1]), _spread(rng, 40, 0, 64), _spread(rng, 40, 0, cols), np.array([7])],
     }[case]
     a, b = _product_with_rows(rng, rows, cols)

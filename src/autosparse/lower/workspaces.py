@@ -108,8 +108,8 @@ class ListWorkspace(Workspace):
 
     flag_free = False  # a store marks its coordinate touched
     bounds = True
-    #: Bytes per coordinate besides the value: the mark, the list and the sort's spare buffer.
-    BYTES_PER_COORDINATE = 24
+    #: Bytes per coordinate besides the value: the mark, the list, the sort's spare buffer and its bitmaps.
+    BYTES_PER_COORDINATE = 25
     name: str
     dim: str
     value_type: str
@@ -122,13 +122,16 @@ class ListWorkspace(Workspace):
         return f"{self._ident('mark')}[{coordinate}] == {self._ident('gen')}"
 
     def allocate(self, b: CBuilder) -> None:
-        vals, mark, spare = names.vals(self.name), self._ident("mark"), self._ident("spare")
+        vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
+                                   self._ident("bits"))
         b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
         b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 4) * sizeof(int64_t));")
         b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
+               f"sizeof(uint64_t));")
         b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.line(f"if (!{vals} || !{mark} || !{self.list} || !{spare}) return 1;")
+        b.line(f"if (!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}) return 1;")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
@@ -159,25 +162,27 @@ class ListWorkspace(Workspace):
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"order_touched({self.list}, {self.count}, {self._ident('mark')}, {self._ident('gen')}, "
-                   f"{self._ident('spare')});")
+            b.line(f"order_touched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
+                   f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         b.line(f"{self._ident('gen')}++;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
-        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare")):
+        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
             b.line(f"free({array});")
 
 
 ORDER_HELPER = """
-/* Put the n touched coordinates of `list` in ascending order. Short lists: insertion sort. Lists dense
-   in their range (spanning fewer than 4n coordinates): collect the coordinates marked `gen` across the
-   range, without a branch. Otherwise an LSD radix sort of the offsets from the smallest, through
-   `spare`: two 8-bit digits counted in one pass when the range fits 16 bits (a typical row), else as
-   many passes as the range needs (8-bit digits for short lists, 11-bit ones for long). */
-static void order_touched(int64_t *list, int64_t n, const int64_t *mark, int64_t gen, int64_t *spare) {
+/* Put the n touched coordinates of `list` (with room for 4 more) in ascending order. Short lists:
+   insertion sort. Lists whose range spans fewer summary words than entries: set their bits in a
+   two-level bitmap (`bits`: a bit per coordinate below `dim`, then a bit per word of those) and read
+   the nonzero words back in order, clearing them as they go; a word writes four coordinates without a
+   branch, and more only when it holds more. Otherwise (few entries spread wide) an LSD radix sort of the
+   offsets from the smallest through `spare`, in as many passes as the range needs (8-bit digits for
+   short lists, 11-bit ones for long). */
+static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
     if (n <= 32) {
         for (int64_t k = 1; k < n; k++) {
             int64_t v = list[k], m = k - 1;
@@ -191,32 +196,34 @@ static void order_touched(int64_t *list, int64_t n, const int64_t *mark, int64_t
         lo = list[k] < lo ? list[k] : lo;
         hi = list[k] > hi ? list[k] : hi;
     }
-    if (hi - lo < 4 * n) {
+    if ((hi >> 12) - (lo >> 12) < n) {
+        uint64_t *summary = bits + (dim >> 6) + 1;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t j = list[k];
+            bits[j >> 6] |= (uint64_t)1 << (j & 63);
+            summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
+        }
         int64_t m = 0;
-        for (int64_t j = lo; j <= hi; j++) {
-            list[m] = j;
-            m += mark[j] == gen;
-        }
-        return;
-    }
-    if (hi - lo < 65536) {
-        int32_t low[257] = {0}, high[257] = {0};
-        for (int64_t k = 0; k < n; k++) {
-            int64_t v = list[k] - lo;
-            low[(v & 255) + 1]++;
-            high[(v >> 8) + 1]++;
-        }
-        for (int d = 0; d < 256; d++) {
-            low[d + 1] += low[d];
-            high[d + 1] += high[d];
-        }
-        for (int64_t k = 0; k < n; k++) {
-            int64_t v = list[k] - lo;
-            spare[low[v & 255]++] = v;
-        }
-        for (int64_t k = 0; k < n; k++) {
-            int64_t v = spare[k];
-            list[high[v >> 8]++] = v + lo;
+        for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
+            uint64_t words = summary[s];
+            summary[s] = 0;
+            while (words) {
+                int64_t at = (s << 6) + __builtin_ctzll(words);
+                words &= words - 1;
+                uint64_t w = bits[at];
+                bits[at] = 0;
+                int64_t base = at << 6, *out = list + m;
+                int c = __builtin_popcountll(w);
+                for (int t = 0; t < 4; t++) {
+                    out[t] = base + __builtin_ctzll(w | (uint64_t)1 << 63);
+                    w &= w - 1;
+                }
+                for (int t = 4; t < c; t++) {
+                    out[t] = base + __builtin_ctzll(w);
+                    w &= w - 1;
+                }
+                m += c;
+            }
         }
         return;
     }
