@@ -126,7 +126,7 @@ class ListWorkspace(Workspace):
                                    self._ident("bits"))
         b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
         b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 4) * sizeof(int64_t));")
+        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
         b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
         b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
@@ -175,11 +175,10 @@ class ListWorkspace(Workspace):
 
 
 ORDER_HELPER = """
-/* Put the n touched coordinates of `list` (with room for 4 more) in ascending order. Short lists:
+/* Put the n touched coordinates of `list` in ascending order. Short lists:
    insertion sort. Lists whose range spans fewer summary words than entries: set their bits in a
    two-level bitmap (`bits`: a bit per coordinate below `dim`, then a bit per word of those) and read
-   the nonzero words back in order, clearing them as they go; a word writes four coordinates without a
-   branch, and more only when it holds more. Otherwise (few entries spread wide) an LSD radix sort of the
+   the nonzero words back in order, clearing them as they go. Otherwise (few entries spread wide) an LSD radix sort of the
    offsets from the smallest through `spare`, in as many passes as the range needs (8-bit digits for
    short lists, 11-bit ones for long). */
 static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
@@ -212,17 +211,9 @@ static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bi
                 words &= words - 1;
                 uint64_t w = bits[at];
                 bits[at] = 0;
-                int64_t base = at << 6, *out = list + m;
-                int c = __builtin_popcountll(w);
-                for (int t = 0; t < 4; t++) {
-                    out[t] = base + __builtin_ctzll(w | (uint64_t)1 << 63);
-                    w &= w - 1;
-                }
-                for (int t = 4; t < c; t++) {
-                    out[t] = base + __builtin_ctzll(w);
-                    w &= w - 1;
-                }
-                m += c;
+                const int64_t base = at << 6;
+                list[m++] = base + __builtin_ctzll(w);
+                for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
             }
         }
         return;
