@@ -434,7 +434,7 @@ def check_result(result, expected: np.ndarray, scale: np.ndarray, dtype, out_for
 
 
 def run_differential(expression: str, formats: Mapping[str, str], case: str, value_dtype, index_dtype,
-                     seed: int = 0, schedule=None):
+                     seed: int = 0, schedule=None, num_threads=None):
     """Compile `expression`, run it on the `case` inputs and compare with the numpy reference."""
     statement = read_statement(expression)
     inputs = make_inputs(statement, case, value_dtype, seed)
@@ -443,7 +443,7 @@ def run_differential(expression: str, formats: Mapping[str, str], case: str, val
     explicit = case == "explicit-zero"
     operands = {name: build_operand(inputs, name, formats.get(name, "dense"), index_dtype, explicit)
                 for name in statement.operands}
-    kernel = asp.compile(expression, formats=dict(formats), schedule=schedule)
+    kernel = asp.compile(expression, formats=dict(formats), schedule=schedule, num_threads=num_threads)
     with no_peer_math():
         result = kernel(**operands)
     literals = [node.value for node in walk(statement.rhs) if isinstance(node, Lit)]

@@ -9,12 +9,13 @@ from .errors import (AutosparseError, CompileError, FormatError, MemoryLimitErro
                      ShapeError)
 from .format import Format, register_level
 from .io import read, write
+from .schedule import Schedule
 from .tensor import Tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AutosparseError", "CompileError", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
-    "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",
+    "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",
     "register_level", "set_memory_limit", "write",
 ]

@@ -16,7 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin import Stmt, assignments, concretize, parse_cin, tensors
+from ..cin import Stmt, assignments, concretize, default_loops, legalise, loop_indices, parse_cin, tensors
+from ..cin import accesses as cin_accesses
 from ..cin.check import check_computes
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation, memory_limit
@@ -26,7 +27,9 @@ from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
 from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
+from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
+from ..schedule import Schedule
 from ..tensor import Tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
@@ -61,8 +64,12 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = _assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 1):
+            raise ScheduleError(f"Expected num_threads to be None or a positive integer, but found {num_threads!r}")
         self.num_threads = num_threads
         self._cin = self._schedule({})
+        self._derived = _derived_indices(self._cin, self.assignment)
         self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
         self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
         self._calls: dict[tuple, _Call] = {}
@@ -86,19 +93,28 @@ class Kernel:
     # --- the pipeline ---
 
     def _schedule(self, extents) -> Stmt:
-        if self.schedule is None:
+        """The kernel's CIN: the default schedule, hand-written CIN, or scheduling commands (a Schedule,
+        or their text) replayed on the default schedule before legalisation."""
+        schedule = self.schedule
+        if schedule is None:
             return concretize(self.assignment, self.formats, extents)
-        if isinstance(self.schedule, str):
-            text = self.schedule.strip()
-            if not text.startswith(("∀", "forall", "where", "sequence")):
-                raise ScheduleError(f"Expected None or a CIN statement as the schedule, but found {self.schedule!r} "
-                                    f"(scheduling commands are not supported yet)")
-            stmt = parse_cin(text, {**self.formats, **self.temporary_formats})
-        elif hasattr(self.schedule, "children"):
-            stmt = self.schedule
+        if isinstance(schedule, str):
+            text = schedule.strip()
+            if text == "auto":
+                raise ScheduleError("schedule='auto' needs the autoscheduler, which is not built yet: give None, "
+                                    "scheduling commands or CIN")
+            if text.startswith(("∀", "forall", "where", "sequence")):
+                stmt = parse_cin(text, {**self.formats, **self.temporary_formats})
+                check_computes(stmt, self.assignment)
+                return stmt
+            schedule = Schedule.parse(text)
+        if isinstance(schedule, Schedule):
+            stmt = legalise(schedule.apply(default_loops(self.assignment, self.formats)), extents)
+        elif hasattr(schedule, "children"):
+            stmt = schedule
         else:
-            raise ScheduleError(f"Expected None, CIN text or a CIN statement as the schedule, but found "
-                                f"{type(self.schedule).__name__}")
+            raise ScheduleError(f"Expected None, CIN text, scheduling commands or a CIN statement as the schedule, "
+                                f"but found {type(schedule).__name__}")
         check_computes(stmt, self.assignment)
         return stmt
 
@@ -107,11 +123,12 @@ class Kernel:
         return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names})
 
     def _specialise(self, cin: Stmt, types: Types) -> _Compiled:
-        key = (cin, tuple(sorted(types.values.items())), tuple(sorted(types.indices.items())), self.instrument)
+        key = (cin, tuple(sorted(types.values.items())), tuple(sorted(types.indices.items())), self.instrument,
+               self.num_threads)
         compiled = _memo.get(key)
         if compiled is None:
-            source = generate(cin, types, self.instrument)
-            library = load_library(source.source)
+            source = generate(cin, types, self.instrument, self.num_threads)
+            library = load_library(source.source, openmp=source.openmp)
             function = getattr(library, SYMBOL)
             function.restype = ctypes.c_int
             function.argtypes = [ctypes.c_void_p] * 4
@@ -155,6 +172,7 @@ class Kernel:
         formats = self.formats
         tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
+        extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
         value_dtype = result_value_dtype(tensors_in, self._literals)
         index_dtype = result_index_dtype(tensors_in, extents.values())
         while True:
@@ -299,6 +317,23 @@ def _check_static_levels(fmt: Format, dims, index_dtype: np.dtype) -> None:
             check_allocation((count + 1) * index_dtype.itemsize, f"the positions below {count:,} dense rows")
             return
         count *= dim
+
+
+def _derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[str, int]]:
+    """The loop indices a schedule introduced (precompute's iw), each with an operand mode that gives its
+    extent."""
+    known = {i for a in (assignment.lhs, *accesses(assignment.rhs)) for i in a.indices}
+    derived = {}
+    for access in cin_accesses(cin):
+        if not access.tensor.temporary and access.tensor.name != assignment.lhs.tensor:
+            for mode, index in enumerate(access.indices):
+                if index not in known:
+                    derived.setdefault(index, (access.tensor.name, mode))
+    unbound = {i for i in loop_indices(cin) if i not in known and i not in derived}
+    if unbound:
+        raise ScheduleError(f"Expected every loop index to index an operand, but {', '.join(map(str, unbound))} "
+                            f"indexes none, so its extent is unknown")
+    return derived
 
 
 def _assembly_format(fmt: Format) -> Format:

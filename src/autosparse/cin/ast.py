@@ -135,10 +135,41 @@ class Assign:
         return f"{self.lhs} {'+=' if self.accumulate else '='} {self.rhs}"
 
 
+class ParallelUnit(enum.Enum):
+    """What runs the iterations of a parallel loop: OpenMP threads, or SIMD lanes of one thread."""
+
+    CPU_THREAD = "cpu_thread"
+    CPU_VECTOR = "cpu_vector"
+
+
+class Race(enum.Enum):
+    """How the iterations of a parallel loop that may write the same place are kept apart (Senanayake
+    et al. §4): they do not (checked), it does not matter (unchecked), each update is atomic, or each
+    thread adds into its own copy and the copies are summed afterwards."""
+
+    NO_RACES = "no_races"
+    IGNORE_RACES = "ignore_races"
+    ATOMICS = "atomics"
+    TEMPORARY = "temporary"
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel:
+    unit: ParallelUnit
+    race: Race
+
+    def __str__(self) -> str:
+        return f"@parallel({self.unit.value}, {self.race.value})"
+
+
 @dataclass(frozen=True, slots=True)
 class Forall:
+    """∀index body; scheduling may mark the loop parallel or unrolled (printed after the index)."""
+
     index: IndexVar
     body: "Stmt"
+    parallel: Parallel | None = None
+    unroll: int = 0  # 0: as the compiler likes
 
     def children(self) -> tuple:
         return (self.body,)
@@ -147,7 +178,8 @@ class Forall:
         return self if children == (self.body,) else replace(self, body=children[0])
 
     def __str__(self) -> str:
-        return f"∀{self.index} {self.body}"
+        marks = (f" {self.parallel}" if self.parallel else "") + (f" @unroll({self.unroll})" if self.unroll else "")
+        return f"∀{self.index}{marks} {self.body}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,18 +253,25 @@ def tensors(stmt: Stmt) -> dict[str, TensorVar]:
     return found
 
 
-def nest(order: tuple[IndexVar, ...], body: Stmt) -> Stmt:
-    """`body` inside foralls over `order`, outermost first (the inverse of `unnest`)."""
-    for index in reversed(order):
-        body = Forall(index, body)
+def nest(order: "tuple[IndexVar | Forall, ...]", body: Stmt) -> Stmt:
+    """`body` inside foralls over `order`, outermost first (the inverse of `unnest` and `unnest_loops`);
+    a Forall in `order` keeps its marks."""
+    for loop in reversed(order):
+        body = replace(loop, body=body) if isinstance(loop, Forall) else Forall(loop, body)
     return body
 
 
 def unnest(stmt: Stmt) -> tuple[tuple[IndexVar, ...], Stmt]:
     """The indices of a chain of foralls, outermost first, and the statement inside them."""
+    loops, body = unnest_loops(stmt)
+    return tuple(loop.index for loop in loops), body
+
+
+def unnest_loops(stmt: Stmt) -> tuple[tuple[Forall, ...], Stmt]:
+    """The foralls of a chain, outermost first (their marks kept), and the statement inside them."""
     loops = []
     while isinstance(stmt, Forall):
-        loops.append(stmt.index)
+        loops.append(stmt)
         stmt = stmt.body
     return tuple(loops), stmt
 

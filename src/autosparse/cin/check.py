@@ -99,10 +99,30 @@ def _rename(access: notation.Access, renaming: dict) -> notation.Access:
 
 
 def check_computes(stmt: Stmt, assignment: notation.Assignment) -> None:
-    """Raise ScheduleError unless `stmt` computes `assignment` (the same accesses, in the same
-    expression; a `+=` of reductions is the `=` of the notation)."""
+    """Raise ScheduleError unless `stmt` computes `assignment` (the same accesses, in the same expression up
+    to the order of factors and terms, which scheduling may change; a `+=` of reductions is the `=` of the
+    notation)."""
     check_bindings(stmt)
     computed = meaning(stmt)
-    if (computed.lhs, str(computed.rhs)) != (assignment.lhs, str(assignment.rhs)):
+    if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(assignment.rhs)):
         raise ScheduleError(f"Expected a schedule computing {assignment}, but the statement {stmt} computes "
                             f"{computed.lhs} = {computed.rhs}")
+
+
+def _canonical(expr) -> str:
+    """`expr` as text with the operands of each chain of products, and of each chain of sums, sorted."""
+    if isinstance(expr, (notation.Mul, notation.Add)):
+        kind = type(expr)
+        operands, stack = [], [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, kind):
+                stack += [node.left, node.right]
+            else:
+                operands.append(_canonical(node))
+        return "(" + (" * " if kind is notation.Mul else " + ").join(sorted(operands)) + ")"
+    if isinstance(expr, notation.Sub):
+        return f"({_canonical(expr.left)} - {_canonical(expr.right)})"
+    if isinstance(expr, notation.Neg):
+        return f"(-{_canonical(expr.operand)})"
+    return str(expr)

@@ -19,7 +19,7 @@ from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
-from .ast import Access, Assign, Protocol, Stmt, TensorVar, Where, default_access, nest, tensors, unnest
+from .ast import Access, Assign, Protocol, Stmt, TensorVar, Where, default_access, nest, tensors, unnest_loops
 from .rewrite import rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
@@ -28,10 +28,15 @@ DENSE_WORKSPACE_LIMIT = 1 << 24
 
 def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
                extents: Mapping[IndexVar, int] | None = None) -> Stmt:
-    """The default schedule of `assignment`, with each tensor stored in `formats[name]`.
+    """The default schedule of `assignment`, with each tensor stored in `formats[name]`, legalised.
 
     `extents` (when known) decide whether a workspace that legalisation needs can be a dense array.
     """
+    return legalise(default_loops(assignment, formats), extents or {})
+
+
+def default_loops(assignment: notation.Assignment, formats: Mapping[str, Format]) -> Stmt:
+    """The default schedule before legalisation: what scheduling commands rewrite."""
     variables = {name: TensorVar(name, fmt) for name, fmt in formats.items()}
     lhs = _access(assignment.lhs, variables, write=True)
     rhs = rebuild_expr(assignment.rhs, lambda access: _access(access, variables, write=False))
@@ -41,7 +46,7 @@ def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
         if relaxed is not None and _first_disorder(relaxed, lhs) is None:
             order = relaxed
     accumulate = assignment.accumulate or bool(assignment.reduction_indices)
-    return legalise(nest(order, Assign(lhs, rhs, accumulate)), extents or {})
+    return nest(order, Assign(lhs, rhs, accumulate))
 
 
 def _access(access: notation.Access, variables: Mapping[str, TensorVar], write: bool) -> Access:
@@ -98,7 +103,8 @@ def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...
 def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     """Route the writes of a forall nest through a workspace from the first loop at which appending to the
     sparse output would go out of order; return `stmt` itself when no loop does."""
-    loops, assign = unnest(stmt)
+    headers, assign = unnest_loops(stmt)
+    loops = tuple(loop.index for loop in headers)
     if not isinstance(assign, Assign):
         return stmt
     at = _first_disorder(loops, assign.lhs)
@@ -109,8 +115,8 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(stmt)))
     write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
-    producer = nest(loops[at:], Assign(write, assign.rhs, assign.accumulate))
-    return nest(outer, Where(consumer, producer))
+    producer = nest(headers[at:], Assign(write, assign.rhs, assign.accumulate))
+    return nest(headers[:at], Where(consumer, producer))
 
 
 def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:

@@ -1,10 +1,11 @@
 """Text -> concrete index notation, so a schedule can be written by hand and compiled.
 
-    stmt   := ("∀" | "forall") NAME stmt
+    stmt   := ("∀" | "forall") NAME mark* stmt
             | "where" "(" stmt "," stmt ")"          (consumer, producer)
             | "sequence" "(" stmt "," stmt ")"
             | access ("=" | "+=") expr
     access := NAME "(" [index ("," index)*] ")"      index := NAME ["@" ("step"|"locate"|"append"|"insert")]
+    mark   := "@" "parallel" "(" UNIT "," RACE ")" | "@" "unroll" "(" NUMBER ")"
 
 Expressions are the index notation's. Each tensor's format comes from `formats`; a tensor written inside
 a `where` producer is a temporary (dense unless `formats` says otherwise). Omitted protocols take their
@@ -13,6 +14,7 @@ defaults, so `str(parse_cin(str(stmt), formats)) == str(stmt)`.
 
 from __future__ import annotations
 
+import enum
 from typing import Mapping
 
 from ..errors import ParseError, ScheduleError
@@ -20,7 +22,8 @@ from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
 from ..notation.parser import _Parser
-from .ast import Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, default_protocol, walk
+from .ast import (Access, Assign, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence, Stmt, TensorVar, Where,
+                  default_protocol, walk)
 
 _KEYWORDS = {"forall", "where", "sequence"}
 
@@ -36,7 +39,19 @@ class _CinParser(_Parser):
         if token.text in ("∀", "forall"):
             self.take()
             index = IndexVar(self.take("name").text)
-            return Forall(index, self.statement())
+            parallel, unroll = None, 0
+            while self.peek().text == "@":
+                self.take()
+                mark = self.take("parallel", "unroll")
+                self.take("(")
+                if mark.text == "parallel":
+                    unit = self.choice(ParallelUnit, "a parallel unit")
+                    self.take(",")
+                    parallel = Parallel(unit, self.choice(Race, "a race strategy"))
+                else:
+                    unroll = int(self.take("number").text)
+                self.take(")")
+            return Forall(index, self.statement(), parallel, unroll)
         if token.text in ("where", "sequence"):
             self.take()
             self.take("(")
@@ -76,12 +91,17 @@ class _CinParser(_Parser):
 
     def protocol(self) -> Protocol:
         self.take("@")
+        return self.choice(Protocol, "a protocol")
+
+    def choice(self, kind: type[enum.Enum], what: str):
+        """The member of `kind` that the next name spells."""
         token = self.take("name")
         try:
-            return Protocol(token.text)
+            return kind(token.text)
         except ValueError:
-            raise ParseError(f"Expected a protocol (step, locate, append or insert), but found {token.text!r}",
-                             self.text, token.column) from None
+            spellings = ", ".join(member.value for member in kind)
+            raise ParseError(f"Expected {what} ({spellings}), but found {token.text!r}", self.text,
+                             token.column) from None
 
     def tensor(self, name, order: int) -> TensorVar:
         temporary = name.text in self.temporaries

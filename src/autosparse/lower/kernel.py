@@ -50,9 +50,10 @@ class KernelSource:
     assembled: bool  # whether the kernel allocates the result (else the caller passes zeroed values)
     indices: tuple[IndexVar, ...]
     counters: tuple[str, ...] | None
+    openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
 
 
-def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource:
+def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: int | None = None) -> KernelSource:
     variables = tensors(stmt)
     written = {a.lhs.tensor.name for a in assignments(stmt)}
     results = [n for n in written if not variables[n].temporary]
@@ -92,7 +93,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
-                    None if counting else counters, counting, bounding)
+                    None if counting else counters, counting, bounding, num_threads)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())
         lower(stmt, plan, Scope(bounded=bounded), out)
@@ -107,7 +108,10 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
     assembled = isinstance(result_target, AssembledResult)
     slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
 
+    openmp = any(isinstance(n, Forall) and n.parallel is not None for n in walk(stmt))
     b = CBuilder(depth=0)
+    if openmp:
+        b.line("#include <omp.h>")
     b.lines(_preamble(variables, types))
     if any(isinstance(w, ListWorkspace) for w in workspaces.values()):
         b.lines(ORDER_HELPER)
@@ -157,7 +161,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False) -> KernelSource
                     b.line(f"sizes[{k}] = {lengths[slot]};")
         b.line("return 0;")
     return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
-                        tuple(counters) if counters is not None else None)
+                        tuple(counters) if counters is not None else None, openmp)
 
 
 def _access_ids(access_list: list[Access]) -> dict[Access, str]:

@@ -8,10 +8,12 @@ read levels, each written tensor's target — are in the `Plan`.
 
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Stmt, Where, accesses, assignments, nest, unnest
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Where, accesses,
+                       assignments, nest, unnest, unnest_loops, walk)
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -36,6 +38,7 @@ class Plan:
     #: The bound phase, a count phase whose sizes may exceed the exact ones: a loop making at most one
     #: entry of a bounded target per iteration adds its trip count instead of running.
     bounding: bool = False
+    num_threads: int | None = None  # the OpenMP thread count of parallel loops (None: OpenMP's default)
 
     def vals(self, access: Access) -> str:
         return names.vals(access.tensor.name)
@@ -49,6 +52,7 @@ class Scope:
     accumulators: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     loops: tuple[IndexVar, ...] = ()  # the indices of the enclosing loops, outermost first
     bounded: frozenset[str] = frozenset()  # the targets whose loops the bound phase replaces
+    atomic: bool = False  # sums into results and outer registers race (a parallel loop with atomics)
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
@@ -102,7 +106,10 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
     if name in scope.accumulators:
         register, stored = scope.accumulators[name]
         if not plan.counting:
-            b.line(f"{register} += {_expr(stmt.rhs, plan, scope, b)};")
+            value = _expr(stmt.rhs, plan, scope, b)
+            if scope.atomic:
+                b.line("#pragma omp atomic")
+            b.line(f"{register} += {value};")
         if stored:
             b.line(f"{stored} = 1;")
         return
@@ -111,9 +118,16 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
         plan.targets[name].mark(position, b)
     else:
         value = _expr(stmt.rhs, plan, scope, b)
-        plan.targets[name].store(position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, b)
+        _store(name, position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, plan, scope, b)
     if scope.flags.get(name):
         b.line(f"{scope.flags[name]} = 1;")
+
+
+def _store(name: str, position: Position, op: str, value: str, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """A store, atomic when iterations of a parallel loop add into the same position."""
+    if scope.atomic and op == "+=":
+        b.line("#pragma omp atomic")
+    plan.targets[name].store(position, op, value, b)
 
 
 def _operator(lhs: Access, accumulate: bool, plan: Plan, scope: Scope) -> str:
@@ -254,6 +268,7 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
         return
     hoisted = _hoistable(stmt, plan, scope)
     invariant = []
+    outer = scope
     with b.block():
         if hoisted is not None:
             name, register, stored = hoisted
@@ -262,16 +277,21 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
                 b.line(f"{plan.value_types[name]} {register} = 0;")
             if stored:
                 b.line(f"int {stored} = 0;")
-            scope = replace(scope, accumulators={**scope.accumulators, name: (register, stored)})
+            # the register is this block's own: only iterations of this very loop can race on it
+            scope = replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
             _dense_loop(stmt, loop, lattice, plan, scope, b)
         else:
+            if stmt.parallel is not None:
+                raise ScheduleError(f"parallelize({loop.index}): the loop steps "
+                                    f"{', '.join(str(a) for a in loop.stepped)} through sparse positions; only "
+                                    f"loops over a whole dimension run in parallel so far")
             for point in lattice:
                 _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
         if hoisted is not None:
             total = product([*invariant, _Register(register)]) if invariant else _Register(register)
-            _store_hoisted(stmt, name, total, stored, plan, scope, b)
+            _store_hoisted(stmt, name, total, stored, plan, replace(scope, atomic=outer.atomic), b)
 
 
 def _bounded_target(stmt: Forall, plan: Plan, scope: Scope) -> str | None:
@@ -341,10 +361,11 @@ class _Register:
 def _split_invariant(stmt: Forall) -> tuple[Forall, list]:
     """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
     multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
-    loops, body = unnest(stmt)
+    loops, body = unnest_loops(stmt)
+    indices = {loop.index for loop in loops}
     terms = factors(body.rhs)
     invariant = [t for t in terms
-                 if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & set(loops)]
+                 if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & indices]
     if not invariant or len(invariant) == len(terms):
         return stmt, []
     variant = [t for t in terms if not any(t is f for f in invariant)]
@@ -359,7 +380,7 @@ def _store_hoisted(stmt: Forall, name: str, total, stored: str | None, plan: Pla
         if plan.counting:
             plan.targets[name].mark(position, b)
         else:
-            plan.targets[name].store(position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), b)
+            _store(name, position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), plan, scope, b)
         if scope.flags.get(name):
             b.line(f"{scope.flags[name]} = 1;")
 
@@ -405,9 +426,18 @@ def _advance(it: lat.Iterator, plan: Plan, index: str) -> str:
 
 def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuilder) -> None:
     """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }"""
-    index = names.coordinate(loop.index)
     sparse = _sparse_iterators(lattice)
     _require_ordered(sparse, loop, plan)
+    parallel = _parallel(stmt, sparse, plan, scope, b) if stmt.parallel is not None else nullcontext(scope)
+    with parallel as scope:
+        if stmt.unroll:
+            b.line(f"#pragma GCC unroll {stmt.unroll}")
+        _dense_for(stmt, loop, lattice, sparse, plan, scope, b)
+
+
+def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, plan: Plan, scope: Scope,
+               b: CBuilder) -> None:
+    index = names.coordinate(loop.index)
     with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"):
         _count(plan, b, f"∀{loop.index} dense")
         for it in sparse:
@@ -415,6 +445,75 @@ def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, sco
         _cases(stmt, loop, lattice, lattice, plan, scope, b)
         for it in sparse:
             b.line(_advance(it, plan, index))
+
+
+@contextmanager
+def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder) -> Iterator[Scope]:
+    """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
+
+    Iterations share what is declared outside the loop: the results, and the registers of reductions
+    around it (this loop's own, when it is the reduction). `no_races`/`ignore_races` leave them alone;
+    `atomics` makes every sum into them atomic; `temporary` gives each thread (or SIMD lane) zeroed
+    copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
+    one heap copy per thread, added into the result one thread at a time. Loops co-iterating a sparse
+    operand (its position carries from iteration to iteration) and results assembled by appending are
+    refused."""
+    command = f"parallelize({stmt.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
+    unit, race = stmt.parallel.unit, stmt.parallel.race
+    if unit is ParallelUnit.CPU_VECTOR and race is Race.ATOMICS:
+        raise ScheduleError(f"{command}: SIMD lanes have no atomics (use temporary)")
+    if sparse:
+        raise ScheduleError(f"{command}: the loop co-iterates {sparse[0].access}, whose position carries from one "
+                            f"iteration to the next")
+    if any(isinstance(node, Where) for node in walk(stmt.body)):
+        raise ScheduleError(f"{command}: a where inside a parallel loop would share its temporary between threads")
+    registers = {n: r for n, (r, _) in scope.accumulators.items()}
+    written = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.body))
+    for name in written:
+        if name not in registers and not plan.targets[name].parallel_safe():
+            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads cannot share "
+                                f"(parallel assembly is not built yet); a dense result, or one with an operand's "
+                                f"pattern, can be written in parallel")
+    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY else []
+    flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
+    clauses = ([f"reduction(+: {', '.join(summed)})"] if summed else []) + \
+              ([f"reduction(|: {', '.join(flags)})"] if flags else [])
+    copied = [n for n in written if n not in registers and plan.targets[n].reduction_size() is not None
+              and race is Race.TEMPORARY]
+    if unit is ParallelUnit.CPU_VECTOR:
+        if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
+            sections = (f"{names.vals(n)}[0:{plan.targets[n].reduction_size()}]" for n in copied)
+            clauses.append(f"reduction(+: {', '.join(sections)})")
+        b.line(f"#pragma omp {' '.join(['simd', *clauses])}")
+        yield scope
+        return
+    threads = [f"num_threads({plan.num_threads})"] if plan.num_threads is not None else []
+    if not copied:
+        b.line(f"#pragma omp {' '.join(['parallel for schedule(static)', *threads, *clauses])}")
+        yield replace(scope, atomic=race is Race.ATOMICS)
+        return
+    with b.block():
+        b.line(f"const int threads = {plan.num_threads or 'omp_get_max_threads()'};")
+        for name in copied:
+            vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
+            b.line(f"{ctype} *{name}_copies = calloc((size_t)threads * ({size}), sizeof({ctype}));")
+            b.line(f"if (!{name}_copies) return 1;")
+            b.line(f"{ctype} *restrict {name}_shared = {vals};")
+        b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+        with b.block():
+            for name in copied:  # shadows the result: the body stores into this thread's copy
+                vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
+                b.line(f"{ctype} *restrict {vals} = {name}_copies + (size_t)omp_get_thread_num() * ({size});")
+            b.line("#pragma omp for schedule(static)")
+            yield scope
+            b.line("#pragma omp critical")
+            with b.block():
+                for name in copied:
+                    vals, size = names.vals(name), plan.targets[name].reduction_size()
+                    with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
+                        b.line(f"{name}_shared[p] += {vals}[p];")
+        for name in copied:
+            b.line(f"free({name}_copies);")
 
 
 def _require_ordered(iterators, loop: _Loop, plan: Plan) -> None:
@@ -436,6 +535,8 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
         q, end, c, seg = _iterator_names(it, plan)
         level = plan.read_levels(it.access)[it.level]
         header = f"for (; {q} < {end}; {q}++)" if level.unique else f"while ({q} < {end})"
+        if stmt.unroll:
+            b.line(f"#pragma GCC unroll {stmt.unroll}")
         with b.block(header):
             _count(plan, b, f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)

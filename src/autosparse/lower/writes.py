@@ -74,6 +74,16 @@ class Target(ABC):
     #: Whether the bound phase may replace a loop storing here by its trip count (`count_at_most`).
     bounds = False
 
+    def parallel_safe(self) -> bool:
+        """Whether iterations of a parallel loop may store here at once: stores touch nothing but their
+        own positions (no counts, no appends, no shared list)."""
+        return False
+
+    def reduction_size(self) -> str | None:
+        """How many values a thread's private copy holds when parallel iterations add into the same
+        positions (`temporary`); None when no two iterations store at one position."""
+        return None
+
     def allocate(self, b: CBuilder) -> None: ...
 
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None: ...
@@ -115,6 +125,12 @@ class DenseResult(Target):
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+
+    def parallel_safe(self) -> bool:
+        return True
+
+    def reduction_size(self) -> str | None:
+        return " * ".join(("1", *self.dims))
 
 
 @dataclass(frozen=True)
@@ -323,6 +339,9 @@ class SharedPatternResult(AssembledResult):
     source: Access | None = None  # the operand whose positions the result shares
     source_levels: tuple[Level, ...] = ()
     source_arrays: tuple[Mapping[str, str], ...] = ()  # the C names of its arrays, level by level
+
+    def parallel_safe(self) -> bool:
+        return all(self._mirrored(level) for level in range(len(self.levels)))
 
     def _mirrored(self, level: int) -> bool:
         """Whether the result's positions at `level` are the operand's (the root's always are)."""
