@@ -455,6 +455,16 @@ def run_differential(expression: str, formats: Mapping[str, str], case: str, val
     return result
 
 
+def expect_schedule_error(expression: str, formats: Mapping[str, str], schedule, words: Sequence[str]) -> None:
+    """Compiling and lowering `expression` under `schedule` raises a ScheduleError whose message has each
+    of `words` (the command, the variable, the rule)."""
+    with pytest.raises(asp.ScheduleError) as raised:
+        kernel = asp.compile(expression, formats=dict(formats), schedule=schedule)
+        kernel.source  # noqa: B018 - lowering checks what only the loops' shapes reveal
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
 def bug(reason: str, raises=None):
     """A strict xfail for a known compiler bug: when the bug is fixed the test fails, so the mark goes."""
     return pytest.mark.xfail(strict=True, raises=raises, reason=f"BUG: {reason}")

@@ -19,9 +19,10 @@ import numpy as np
 from ..cin import Stmt, assignments, concretize, default_loops, legalise, loop_indices, parse_cin, tensors
 from ..cin import accesses as cin_accesses
 from ..cin.check import check_computes
+from ..cin.provenance import Bound, BoundKind, Provenance, split_relations
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation, memory_limit
-from ..errors import AutosparseError, ScheduleError
+from ..errors import AutosparseError, ScheduleError, ShapeError
 from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
@@ -236,9 +237,16 @@ class _Call:
                              if slot.tensor == result)
         self.pointer_array = ctypes.c_void_p * len(self.source.slots)
         self.counter_count = len(self.source.counters or ()) + 1
+        self.bounds = tuple(r for r in split_relations(cin)[1] if isinstance(r, Bound))
 
     def bind(self, extents) -> "_Bound":
         """This specialisation for one set of extents, after the memory checks that depend on them."""
+        for bound in self.bounds:
+            extent = extents[bound.index]
+            if extent > bound.size or bound.kind is BoundKind.MAX_EXACT and extent != bound.size:
+                relation = "exactly" if bound.kind is BoundKind.MAX_EXACT else "at most"
+                raise ShapeError(f"The schedule's {bound} promises that {bound.index} has extent {relation} "
+                                 f"{bound.size}, but the operands give it {extent}")
         for workspace in self.workspaces:
             check_allocation(prod(extents[i] for i in workspace.indices) * workspace.nbytes_per_entry,
                              f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
@@ -329,7 +337,8 @@ def _derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[
             for mode, index in enumerate(access.indices):
                 if index not in known:
                     derived.setdefault(index, (access.tensor.name, mode))
-    unbound = {i for i in loop_indices(cin) if i not in known and i not in derived}
+    made = Provenance(split_relations(cin)[1]).derived()
+    unbound = {i for i in loop_indices(cin) if i not in known and i not in derived and i not in made}
     if unbound:
         raise ScheduleError(f"Expected every loop index to index an operand, but {', '.join(map(str, unbound))} "
                             f"indexes none, so its extent is unknown")

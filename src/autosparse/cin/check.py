@@ -11,29 +11,31 @@ from ..errors import ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
 from .ast import Access, Assign, Forall, Stmt, Where, accesses
+from .provenance import Provenance, split_relations
 from .rewrite import rebuild_expr
 
 
-def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = ()) -> None:
+def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = (), provenance: Provenance = Provenance()) -> None:
     """Raise ScheduleError for an index used outside a loop over it, a loop nested in a loop over the
-    same index, or a loop over an index nothing inside it uses."""
+    same index, or a loop over an index nothing inside it uses. A loop over a derived variable binds
+    the indices it came from once the loops over all their derived variables are around a use."""
     if isinstance(stmt, Forall):
         if stmt.index in bound:
             raise ScheduleError(f"Expected each index bound once, but ∀{stmt.index} is nested in a loop over "
                                 f"{stmt.index} in {stmt}")
         used = {i for a in _all_accesses(stmt.body) for i in a.indices}
-        if stmt.index not in used:
+        if not set(provenance.roots(stmt.index)) & used:
             raise ScheduleError(f"Expected the loop ∀{stmt.index} to be used, but no access inside it has "
                                 f"{stmt.index}: {stmt}")
-        check_bindings(stmt.body, (*bound, stmt.index))
+        check_bindings(stmt.body, (*bound, stmt.index), provenance)
     elif isinstance(stmt, Assign):
         for access in (stmt.lhs, *accesses(stmt.rhs)):
-            free = [i for i in access.indices if i not in bound]
+            free = [i for i in access.indices if not set(provenance.leaves(i)) <= set(bound)]
             if free:
                 raise ScheduleError(f"Expected a loop over {free[0]} around {stmt}, but none binds it")
     else:
         for child in stmt.children():
-            check_bindings(child, bound)
+            check_bindings(child, bound, provenance)
 
 
 def _all_accesses(stmt: Stmt) -> list[Access]:
@@ -102,7 +104,8 @@ def check_computes(stmt: Stmt, assignment: notation.Assignment) -> None:
     """Raise ScheduleError unless `stmt` computes `assignment` (the same accesses, in the same expression up
     to the order of factors and terms, which scheduling may change; a `+=` of reductions is the `=` of the
     notation)."""
-    check_bindings(stmt)
+    stmt, relations = split_relations(stmt)
+    check_bindings(stmt, provenance=Provenance(relations))
     computed = meaning(stmt)
     if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(assignment.rhs)):
         raise ScheduleError(f"Expected a schedule computing {assignment}, but the statement {stmt} computes "

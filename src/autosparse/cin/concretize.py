@@ -20,6 +20,7 @@ from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
 from .ast import Access, Assign, Protocol, Stmt, TensorVar, Where, default_access, nest, tensors, unnest_loops
+from .provenance import Provenance, attach, split_relations
 from .rewrite import rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
@@ -102,21 +103,39 @@ def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...
 
 def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     """Route the writes of a forall nest through a workspace from the first loop at which appending to the
-    sparse output would go out of order; return `stmt` itself when no loop does."""
-    headers, assign = unnest_loops(stmt)
-    loops = tuple(loop.index for loop in headers)
+    sparse output would go out of order; return `stmt` itself when no loop does. A loop over a derived
+    variable counts as the loop over the indices it came from, once the last of their loops is entered."""
+    body, relations = split_relations(stmt)
+    provenance = Provenance(relations)
+    headers, assign = unnest_loops(body)
     if not isinstance(assign, Assign):
         return stmt
-    at = _first_disorder(loops, assign.lhs)
+    recovered, first_loop = _recovery_order(headers, provenance)
+    at = _first_disorder(recovered, assign.lhs)
     if at is None:
         return stmt
-    outer = loops[:at]
+    outer = recovered[:at]
     inner = tuple(i for i in assign.lhs.level_indices if i not in outer)
-    workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(stmt)))
+    workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(body)))
     write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
-    producer = nest(headers[at:], Assign(write, assign.rhs, assign.accumulate))
-    return nest(headers[:at], Where(consumer, producer))
+    split_at = first_loop[recovered[at]]
+    producer = nest(headers[split_at:], Assign(write, assign.rhs, assign.accumulate))
+    return attach(nest(headers[:split_at], Where(consumer, producer)), relations)
+
+
+def _recovery_order(headers, provenance: Provenance) -> tuple[tuple[IndexVar, ...], dict[IndexVar, int]]:
+    """The original indices in the order the loops complete them, and the first loop of each."""
+    completed: list[IndexVar] = []
+    first: dict[IndexVar, int] = {}
+    seen: set[IndexVar] = set()
+    for depth, loop in enumerate(headers):
+        seen.add(loop.index)
+        for root in provenance.roots(loop.index):
+            first.setdefault(root, depth)
+            if root not in completed and set(provenance.leaves(root)) <= seen:
+                completed.append(root)
+    return tuple(completed), first
 
 
 def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:

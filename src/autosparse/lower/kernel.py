@@ -22,6 +22,7 @@ from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..format.level import Level
+from ..cin.provenance import Provenance, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
 from .lower import Plan, Scope, lower
@@ -61,7 +62,9 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         raise ScheduleError(f"Expected one result tensor in {stmt}, but found {sorted(results) or 'none'}")
     result = variables[results[0]]
     operands = tuple(sorted(n for n, v in variables.items() if n not in written and not v.temporary))
-    indices = tuple(dict.fromkeys(n.index for n in walk(stmt) if isinstance(n, Forall)))
+    provenance = Provenance(split_relations(stmt)[1])
+    indices = tuple(dict.fromkeys(root for n in walk(stmt) if isinstance(n, Forall)
+                                  for root in provenance.roots(n.index)))
     extent = {index: names.extent(index) for index in indices}
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}
     result_value = value_c[result.name]
@@ -203,7 +206,7 @@ def _pattern_source(stmt: Stmt) -> Access | None:
     operand alone (every other access reaches their indices by locating them, the operand is a factor of
     the whole right-hand side). Each of the operand's positions is then visited once, in order, and is the
     result's position."""
-    loops, stmt = unnest(stmt)
+    loops, stmt = unnest(split_relations(stmt)[0])
     if not isinstance(stmt, Assign):
         return None
     lhs, rhs = stmt.lhs, stmt.rhs

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Mapping
 
 from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Where, accesses,
                        assignments, nest, unnest, unnest_loops, walk)
+from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split, SuchThat
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -53,10 +54,18 @@ class Scope:
     loops: tuple[IndexVar, ...] = ()  # the indices of the enclosing loops, outermost first
     bounded: frozenset[str] = frozenset()  # the targets whose loops the bound phase replaces
     atomic: bool = False  # sums into results and outer registers race (a parallel loop with atomics)
+    provenance: Provenance = Provenance()
+    derived: frozenset[IndexVar] = frozenset()  # the derived variables whose loops are around
+    ranges: Mapping[IndexVar, tuple[str, str]] = field(default_factory=dict)  # a position variable's [lo, hi)
+    #: Indices whose coordinate (or position in an access) the loops around already fixed: a forall over
+    #: one runs once, there.
+    fixed: Mapping[IndexVar, "_Fixed"] = field(default_factory=dict)
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
-    if isinstance(stmt, Forall):
+    if isinstance(stmt, SuchThat):
+        lower(stmt.stmt, plan, replace(scope, provenance=Provenance(stmt.relations)), b)
+    elif isinstance(stmt, Forall):
         _forall(stmt, plan, scope, b)
     elif isinstance(stmt, Assign):
         _assign(stmt, plan, scope, b)
@@ -260,25 +269,19 @@ def _lattice(stmt, loop: _Loop, produced: Mapping[str, lat.Lattice]) -> lat.Latt
 
 
 def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    if stmt.index in scope.fixed:
+        _fixed_forall(stmt, plan, scope, b)
+        return
+    if scope.provenance.defining(stmt.index) is not None:
+        _derived_forall(stmt, plan, scope, b)
+        return
     loop = _survey(stmt, plan, scope)
     lattice = _lattice(stmt.body, loop, {})
     bounded = _bounded_target(stmt, plan, scope)
     if bounded is not None:
         _count_trips(loop, lattice, bounded, plan, scope, b)
         return
-    hoisted = _hoistable(stmt, plan, scope)
-    invariant = []
-    outer = scope
-    with b.block():
-        if hoisted is not None:
-            name, register, stored = hoisted
-            stmt, invariant = _split_invariant(stmt)
-            if not plan.counting:
-                b.line(f"{plan.value_types[name]} {register} = 0;")
-            if stored:
-                b.line(f"int {stored} = 0;")
-            # the register is this block's own: only iterations of this very loop can race on it
-            scope = replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
+    with b.block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
             _dense_loop(stmt, loop, lattice, plan, scope, b)
@@ -289,9 +292,26 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
                                     f"loops over a whole dimension run in parallel so far")
             for point in lattice:
                 _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
-        if hoisted is not None:
-            total = product([*invariant, _Register(register)]) if invariant else _Register(register)
-            _store_hoisted(stmt, name, total, stored, plan, replace(scope, atomic=outer.atomic), b)
+
+
+@contextmanager
+def _hoisting(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> Iterator[tuple[Forall, Scope]]:
+    """Around a reduction nest, a register that the nest sums into and that is stored once after it
+    (LOWERING.md §6); yields the nest (its invariant factors taken out) and the scope of its body."""
+    hoisted = _hoistable(stmt, plan, scope)
+    if hoisted is None:
+        yield stmt, scope
+        return
+    name, register, stored = hoisted
+    stmt, invariant = _split_invariant(stmt, scope.provenance)
+    if not plan.counting:
+        b.line(f"{plan.value_types[name]} {register} = 0;")
+    if stored:
+        b.line(f"int {stored} = 0;")
+    # the register is this block's own: only iterations of this very loop can race on it
+    yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
+    total = product([*invariant, _Register(register)]) if invariant else _Register(register)
+    _store_hoisted(stmt, name, total, stored, plan, scope, b)
 
 
 def _bounded_target(stmt: Forall, plan: Plan, scope: Scope) -> str | None:
@@ -345,7 +365,8 @@ def _hoistable(stmt: Forall, plan: Plan, scope: Scope) -> tuple[str, str, str | 
     if not isinstance(body, Assign) or not body.accumulate:
         return None
     name = body.lhs.tensor.name
-    if any(index in body.lhs.indices for index in loops) or name in scope.accumulators:
+    if any(root in body.lhs.indices for index in loops for root in scope.provenance.roots(index)) \
+            or name in scope.accumulators:
         return None
     dense = plan.targets[name].flag_free
     return name, plan.fresh("acc"), None if dense else plan.fresh("stored")
@@ -358,11 +379,11 @@ class _Register:
     name: str
 
 
-def _split_invariant(stmt: Forall) -> tuple[Forall, list]:
+def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list]:
     """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
     multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
     loops, body = unnest_loops(stmt)
-    indices = {loop.index for loop in loops}
+    indices = {root for loop in loops for root in provenance.roots(loop.index)}
     terms = factors(body.rhs)
     invariant = [t for t in terms
                  if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & indices]
@@ -474,7 +495,8 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
             raise ScheduleError(f"{command}: {name} is assembled by appending, which threads cannot share "
                                 f"(parallel assembly is not built yet); a dense result, or one with an operand's "
                                 f"pattern, can be written in parallel")
-    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY else []
+    # a count phase sums no values: its registers are not even declared
+    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not plan.counting else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
     clauses = ([f"reduction(+: {', '.join(summed)})"] if summed else []) + \
               ([f"reduction(|: {', '.join(flags)})"] if flags else [])
@@ -625,3 +647,275 @@ def _count(plan: Plan, b: CBuilder, label: str) -> None:
     if plan.counters is not None:
         b.line(f"counters[{len(plan.counters)}]++;")
         plan.counters.append(label)
+
+
+# --- derived loops (Senanayake et al. §4.2) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Fixed:
+    """Where the loops around put an index: at a coordinate, or (`access` given) at a position of the
+    access's `level`. `in_order`: the loops visit its values increasing; `repeats`: consecutive
+    iterations may fix the same value (the outer index of a collapse)."""
+
+    value: str
+    access: Access | None = None
+    level: int = -1
+    in_order: bool = True
+    repeats: bool = False
+
+
+def _derived_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """for (v = 0; v < its extent; v++) over a derived variable. Once the loops over every variable made
+    alongside it are around, the variable they came from is recovered, and so on up to the tensors' own
+    indices, which the body then sees fixed. Bounds, not guards, cut the last tile short."""
+    with b.block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
+        _derived_loop(stmt, plan, scope, b)
+
+
+def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    index, relation = stmt.index, scope.provenance.defining(stmt.index)
+    var = names.coordinate(index)
+    scope, upper, recovered = _derived_range(relation, index, plan, scope, b)
+    inner = replace(scope, derived=scope.derived | {index})
+    rows = None
+    if recovered is not None:
+        made, value = recovered
+        if _collapsed_pos(made, scope) and stmt.parallel is None:  # search once, then follow the rows
+            rows = _Rows(_search_row(made, value("0"), plan, scope, b), _row_sum(stmt.body, made, plan, scope, b))
+    if rows is not None and rows.sum is not None:
+        inner = replace(inner, accumulators={**inner.accumulators, rows.sum[0]: (rows.sum[1], None)})
+    parallel = _parallel(stmt, [], plan, inner, b) if stmt.parallel is not None else nullcontext(inner)
+    with parallel as inner:
+        if stmt.unroll:
+            b.line(f"#pragma GCC unroll {stmt.unroll}")
+        with b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"):
+            _count(plan, b, f"∀{index} {relation}")
+            if recovered is None:
+                lower(stmt.body, plan, inner, b)
+            else:
+                in_order = not (isinstance(relation, Split) and index == relation.outer)
+                _recover(made, value(var), stmt.body, plan, inner, b, in_order, rows)
+    if rows is not None and rows.sum is not None:
+        _flush_row(made, rows, stmt.body, plan, scope, b)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A loop over the positions of collapsed levels follows the row (first-level position) it is in:
+    `row`, found once by binary search; `sum`, (tensor, register) when the body adds into a result at
+    the row's coordinate alone, which then sums each row in a register stored when the row changes
+    (the paper's flushed scalar temporary) instead of adding every entry into the result."""
+
+    row: str
+    sum: tuple[str, str] | None
+
+
+def _row_sum(body: Stmt, made: IndexVar, plan: Plan, scope: Scope, b: CBuilder) -> tuple[str, str] | None:
+    collapsed = scope.provenance.defining(scope.provenance.defining(made).index)
+    if plan.counting or not isinstance(body, Assign) or not body.accumulate:
+        return None
+    name = body.lhs.tensor.name
+    target = plan.targets.get(name)
+    if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
+            or name in scope.accumulators:
+        return None
+    register = plan.fresh("row_sum")
+    b.line(f"{plan.value_types[name]} {register} = 0;")
+    return name, register
+
+
+def _flush_row(made: IndexVar, rows: _Rows, body: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """Add the row's register into the result at the row's coordinate (when the loop reached a row)."""
+    relation = scope.provenance.defining(made)
+    outer = scope.provenance.defining(relation.index).outer
+    first = plan.read_levels(relation.access)[0]
+    with b.block(f"if ({rows.row} < {scope.ranges[made][3]})"):
+        b.line(f"const int64_t {names.coordinate(outer)} = {rows.row if first.full else first.coordinate(rows.row)};")
+        position = _target_position(body.lhs, plan, scope, b)
+        _store(body.lhs.tensor.name, position, "+=", rows.sum[1], plan, scope, b)
+
+
+def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuilder
+                   ) -> tuple[Scope, str, tuple[IndexVar, Callable[[str], str]] | None]:
+    """The loop's upper bound, and (when the loop completes a derivation) the variable it recovers with
+    its value as a function of the loop's own variable."""
+    var = names.coordinate(index)
+    if isinstance(relation, Split):
+        scope, extent = _extent(relation.parent, plan, scope, b)
+        n = relation.factor
+        tiles, tile = f"(({extent} + {n - 1}) / {n})", str(n)
+        if relation.divide:
+            tiles, tile = tile, tiles
+        outer, inner = names.coordinate(relation.outer), names.coordinate(relation.inner)
+        other = relation.inner if index == relation.outer else relation.outer
+        if other not in scope.derived:
+            return scope, tiles if index == relation.outer else f"min64({tile}, {extent})", None
+        if index == relation.outer:
+            return (scope, f"({extent} - {inner} + {tile} - 1) / {tile}",
+                    (relation.parent, lambda v: f"{v} * {tile} + {inner}"))
+        return scope, f"min64({tile}, {extent} - {outer} * {tile})", (relation.parent, lambda v: f"{outer} * {tile} + {v}")
+    if isinstance(relation, Bound):
+        size = str(relation.size)
+        upper = size if relation.kind is BoundKind.MAX_EXACT else f"min64({size}, {names.extent(relation.index)})"
+        return scope, upper, (index, lambda v: v)
+    scope, extent = _extent(index, plan, scope, b)
+    return scope, extent, (index, lambda v: v)
+
+
+def _extent(index: IndexVar, plan: Plan, scope: Scope, b: CBuilder) -> tuple[Scope, str]:
+    """The number of values of `index`: a dimension, a product of dimensions, or a position range
+    (declared here, where the loops first need it)."""
+    relation = scope.provenance.defining(index)
+    if relation is None:
+        return scope, names.extent(index)
+    if isinstance(relation, Collapse):
+        return scope, f"({names.extent(relation.outer)} * {names.extent(relation.inner)})"
+    if index not in scope.ranges:
+        scope = replace(scope, ranges={**scope.ranges, index: _declare_positions(relation, plan, scope, b)})
+    lo, hi = scope.ranges[index][:2]
+    return scope, f"({hi} - {lo})"
+
+
+def _declare_positions(relation: Pos, plan: Plan, scope: Scope, b: CBuilder) -> tuple[str, ...]:
+    """[lo, hi) of the positions `relation` runs over: one level's, below the position the loops around
+    reached in the access above it; for a collapsed index, those of the second level below the whole first
+    (whose own range follows, for the row search)."""
+    access, roots = relation.access, scope.provenance.roots(relation.index)
+    depth = access.level_indices.index(roots[0])
+    if depth and (access, depth - 1) not in scope.reads:
+        raise ScheduleError(f"{relation}: the loop over {relation.position} runs before {access} reaches its level "
+                            f"for {access.level_indices[depth - 1]}; put it inside that loop")
+    levels = plan.read_levels(access)
+    parent = scope.reads.get((access, depth - 1), ROOT)
+    lo, hi = plan.fresh("lo"), plan.fresh("hi")
+    if len(roots) == 1:
+        begin, end = levels[depth].range(parent)
+        b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+        return lo, hi
+    first_lo, first_hi = plan.fresh("lo"), plan.fresh("hi")
+    first = ("0", names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT)
+    b.line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
+    begin, end = levels[1].range(Position(first_lo, end=first_hi))
+    b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+    return lo, hi, first_lo, first_hi
+
+
+def _collapsed_pos(index: IndexVar, scope: Scope) -> bool:
+    relation = scope.provenance.defining(index)
+    return isinstance(relation, Pos) and isinstance(scope.provenance.defining(relation.index), Collapse)
+
+
+def _search_row(index: IndexVar, offset: str, plan: Plan, scope: Scope, b: CBuilder) -> str:
+    """Binary search for the first-level position holding position `lo + offset` of the second level:
+    the last row whose segment starts at or before it."""
+    relation = scope.provenance.defining(index)
+    lo, _, first_lo, first_hi = scope.ranges[index]
+    row, high, mid = plan.fresh("row"), plan.fresh("high"), plan.fresh("mid")
+    starts = plan.read_levels(relation.access)[1]
+    b.line(f"int64_t {row} = {first_lo};")
+    with b.block():
+        b.line(f"int64_t {high} = {first_hi};")
+        with b.block(f"while ({high} - {row} > 1)"):
+            b.line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
+            b.line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
+    return row
+
+
+def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, b: CBuilder, in_order: bool,
+             rows: _Rows | None) -> None:
+    """`index` is `value` here: recover what it was derived from, then lower the body with the tensors'
+    own indices fixed."""
+    relation = scope.provenance.defining(index)
+    fixed = dict(scope.fixed)
+    if relation is None or isinstance(relation, Bound):
+        original = index if relation is None else relation.index
+        fixed[original] = _Fixed(value, in_order=in_order)
+        lower(Forall(original, body), plan, replace(scope, fixed=fixed), b)
+        return
+    if isinstance(relation, Collapse):
+        fixed[relation.outer] = _Fixed(f"({value}) / {names.extent(relation.inner)}", in_order=in_order, repeats=True)
+        fixed[relation.inner] = _Fixed(f"({value}) % {names.extent(relation.inner)}", in_order=in_order)
+        lower(Forall(relation.outer, Forall(relation.inner, body)), plan, replace(scope, fixed=fixed), b)
+        return
+    # a position of the access: read its coordinates back
+    q = plan.fresh("q")
+    b.line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
+    collapsed = scope.provenance.defining(relation.index)
+    access = relation.access
+    if not isinstance(collapsed, Collapse):
+        depth = access.level_indices.index(relation.index)
+        fixed[relation.index] = _Fixed(q, access, depth, in_order)
+        lower(Forall(relation.index, body), plan, replace(scope, fixed=fixed), b)
+        return
+    row = rows.row if rows else _search_row(index, value, plan, scope, b)
+    ends = plan.read_levels(access)[1].range(Position(row))[1]
+    if rows is not None and rows.sum is not None:
+        with b.block(f"if ({ends} <= {q})"):
+            outside = replace(scope, accumulators={k: v for k, v in scope.accumulators.items() if k != rows.sum[0]})
+            _flush_row(index, rows, body, plan, outside, b)
+            b.line(f"{rows.sum[1]} = 0;")
+            b.line(f"do {row}++; while ({ends} <= {q});")
+        scope = replace(scope, atomic=False)  # the body only adds into the register, this thread's own
+    else:
+        b.line(f"while ({ends} <= {q}) {row}++;")
+    fixed[collapsed.outer] = _Fixed(row, access, 0, in_order, repeats=True)
+    fixed[collapsed.inner] = _Fixed(q, access, 1, in_order)
+    lower(Forall(collapsed.outer, Forall(collapsed.inner, body)), plan, replace(scope, fixed=fixed), b)
+
+
+def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
+    """The body of a forall whose index the derived loops around have fixed, at that coordinate (the
+    loop may then only locate and read dense operands) or at that position of an access (which then
+    must be the only one it steps, at every point of its lattice)."""
+    fixed = scope.fixed[stmt.index]
+    scope = replace(scope, fixed={k: v for k, v in scope.fixed.items() if k != stmt.index})
+    rule = scope.provenance.deriving(stmt.index)
+    loop = _survey(stmt, plan, scope)
+    lattice = _lattice(stmt.body, loop, {})
+    _check_fixed_writes(stmt.index, rule, fixed, loop, plan, scope)
+    index = names.coordinate(stmt.index)
+    sparse = _sparse_iterators(lattice)
+    with b.block():
+        if fixed.access is None:
+            if sparse:
+                raise ScheduleError(f"{rule}: the loop over {stmt.index} steps {sparse[0].access} through a sparse "
+                                    f"level, which the derived loops cannot enter at a coordinate: use pos on it")
+            b.line(f"const int64_t {index} = {fixed.value};")
+            _cases(stmt, loop, lattice, lattice, plan, scope, b)
+            return
+        it = loop.stepped.get(fixed.access)
+        if it is None or it.level != fixed.level:
+            raise ScheduleError(f"{rule}: {fixed.access} is not stepped at {stmt.index} (it is located, or the "
+                                f"loops reach it out of its storage order)")
+        others = [other for other in sparse if other != it]
+        if others:
+            raise ScheduleError(f"{rule}: the loop over {stmt.index} also steps {others[0].access}; the positions of "
+                                f"{fixed.access} alone would skip its coordinates")
+        if not all(it in point.iterators for point in lattice):
+            raise ScheduleError(f"{rule}: the loop over {stmt.index} also covers coordinates that {fixed.access} "
+                                f"lacks (a sum), which its positions never reach")
+        if it.full:  # a dense first level: its position is its coordinate
+            b.line(f"const int64_t {index} = {fixed.value};")
+        else:
+            q, _, c, _ = _iterator_names(it, plan)
+            b.line(f"const int64_t {q} = {fixed.value};")
+            _load(it, plan, b, guard=False)
+            b.line(f"const int64_t {index} = {c};")
+        _case_body(stmt, loop, lattice[0], plan, scope, b)
+
+
+def _check_fixed_writes(index: IndexVar, rule, fixed: _Fixed, loop: _Loop, plan: Plan, scope: Scope) -> None:
+    """A result assembled by appending takes its entries in storage order: the derived loops must fix
+    the index in increasing order, with no loop over a half-derived index around it (tiles of another
+    index would interleave its rows), and repeat it only where the result's level is dense."""
+    for name, level in loop.written:
+        target = plan.targets[name]
+        half = [v for v in scope.derived
+                if not all(set(scope.provenance.leaves(root)) <= scope.derived for root in scope.provenance.roots(v))]
+        if not fixed.in_order or half:
+            why = f"the loop over {half[0]} interleaves" if half else "the loops visit it out of order, which mixes"
+            raise ScheduleError(f"{rule}: {name} is assembled by appending in order, but at {index} {why} its "
+                                f"entries; put the tiles' outer loops first, or precompute into a workspace")
+        if fixed.repeats and not target.levels[level].properties.full:
+            raise ScheduleError(f"{rule}: {name}'s level for {index} is sparse, and the collapsed loop would "
+                                f"append {index} once per entry below it")

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ..cin.ast import (Access, Assign, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt, TensorVar, Where,
                        accesses, assignments, default_access, nest, tensors, unnest_loops, walk)
+from ..cin.provenance import Provenance
 from ..cin.rewrite import factors, product, rebuild_expr
 from ..errors import ScheduleError
 from ..format import Format
@@ -94,15 +95,20 @@ def _replace_chain(stmt: Stmt, old: Stmt, new: Stmt) -> Stmt:
 
 # --- parallelize and unroll ----------------------------------------------------------------------------
 
-def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race) -> Stmt:
+def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race,
+                provenance: Provenance = Provenance()) -> Stmt:
     """Mark the loop over `index` parallel. The race strategy must fit what the loop writes:
     `no_races` needs every result position written inside to depend on `index` (no reduction over
-    it); `atomics` and `temporary` need the writes to be sums. Temporaries (`where`) inside a parallel
+    it; a derived `index` stands for the coordinates it was derived from, and a position over collapsed
+    levels for all of them); `atomics` and `temporary` need the writes to be sums. Temporaries (`where`) inside a parallel
     loop would be shared by the threads, and a second level of threads is not supported."""
     command = f"parallelize({index}, {unit.value}, {race.value})"
     loop = _loop(stmt, index, command)
     if loop.parallel is not None:
         raise _fail("parallelize", index, "the loop is already parallel")
+    if loop.unroll:
+        raise _fail("parallelize", index, "the loop is unrolled, and OpenMP's pragma must directly precede its loop: "
+                                          "split it and unroll the inner part")
     if unit is ParallelUnit.CPU_THREAD and any(isinstance(n, Forall) and n.parallel is not None
                                                and n.parallel.unit is ParallelUnit.CPU_THREAD
                                                for n in walk(stmt) if _encloses(n, loop) or _encloses(loop, n)):
@@ -112,7 +118,7 @@ def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race) -> 
         raise _fail("parallelize", index, "a where inside a parallel loop would share its temporary between "
                                           "threads (per-thread temporaries are not supported yet)")
     written = [a for a in assignments(loop.body) if not a.lhs.tensor.temporary]
-    reduced = [a for a in written if index not in a.lhs.indices]
+    reduced = [a for a in written if not provenance.writes_apart(index, a.lhs.indices)]
     if race is Race.NO_RACES and reduced:
         raise _fail("parallelize", index, f"no_races over a reduction: {reduced[0].lhs} is summed over {index}, "
                                           f"so iterations write the same place (use atomics or temporary)")

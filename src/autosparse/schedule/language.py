@@ -14,15 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cin.ast import ParallelUnit, Race, Stmt
+from ..cin.provenance import BoundKind, Provenance, attach, split_relations
 from ..errors import ParseError, ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar, Literal
 from ..notation.parser import _Parser
-from . import commands
+from . import commands, derive
 
 #: Commands of the contract that later steps of the scheduling work add.
-NOT_YET = {"split", "divide", "pos", "coord", "collapse", "bound", "coiterate", "loopfuse"}
-ARITY = {"reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2)}
+NOT_YET = {"coiterate", "loopfuse"}
+ARITY = {"reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2), "split": (4, 4),
+         "divide": (4, 4), "collapse": (3, 3), "pos": (3, 3), "coord": (2, 2), "bound": (4, 4)}
 
 
 @dataclass(frozen=True)
@@ -63,15 +65,36 @@ class Schedule:
     def unroll(self, index, factor: int) -> "Schedule":
         return self._then("unroll", index, factor)
 
+    def split(self, index, outer, inner, factor: int) -> "Schedule":
+        return self._then("split", index, outer, inner, factor)
+
+    def divide(self, index, outer, inner, parts: int) -> "Schedule":
+        return self._then("divide", index, outer, inner, parts)
+
+    def collapse(self, outer, inner, fused) -> "Schedule":
+        return self._then("collapse", outer, inner, fused)
+
+    def pos(self, index, position, access) -> "Schedule":
+        return self._then("pos", index, position, access)
+
+    def coord(self, position, index) -> "Schedule":
+        return self._then("coord", position, index)
+
+    def bound(self, index, bounded, size: int, kind="max_exact") -> "Schedule":
+        return self._then("bound", index, bounded, size, kind)
+
     def apply(self, stmt: Stmt) -> Stmt:
+        """The commands replayed on `stmt`; a SuchThat holding the relations when a command derived
+        index variables."""
+        stmt, relations = split_relations(stmt)
         parallel = None
         for command in self.commands:
             if parallel is not None:
                 raise ScheduleError(f"{command}: no command may follow {parallel} (Senanayake et al. §4)")
-            stmt = _run(command, stmt)
+            stmt, relations = _run(command, stmt, relations)
             if command.name == "parallelize":
                 parallel = command
-        return stmt
+        return attach(stmt, relations)
 
 
 def _argument(value):
@@ -145,17 +168,32 @@ def _choice(kind, node, command: Command):
         raise ScheduleError(f"{command}: expected one of {spellings}, but found {text!r}") from None
 
 
-def _run(command: Command, stmt: Stmt) -> Stmt:
-    args = command.args
-    if command.name == "reorder":
-        return commands.reorder(stmt, tuple(_index(a, command) for a in args))
-    if command.name == "precompute":
+def _integer(node, command: Command) -> int:
+    if not isinstance(node, Literal) or not isinstance(node.value, int):
+        raise ScheduleError(f"{command}: expected a positive integer, not {node}")
+    return node.value
+
+
+def _run(command: Command, stmt: Stmt, relations: tuple) -> tuple[Stmt, tuple]:
+    args, name = command.args, command.name
+    if name == "reorder":
+        return commands.reorder(stmt, tuple(_index(a, command) for a in args)), relations
+    if name == "precompute":
         fmt = _name(args[3], command) if len(args) > 3 else None
-        return commands.precompute(stmt, args[0], _index(args[1], command), _index(args[2], command), fmt)
-    if command.name == "parallelize":
+        return commands.precompute(stmt, args[0], _index(args[1], command), _index(args[2], command), fmt), relations
+    if name == "parallelize":
         return commands.parallelize(stmt, _index(args[0], command), _choice(ParallelUnit, args[1], command),
-                                    _choice(Race, args[2], command))
-    factor = args[1]
-    if not isinstance(factor, Literal) or not isinstance(factor.value, int):
-        raise ScheduleError(f"{command}: the factor must be a positive integer, not {factor}")
-    return commands.unroll(stmt, _index(args[0], command), factor.value)
+                                    _choice(Race, args[2], command), Provenance(relations)), relations
+    if name == "unroll":
+        return commands.unroll(stmt, _index(args[0], command), _integer(args[1], command)), relations
+    if name in ("split", "divide"):
+        return derive.split(stmt, relations, *(_index(a, command) for a in args[:3]), _integer(args[3], command),
+                            divide=name == "divide")
+    if name == "collapse":
+        return derive.collapse(stmt, relations, *(_index(a, command) for a in args))
+    if name == "pos":
+        return derive.pos(stmt, relations, _index(args[0], command), _index(args[1], command), args[2])
+    if name == "coord":
+        return derive.coord(stmt, relations, _index(args[0], command), _index(args[1], command))
+    return derive.bound(stmt, relations, _index(args[0], command), _index(args[1], command),
+                        _integer(args[2], command), _choice(BoundKind, args[3], command))
