@@ -109,6 +109,7 @@ PARALLEL = [
     (SDDMM, {"B": "csr", "A": "csr"}, "parallelize(k, cpu_thread, temporary)"),  # counted, then summed
     (MTTKRP, {"B": "dss"}, "parallelize(i, cpu_thread, no_races)"),
     ("A(i,j) = B(i,j,k) * c(k)", {"B": "dss", "A": "ds"}, "unroll(k, 4); parallelize(i, cpu_thread, no_races)"),
+    ("A(i,j) = B(i,j,k) * c(k)", {"B": "dss", "A": "ds"}, "parallelize(i, cpu_thread, atomics)"),  # stored once
 ]
 
 

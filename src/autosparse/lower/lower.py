@@ -684,6 +684,10 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             rows = _Rows(_search_row(made, value("0"), plan, scope, b), _row_sum(stmt.body, made, plan, scope, b))
     if rows is not None and rows.sum is not None:
         inner = replace(inner, accumulators={**inner.accumulators, rows.sum[0]: (rows.sum[1], None)})
+    in_order = not (isinstance(relation, Split) and index == relation.outer)
+    if rows is not None and in_order:  # the loop runs over consecutive positions
+        _row_segments(stmt, made, value("0"), upper, rows, plan, inner, b)
+        return
     parallel = _parallel(stmt, [], plan, inner, b) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
@@ -693,10 +697,49 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             if recovered is None:
                 lower(stmt.body, plan, inner, b)
             else:
-                in_order = not (isinstance(relation, Split) and index == relation.outer)
                 _recover(made, value(var), stmt.body, plan, inner, b, in_order, rows)
     if rows is not None and rows.sum is not None:
         _flush_row(made, rows, stmt.body, plan, scope, b)
+
+
+def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, rows: _Rows, plan: Plan, scope: Scope,
+                  b: CBuilder) -> None:
+    """A loop over `count` consecutive positions of collapsed levels from `start`, run row by row: the
+    hot loop is a plain one over the part of a row in range (as in the unscheduled kernel), and a row's
+    register is flushed once, after it."""
+    relation = scope.provenance.defining(made)
+    collapsed, access = scope.provenance.defining(relation.index), relation.access
+    q, stop, segment, first = plan.fresh("q"), plan.fresh("stop"), plan.fresh("segment"), plan.fresh("first")
+    b.line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
+    b.line(f"const int64_t {stop} = {q} + {count};")
+    ends = plan.read_levels(access)[1].range(Position(rows.row))[1]
+    with b.block(f"while ({q} < {stop})"):
+        b.line(f"while ({ends} <= {q}) {rows.row}++;")
+        b.line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
+        if stmt.unroll:
+            b.line(f"#pragma GCC unroll {stmt.unroll}")
+        with b.block(f"for (; {q} < {segment}; {q}++)"):
+            _count(plan, b, f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
+            _at_row(collapsed, access, rows.row, q, stmt.body, plan, replace(scope, atomic=False) if rows.sum else scope, b)
+        if rows.sum is not None:
+            outside = replace(scope, accumulators={k: v for k, v in scope.accumulators.items() if k != rows.sum[0]})
+            if scope.atomic:  # a row begun and ended within these positions is no other chunk's
+                starts = plan.read_levels(access)[1].range(Position(rows.row))[0]
+                with b.block(f"if ({first} == {starts} && {segment} < {stop})"):
+                    _flush_row(made, rows, stmt.body, plan, replace(outside, atomic=False), b)
+                with b.block("else"):
+                    _flush_row(made, rows, stmt.body, plan, outside, b)
+            else:
+                _flush_row(made, rows, stmt.body, plan, outside, b)
+            b.line(f"{rows.sum[1]} = 0;")
+
+
+def _at_row(collapsed: Collapse, access: Access, row: str, q: str, body: Stmt, plan: Plan, scope: Scope,
+            b: CBuilder, in_order: bool = True) -> None:
+    """The body at position `q` of the second collapsed level, in first-level position `row`."""
+    fixed = {**scope.fixed, collapsed.outer: _Fixed(row, access, 0, in_order, repeats=True),
+             collapsed.inner: _Fixed(q, access, 1, in_order)}
+    lower(Forall(collapsed.outer, Forall(collapsed.inner, body)), plan, replace(scope, fixed=fixed), b)
 
 
 @dataclass(frozen=True)
@@ -858,9 +901,7 @@ def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, 
         scope = replace(scope, atomic=False)  # the body only adds into the register, this thread's own
     else:
         b.line(f"while ({ends} <= {q}) {row}++;")
-    fixed[collapsed.outer] = _Fixed(row, access, 0, in_order, repeats=True)
-    fixed[collapsed.inner] = _Fixed(q, access, 1, in_order)
-    lower(Forall(collapsed.outer, Forall(collapsed.inner, body)), plan, replace(scope, fixed=fixed), b)
+    _at_row(collapsed, access, row, q, body, plan, scope, b, in_order)
 
 
 def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:

@@ -337,6 +337,7 @@ class SharedPatternResult(AssembledResult):
     the result's values start zeroed only when dense result levels have positions the operand lacks."""
 
     source: Access | None = None  # the operand whose positions the result shares
+    overwrites = True  # each position is stored once, by the one statement that writes the result
     source_levels: tuple[Level, ...] = ()
     source_arrays: tuple[Mapping[str, str], ...] = ()  # the C names of its arrays, level by level
 
