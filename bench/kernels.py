@@ -107,7 +107,9 @@ class Reference:
 
     FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 
-    def __init__(self):
+    def __init__(self, openmp: bool = False):
+        """`openmp`: build with -fopenmp, so that the references that take a thread count use them."""
+        self.flags = (*self.FLAGS, "-fopenmp") if openmp else self.FLAGS
         self.directory = Path(tempfile.mkdtemp(prefix="autosparse-bench-ref-"))
         atexit.register(shutil.rmtree, self.directory, True)
         self.libraries: dict[str, ctypes.CDLL] = {}
@@ -115,7 +117,7 @@ class Reference:
     def function(self, file: str, name: str, restype=None):
         if file not in self.libraries:
             target = self.directory / f"{file}.so"
-            command = [os.environ.get("CC", "cc"), *self.FLAGS, "-o", str(target), str(REFERENCE / f"{file}.c")]
+            command = [os.environ.get("CC", "cc"), *self.flags, "-o", str(target), str(REFERENCE / f"{file}.c")]
             subprocess.run(command, check=True)
             self.libraries[file] = ctypes.CDLL(str(target))
         function = getattr(self.libraries[file], name)
@@ -445,7 +447,7 @@ def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, ref: Reference
 
     def reference():
         c = np.empty((rows, cols))
-        spmm(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(c))
+        spmm(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(c), 1)
         return c
 
     tm, tb = tensora_csr(m), tensora_dense(b)
@@ -472,7 +474,8 @@ def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, ref: Reference) -> Ca
 
     def reference():
         pos, crd, out = np.empty(rows + 1, dtype=np.int32), np.empty(m.nnz, dtype=np.int32), np.empty(m.nnz)
-        sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d), ptr(pos), ptr(crd), ptr(out))
+        sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d), ptr(pos), ptr(crd), ptr(out),
+              1)
         return pos, crd, out
 
     pm = sparse.COO.from_scipy_sparse(m)

@@ -1,12 +1,14 @@
 /* SDDMM A(i,j) = B(i,j) * sum_k C(i,k) D(k,j): B and A in CSR with the same pattern, C dense (rows x K)
-   and D dense (K x cols), both row-major. One dot product per stored entry of B. */
+   and D dense (K x cols), both row-major. One dot product per stored entry of B. Rows are shared among
+   `threads` OpenMP threads when built with -fopenmp (the pragma is ignored otherwise). */
 #include <stdint.h>
 
 void sddmm(int32_t rows, int32_t cols, int32_t K, const int32_t *Bpos, const int32_t *Bcrd, const double *Bvals,
-           const double *C, const double *D, int32_t *Apos, int32_t *Acrd, double *Avals)
+           const double *C, const double *D, int32_t *Apos, int32_t *Acrd, double *Avals, int threads)
 {
     for (int32_t i = 0; i <= rows; i++)
         Apos[i] = Bpos[i];
+    #pragma omp parallel for schedule(static) num_threads(threads)
     for (int32_t i = 0; i < rows; i++) {
         const double *c = C + (int64_t)i * K;
         for (int32_t p = Bpos[i]; p < Bpos[i + 1]; p++) {
