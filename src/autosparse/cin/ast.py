@@ -241,6 +241,11 @@ def assignments(stmt: Stmt) -> tuple[Assign, ...]:
     return tuple(n for n in walk(stmt) if isinstance(n, Assign))
 
 
+def all_accesses(stmt: Stmt) -> list[Access]:
+    """Every access of `stmt`, written and read, assignment by assignment."""
+    return [access for assign in assignments(stmt) for access in (assign.lhs, *accesses(assign.rhs))]
+
+
 def tensors(stmt: Stmt) -> dict[str, TensorVar]:
     """Every tensor of `stmt` by name, outputs and temporaries included."""
     found: dict[str, TensorVar] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
-from .ast import Access, Assign, Forall, Stmt, Where, accesses
+from .ast import Access, Assign, Forall, Stmt, Where, accesses, all_accesses
 from .provenance import Provenance, split_relations
 from .rewrite import rebuild_expr
 
@@ -23,7 +23,7 @@ def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = (), provenance: Pro
         if stmt.index in bound:
             raise ScheduleError(f"Expected each index bound once, but ∀{stmt.index} is nested in a loop over "
                                 f"{stmt.index} in {stmt}")
-        used = {i for a in _all_accesses(stmt.body) for i in a.indices}
+        used = {i for a in all_accesses(stmt.body) for i in a.indices}
         if not set(provenance.roots(stmt.index)) & used:
             raise ScheduleError(f"Expected the loop ∀{stmt.index} to be used, but no access inside it has "
                                 f"{stmt.index}: {stmt}")
@@ -36,21 +36,6 @@ def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = (), provenance: Pro
     else:
         for child in stmt.children():
             check_bindings(child, bound, provenance)
-
-
-def _all_accesses(stmt: Stmt) -> list[Access]:
-    found = []
-    for node in _statements(stmt):
-        if isinstance(node, Assign):
-            found += [node.lhs, *accesses(node.rhs)]
-    return found
-
-
-def _statements(stmt: Stmt):
-    yield stmt
-    if not isinstance(stmt, Assign):
-        for child in stmt.children():
-            yield from _statements(child)
 
 
 def meaning(stmt: Stmt) -> notation.Assignment:

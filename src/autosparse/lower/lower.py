@@ -56,7 +56,8 @@ class Scope:
     atomic: bool = False  # sums into results and outer registers race (a parallel loop with atomics)
     provenance: Provenance = Provenance()
     derived: frozenset[IndexVar] = frozenset()  # the derived variables whose loops are around
-    ranges: Mapping[IndexVar, tuple[str, str]] = field(default_factory=dict)  # a position variable's [lo, hi)
+    #: A position variable's [lo, hi) (and for collapsed levels, the first level's [lo, hi) after them).
+    ranges: Mapping[IndexVar, tuple[str, ...]] = field(default_factory=dict)
     #: Indices whose coordinate (or position in an access) the loops around already fixed: a forall over
     #: one runs once, there.
     fixed: Mapping[IndexVar, "_Fixed"] = field(default_factory=dict)
@@ -677,17 +678,15 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     var = names.coordinate(index)
     scope, upper, recovered = _derived_range(relation, index, plan, scope, b)
     inner = replace(scope, derived=scope.derived | {index})
-    rows = None
+    in_order = not (isinstance(relation, Split) and index == relation.outer)
+    track = None
     if recovered is not None:
         made, value = recovered
         if _collapsed_pos(made, scope) and stmt.parallel is None:  # search once, then follow the rows
-            rows = _Rows(_search_row(made, value("0"), plan, scope, b), _row_sum(stmt.body, made, plan, scope, b))
-    if rows is not None and rows.sum is not None:
-        inner = replace(inner, accumulators={**inner.accumulators, rows.sum[0]: (rows.sum[1], None)})
-    in_order = not (isinstance(relation, Split) and index == relation.outer)
-    if rows is not None and in_order:  # the loop runs over consecutive positions
-        _row_segments(stmt, made, value("0"), upper, rows, plan, inner, b)
-        return
+            track = _search_row(made, value("0"), plan, scope, b)
+            if in_order:  # the loop runs over consecutive positions
+                _row_segments(stmt, made, value("0"), upper, track, plan, inner, b)
+                return
     parallel = _parallel(stmt, [], plan, inner, b) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
@@ -697,41 +696,69 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             if recovered is None:
                 lower(stmt.body, plan, inner, b)
             else:
-                _recover(made, value(var), stmt.body, plan, inner, b, in_order, rows)
-    if rows is not None and rows.sum is not None:
-        _flush_row(made, rows, stmt.body, plan, scope, b)
+                _recover(made, value(var), stmt.body, plan, inner, b, in_order, track)
 
 
-def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, rows: _Rows, plan: Plan, scope: Scope,
+def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, row: str, plan: Plan, scope: Scope,
                   b: CBuilder) -> None:
-    """A loop over `count` consecutive positions of collapsed levels from `start`, run row by row: the
-    hot loop is a plain one over the part of a row in range (as in the unscheduled kernel), and a row's
-    register is flushed once, after it."""
+    """A loop over `count` consecutive positions of collapsed levels from `start`, run row by row (`row`
+    is the first-level position, found by the caller's search): the hot loop is a plain one over the part
+    of a row in range, as in the unscheduled kernel. When the body adds into a result at the row's
+    coordinate alone, it sums the row in a register added into the result once, after it (the paper's
+    flushed scalar temporary) — atomically only if another chunk may hold part of the row too."""
     relation = scope.provenance.defining(made)
     collapsed, access = scope.provenance.defining(relation.index), relation.access
     q, stop, segment, first = plan.fresh("q"), plan.fresh("stop"), plan.fresh("segment"), plan.fresh("first")
+    register = _row_register(stmt.body, collapsed, plan, scope, b)
+    body_scope = scope
+    if register is not None:  # the register is this thread's own
+        body_scope = replace(scope, accumulators={**scope.accumulators, stmt.body.lhs.tensor.name: (register, None)},
+                             atomic=False)
     b.line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
     b.line(f"const int64_t {stop} = {q} + {count};")
-    ends = plan.read_levels(access)[1].range(Position(rows.row))[1]
+    starts, ends = plan.read_levels(access)[1].range(Position(row))
     with b.block(f"while ({q} < {stop})"):
-        b.line(f"while ({ends} <= {q}) {rows.row}++;")
+        b.line(f"while ({ends} <= {q}) {row}++;")
         b.line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
         with b.block(f"for (; {q} < {segment}; {q}++)"):
             _count(plan, b, f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
-            _at_row(collapsed, access, rows.row, q, stmt.body, plan, replace(scope, atomic=False) if rows.sum else scope, b)
-        if rows.sum is not None:
-            outside = replace(scope, accumulators={k: v for k, v in scope.accumulators.items() if k != rows.sum[0]})
-            if scope.atomic:  # a row begun and ended within these positions is no other chunk's
-                starts = plan.read_levels(access)[1].range(Position(rows.row))[0]
-                with b.block(f"if ({first} == {starts} && {segment} < {stop})"):
-                    _flush_row(made, rows, stmt.body, plan, replace(outside, atomic=False), b)
-                with b.block("else"):
-                    _flush_row(made, rows, stmt.body, plan, outside, b)
-            else:
-                _flush_row(made, rows, stmt.body, plan, outside, b)
-            b.line(f"{rows.sum[1]} = 0;")
+            _at_row(collapsed, access, row, q, stmt.body, plan, body_scope, b)
+        if register is None:
+            return
+        if scope.atomic:  # a row begun and ended within these positions is no other chunk's
+            with b.block(f"if ({first} == {starts} && {segment} < {stop})"):
+                _flush_row(collapsed, access, row, register, stmt.body, plan, replace(scope, atomic=False), b)
+            with b.block("else"):
+                _flush_row(collapsed, access, row, register, stmt.body, plan, scope, b)
+        else:
+            _flush_row(collapsed, access, row, register, stmt.body, plan, scope, b)
+        b.line(f"{register} = 0;")
+
+
+def _row_register(body: Stmt, collapsed: Collapse, plan: Plan, scope: Scope, b: CBuilder) -> str | None:
+    """A register for a row's sum, declared here, when the body only adds into a dense result indexed by
+    the row's coordinate."""
+    if plan.counting or not isinstance(body, Assign) or not body.accumulate:
+        return None
+    name = body.lhs.tensor.name
+    target = plan.targets[name]
+    if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
+            or name in scope.accumulators:
+        return None
+    register = plan.fresh("row_sum")
+    b.line(f"{plan.value_types[name]} {register} = 0;")
+    return register
+
+
+def _flush_row(collapsed: Collapse, access: Access, row: str, register: str, body: Assign, plan: Plan,
+               scope: Scope, b: CBuilder) -> None:
+    """Add the row's register into the result at the row's coordinate."""
+    first = plan.read_levels(access)[0]
+    with b.block():
+        b.line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
+        _store(body.lhs.tensor.name, _target_position(body.lhs, plan, scope, b), "+=", register, plan, scope, b)
 
 
 def _at_row(collapsed: Collapse, access: Access, row: str, q: str, body: Stmt, plan: Plan, scope: Scope,
@@ -742,47 +769,10 @@ def _at_row(collapsed: Collapse, access: Access, row: str, q: str, body: Stmt, p
     lower(Forall(collapsed.outer, Forall(collapsed.inner, body)), plan, replace(scope, fixed=fixed), b)
 
 
-@dataclass(frozen=True)
-class _Rows:
-    """A loop over the positions of collapsed levels follows the row (first-level position) it is in:
-    `row`, found once by binary search; `sum`, (tensor, register) when the body adds into a result at
-    the row's coordinate alone, which then sums each row in a register stored when the row changes
-    (the paper's flushed scalar temporary) instead of adding every entry into the result."""
-
-    row: str
-    sum: tuple[str, str] | None
-
-
-def _row_sum(body: Stmt, made: IndexVar, plan: Plan, scope: Scope, b: CBuilder) -> tuple[str, str] | None:
-    collapsed = scope.provenance.defining(scope.provenance.defining(made).index)
-    if plan.counting or not isinstance(body, Assign) or not body.accumulate:
-        return None
-    name = body.lhs.tensor.name
-    target = plan.targets.get(name)
-    if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
-            or name in scope.accumulators:
-        return None
-    register = plan.fresh("row_sum")
-    b.line(f"{plan.value_types[name]} {register} = 0;")
-    return name, register
-
-
-def _flush_row(made: IndexVar, rows: _Rows, body: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
-    """Add the row's register into the result at the row's coordinate (when the loop reached a row)."""
-    relation = scope.provenance.defining(made)
-    outer = scope.provenance.defining(relation.index).outer
-    first = plan.read_levels(relation.access)[0]
-    with b.block(f"if ({rows.row} < {scope.ranges[made][3]})"):
-        b.line(f"const int64_t {names.coordinate(outer)} = {rows.row if first.full else first.coordinate(rows.row)};")
-        position = _target_position(body.lhs, plan, scope, b)
-        _store(body.lhs.tensor.name, position, "+=", rows.sum[1], plan, scope, b)
-
-
 def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuilder
                    ) -> tuple[Scope, str, tuple[IndexVar, Callable[[str], str]] | None]:
     """The loop's upper bound, and (when the loop completes a derivation) the variable it recovers with
     its value as a function of the loop's own variable."""
-    var = names.coordinate(index)
     if isinstance(relation, Split):
         scope, extent = _extent(relation.parent, plan, scope, b)
         n = relation.factor
@@ -865,7 +855,7 @@ def _search_row(index: IndexVar, offset: str, plan: Plan, scope: Scope, b: CBuil
 
 
 def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, b: CBuilder, in_order: bool,
-             rows: _Rows | None) -> None:
+             track: str | None) -> None:
     """`index` is `value` here: recover what it was derived from, then lower the body with the tensors'
     own indices fixed."""
     relation = scope.provenance.defining(index)
@@ -890,17 +880,9 @@ def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, 
         fixed[relation.index] = _Fixed(q, access, depth, in_order)
         lower(Forall(relation.index, body), plan, replace(scope, fixed=fixed), b)
         return
-    row = rows.row if rows else _search_row(index, value, plan, scope, b)
+    row = track or _search_row(index, value, plan, scope, b)
     ends = plan.read_levels(access)[1].range(Position(row))[1]
-    if rows is not None and rows.sum is not None:
-        with b.block(f"if ({ends} <= {q})"):
-            outside = replace(scope, accumulators={k: v for k, v in scope.accumulators.items() if k != rows.sum[0]})
-            _flush_row(index, rows, body, plan, outside, b)
-            b.line(f"{rows.sum[1]} = 0;")
-            b.line(f"do {row}++; while ({ends} <= {q});")
-        scope = replace(scope, atomic=False)  # the body only adds into the register, this thread's own
-    else:
-        b.line(f"while ({ends} <= {q}) {row}++;")
+    b.line(f"while ({ends} <= {q}) {row}++;")
     _at_row(collapsed, access, row, q, body, plan, scope, b, in_order)
 
 

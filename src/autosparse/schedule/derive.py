@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..cin.ast import Access, Forall, Stmt, accesses, assignments, loop_indices
+from ..cin.ast import Access, Forall, Stmt, all_accesses, loop_indices
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Relation, Split, relation_indices
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
@@ -129,14 +129,10 @@ def _derivable(stmt: Stmt, relations: tuple[Relation, ...], index: IndexVar, com
 
 
 def _fresh(stmt: Stmt, relations: tuple[Relation, ...], names: tuple[IndexVar, ...], command: str) -> None:
-    taken = {*loop_indices(stmt), *relation_indices(relations), *(i for a in _all_accesses(stmt) for i in a.indices)}
+    taken = {*loop_indices(stmt), *relation_indices(relations), *(i for a in all_accesses(stmt) for i in a.indices)}
     if len(set(names)) != len(names):
         raise ScheduleError(f"{command}: the new index variables must differ")
     for name in names:
         if name in taken:
             raise ScheduleError(f"{command}: {name} is already an index variable of the statement; name the new "
                                 f"variable afresh")
-
-
-def _all_accesses(stmt: Stmt) -> list[Access]:
-    return [*accesses(stmt), *(a.lhs for a in assignments(stmt))]
