@@ -107,8 +107,10 @@ class Target(ABC):
         """What a store does in the count phase of a two-phase assembly, where no value is computed."""
 
     def count_at_most(self, amount: str, b: CBuilder) -> None:
-        """Bound phase: a loop making at most `amount` new entries here, replaced by the count."""
-        raise NotImplementedError(f"{type(self).__name__} is never bounded")
+        """Bound phase: a loop making at most `amount` new entries here, replaced by the count. Only
+        targets that set `bounds` are ever bounded (lowering checks it), so reaching this is a bug."""
+        raise AssertionError(f"{type(self).__name__} sets no `bounds`, yet the bound phase replaced a loop storing "
+                             f"into it")
 
     def finish(self, b: CBuilder) -> None: ...
 
