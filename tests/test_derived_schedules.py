@@ -235,9 +235,13 @@ def command_sequences(draw):
     for _ in range(draw(st.integers(2, 8))):  # attempts: about half the drawn commands do not apply
         loops = [n for n in walk(_cin(expression, formats, schedule)) if isinstance(n, Forall)]
         loop = draw(st.sampled_from(loops))
-        kind = draw(st.sampled_from(["split", "split", "divide", "pos", "pos", "collapse", "reorder", "unroll"]))
+        kind = draw(st.sampled_from(["split", "split", "divide", "pos", "pos", "collapse", "reorder", "unroll",
+                                     "precompute"]))
         index = str(loop.index)
-        if kind in ("split", "divide"):
+        if kind == "precompute":  # the whole product into a workspace over the loop's index
+            rhs = expression.split("=")[1].strip()
+            step = schedule.precompute(rhs, index, next(fresh), *draw(st.sampled_from([(), ("h",)])))
+        elif kind in ("split", "divide"):
             step = getattr(schedule, kind)(index, next(fresh), next(fresh), draw(st.integers(1, 6)))
         elif kind == "pos":
             reads = [read for read in _reads(expression) if index in read[read.index("(") + 1:-1].split(",")]

@@ -11,12 +11,13 @@ result's index type (the caller retries with int64). Nothing is global: concurre
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, accesses, assignments, tensors, unnest,
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, TensorVar, accesses, assignments, tensors, unnest,
                        walk)
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -25,7 +26,7 @@ from ..format.level import Level
 from ..cin.provenance import Provenance, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
-from .lower import Plan, Scope, lower
+from .lower import Plan, Scope, lower, temporaries_inside
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
 from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
@@ -92,18 +93,26 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     counters: list[str] | None = [] if instrument else None
     two_phase = isinstance(result_target, AppendedResult)
+    region = _slicing_loop(stmt, result_target)
+    if region is not None:
+        result_target = replace(result_target, sliced=True)
+    threaded = {name for node in walk(stmt) if isinstance(node, Forall) and node.parallel is not None
+                and node.parallel.unit is ParallelUnit.CPU_THREAD for name in temporaries_inside(node)}
 
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
-                    None if counting else counters, counting, bounding, num_threads)
+                    None if counting else counters, counting, bounding, num_threads, region)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())
-        lower(stmt, plan, Scope(bounded=bounded), out)
+        phase = "count" if counting else "fill"
+        with out.failing_to(_FAILED, f"{phase}_end") if region is not None else nullcontext():
+            lower(stmt, plan, Scope(bounded=bounded), out)
         return out.text()
 
     counting = body(result_target, counting=True) if two_phase else None
-    bounding = body(result_target, counting=True, bounding=True) if two_phase else None
+    # sliced, each slice starts where the exact counts before it end: there is no bound phase
+    bounding = body(result_target, counting=True, bounding=True) if two_phase and region is None else counting
     filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
@@ -133,9 +142,12 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             b.line(f"{const}{ctype} *restrict {ident} = ({const}{ctype} *)args[{k}];")
         if assembled:
             result_target.allocate(b)
-        for workspace in workspaces.values():
-            workspace.allocate(b)
-        if two_phase and bounding != counting:  # some loop was replaced by its trip count
+        for name, workspace in workspaces.items():
+            if name not in threaded:
+                workspace.allocate(b)
+        if region is not None:
+            _sliced_phases(result_target, [workspaces[n] for n in threaded], counting, filling, num_threads, b)
+        elif two_phase and bounding != counting:  # some loop was replaced by its trip count
             b.comment("bound")
             b.lines(bounding)
             result_target.allocate_bounded(b)
@@ -148,12 +160,14 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             b.comment("count")
             b.lines(counting)
             result_target.allocate_entries(b)
-        if two_phase:
+        if two_phase and region is None:
             result_target.rewind(b)
             b.comment("fill")
-        b.lines(filling)
-        for workspace in workspaces.values():
-            workspace.release(b)
+        if region is None:
+            b.lines(filling)
+        for name, workspace in workspaces.items():
+            if name not in threaded:
+                workspace.release(b)
         if assembled:
             result_target.finish(b)
             lengths = result_target.lengths()
@@ -165,6 +179,48 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         b.line("return 0;")
     return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
                         tuple(counters) if counters is not None else None, openmp)
+
+
+_FAILED = "failed"  # the flag of the kernel's parallel region
+
+
+def _slicing_loop(stmt: Stmt, target: Target) -> IndexVar | None:
+    """The loop whose threads assemble an appended result slice by slice, if there is one: the outermost
+    loop, parallel over threads, over the result's first level, which is dense."""
+    if not isinstance(target, AppendedResult) or not target.levels[0].properties.full:
+        return None
+    loop = split_relations(stmt)[0]
+    if not isinstance(loop, Forall) or loop.parallel is None or loop.parallel.unit is not ParallelUnit.CPU_THREAD:
+        return None
+    lhs = next(a.lhs for a in assignments(loop) if a.lhs.tensor.name == target.name)
+    return loop.index if lhs.level_indices[:1] == (loop.index,) else None
+
+
+def _sliced_phases(target: AppendedResult, workspaces: list[Workspace], counting: str, filling: str,
+                   num_threads: int | None, b: CBuilder) -> None:
+    """Both phases of a sliced assembly in one parallel region, so threads start once and keep their
+    temporaries: each counts its slices, one turns the counts into starts and allocates the arrays,
+    each fills its slices. A failure anywhere raises the region's flag; the phases after it are skipped
+    by all threads alike, and the kernel returns the flag once the region ends."""
+    b.line(f"int {_FAILED} = 0;")
+    b.line("#pragma omp parallel" + (f" num_threads({num_threads})" if num_threads is not None else ""))
+    with b.block():
+        with b.failing_to(_FAILED, "allocated"):
+            for workspace in workspaces:
+                workspace.allocate(b)
+        with b.block(f"if ({b.agreed(_FAILED, 'count_ready')})"):
+            b.comment("count")
+            b.lines(counting)
+        b.line("#pragma omp single")
+        with b.block(), b.failing_to(_FAILED, "sized"), b.block(f"if (!{_FAILED})"):
+            target.close_slices(b)
+            target.allocate_entries(b)
+        with b.block(f"if ({b.agreed(_FAILED, 'fill_ready')})"):
+            b.comment("fill")
+            b.lines(filling)
+        for workspace in workspaces:
+            workspace.release(b)
+    b.fail(_FAILED, _FAILED)
 
 
 def _access_ids(access_list: list[Access]) -> dict[Access, str]:

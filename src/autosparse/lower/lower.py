@@ -40,6 +40,9 @@ class Plan:
     #: entry of a bounded target per iteration adds its trip count instead of running.
     bounding: bool = False
     num_threads: int | None = None  # the OpenMP thread count of parallel loops (None: OpenMP's default)
+    #: The parallel loop the result is assembled over slice by slice, inside a region the kernel opens
+    #: around both phases (None: parallel loops open their own).
+    region: IndexVar | None = None
 
     def vals(self, access: Access) -> str:
         return names.vals(access.tensor.name)
@@ -83,7 +86,7 @@ def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
     temporaries = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.producer))
     copied = plan.counting and _copied_to_last_level(stmt.consumer)
-    producing = scope
+    producing = replace(scope, atomic=False)  # the temporaries are this thread's own
     if copied and _bounded_target(stmt.consumer, plan, scope):
         # the consumer only counts the entries: the producer may count them at most too
         producing = replace(scope, bounded=scope.bounded | {n for n in temporaries if plan.targets[n].bounds})
@@ -460,7 +463,8 @@ def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, sco
 def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, plan: Plan, scope: Scope,
                b: CBuilder) -> None:
     index = names.coordinate(loop.index)
-    with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"):
+    with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"), \
+            _iteration(stmt, plan, b):
         _count(plan, b, f"∀{loop.index} dense")
         for it in sparse:
             _load(it, plan, b, guard=True, index=index)
@@ -477,9 +481,11 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
     around it (this loop's own, when it is the reduction). `no_races`/`ignore_races` leave them alone;
     `atomics` makes every sum into them atomic; `temporary` gives each thread (or SIMD lane) zeroed
     copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
-    one heap copy per thread, added into the result one thread at a time. Loops co-iterating a sparse
-    operand (its position carries from iteration to iteration) and results assembled by appending are
-    refused."""
+    one heap copy per thread, added into the result one thread at a time. The temporaries of `where`s
+    inside are each thread's own, allocated when its region begins. A result assembled by appending is
+    written in parallel only by the loop the kernel slices it over (its region, opened around both
+    phases, is `plan.region`). Loops co-iterating a sparse operand (its position carries from iteration
+    to iteration) are refused."""
     command = f"parallelize({stmt.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
     unit, race = stmt.parallel.unit, stmt.parallel.race
     if unit is ParallelUnit.CPU_VECTOR and race is Race.ATOMICS:
@@ -487,15 +493,17 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
     if sparse:
         raise ScheduleError(f"{command}: the loop co-iterates {sparse[0].access}, whose position carries from one "
                             f"iteration to the next")
-    if any(isinstance(node, Where) for node in walk(stmt.body)):
-        raise ScheduleError(f"{command}: a where inside a parallel loop would share its temporary between threads")
+    threaded = temporaries_inside(stmt)
+    if threaded and unit is ParallelUnit.CPU_VECTOR:
+        raise ScheduleError(f"{command}: a where inside a SIMD loop would share its temporary between lanes")
+    sliced = plan.region == stmt.index
     registers = {n: r for n, (r, _) in scope.accumulators.items()}
-    written = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.body))
+    written = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.body) if a.lhs.tensor.name not in threaded)
     for name in written:
-        if name not in registers and not plan.targets[name].parallel_safe():
-            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads cannot share "
-                                f"(parallel assembly is not built yet); a dense result, or one with an operand's "
-                                f"pattern, can be written in parallel")
+        if name not in registers and not plan.targets[name].parallel_safe() and not sliced:
+            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads share only slice by "
+                                f"slice: the parallel loop must be the outermost one, over {name}'s first level, "
+                                f"and that level dense (rows of CSR)")
     # a count phase sums no values: its registers are not even declared
     summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not plan.counting else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
@@ -510,33 +518,66 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
         b.line(f"#pragma omp {' '.join(['simd', *clauses])}")
         yield scope
         return
-    threads = [f"num_threads({plan.num_threads})"] if plan.num_threads is not None else []
-    if not copied:
-        b.line(f"#pragma omp {' '.join(['parallel for schedule(static)', *threads, *clauses])}")
-        yield replace(scope, atomic=race is Race.ATOMICS)
+    atomic = replace(scope, atomic=race is Race.ATOMICS)
+    if sliced:  # inside the kernel's region, which made the temporaries
+        b.line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
+        yield atomic
         return
+    threads = [f"num_threads({plan.num_threads})"] if plan.num_threads is not None else []
+    if not copied and not threaded:
+        b.line(f"#pragma omp {' '.join(['parallel for schedule(static)', *threads, *clauses])}")
+        yield atomic
+        return
+    failed = plan.fresh("failed")
     with b.block():
         b.line(f"const int threads = {plan.num_threads or 'omp_get_max_threads()'};")
+        b.line(f"int {failed} = 0;")
         for name in copied:
             vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
             b.line(f"{ctype} *{name}_copies = calloc((size_t)threads * ({size}), sizeof({ctype}));")
-            b.line(f"if (!{name}_copies) return 1;")
+            b.fail(f"!{name}_copies", 1)
             b.line(f"{ctype} *restrict {name}_shared = {vals};")
         b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
         with b.block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
                 vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
                 b.line(f"{ctype} *restrict {vals} = {name}_copies + (size_t)omp_get_thread_num() * ({size});")
-            b.line("#pragma omp for schedule(static)")
-            yield scope
-            b.line("#pragma omp critical")
-            with b.block():
-                for name in copied:
-                    vals, size = names.vals(name), plan.targets[name].reduction_size()
-                    with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
-                        b.line(f"{name}_shared[p] += {vals}[p];")
+            with b.failing_to(failed, plan.fresh("allocated")):
+                for name in threaded:
+                    plan.targets[name].allocate(b)
+            with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
+                    b.failing_to(failed, plan.fresh("done")):
+                b.line("#pragma omp for schedule(static)")
+                yield atomic
+            if copied:
+                b.line("#pragma omp critical")
+                with b.block():
+                    for name in copied:
+                        vals, size = names.vals(name), plan.targets[name].reduction_size()
+                        with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
+                            b.line(f"{name}_shared[p] += {vals}[p];")
+            for name in threaded:
+                plan.targets[name].release(b)
         for name in copied:
             b.line(f"free({name}_copies);")
+        b.fail(failed, failed)
+
+
+def temporaries_inside(stmt: Forall) -> tuple[str, ...]:
+    """The temporaries of the `where`s inside a loop: a parallel loop gives each thread its own."""
+    return tuple(dict.fromkeys(a.lhs.tensor.name for node in walk(stmt.body) if isinstance(node, Where)
+                               for a in assignments(node.producer)))
+
+
+@contextmanager
+def _iteration(stmt: Forall, plan: Plan, b: CBuilder) -> Iterator[None]:
+    """The body of a loop's iteration; a failure in a parallel one skips to its end (no code may leave
+    an OpenMP region), the region's flag raised."""
+    if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or b.failure_flag is None:
+        yield
+        return
+    with b.failing_to(b.failure_flag, plan.fresh("count_next" if plan.counting else "fill_next")):
+        yield
 
 
 def _require_ordered(iterators, loop: _Loop, plan: Plan) -> None:
@@ -691,7 +732,7 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     with parallel as inner:
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"):
+        with b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), _iteration(stmt, plan, b):
             _count(plan, b, f"∀{index} {relation}")
             if recovered is None:
                 lower(stmt.body, plan, inner, b)

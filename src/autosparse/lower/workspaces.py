@@ -62,7 +62,7 @@ class DenseWorkspace(Workspace):
     def allocate(self, b: CBuilder) -> None:
         b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
                f"sizeof({self.value_type}));")
-        b.line(f"if (!{names.vals(self.name)}) return 1;")
+        b.fail(f"!{names.vals(self.name)}", 1)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
@@ -131,7 +131,7 @@ class ListWorkspace(Workspace):
         b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
         b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.line(f"if (!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}) return 1;")
+        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", 1)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
@@ -284,7 +284,7 @@ class HashedWorkspace(Workspace):
         b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
         b.line(f"int64_t *{self.keys} = NULL;")
         b.line(f"{vt} *{names.vals(self.name)} = NULL;")
-        b.line(f"if (!{t('table')} || !{t('table_vals')} || !{t('slots')}) return 1;")
+        b.fail(f"!{t('table')} || !{t('table_vals')} || !{t('slots')}", 1)
         b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s] = -1;")
 
     def helpers(self) -> str:
@@ -334,7 +334,7 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
         t = self._ident
         b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('table_vals')}, &{t('slots')}, &{t('cap')}, "
                f"&{self.count}, {position.begin});")
-        b.line("if (slot < 0) return 1;")
+        b.fail("slot < 0", 1)
 
     def mark(self, position: Position, b: CBuilder) -> None:
         with b.block():
@@ -352,13 +352,13 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
         with b.block(f"if ({self.count} > {t('sorted_cap')})"):
             b.line(f"free({self.keys}); free({vals});")
-            b.line(f"{t('sorted_cap')} = 2 * {self.count};")
-            b.line(f"{self.keys} = malloc((size_t){t('sorted_cap')} * sizeof(int64_t));")
-            b.line(f"{vals} = malloc((size_t){t('sorted_cap')} * sizeof({vt}));")
-            b.line(f"if (!{self.keys} || !{vals}) return 1;")
+            b.line(f"{self.keys} = malloc((size_t)(2 * {self.count}) * sizeof(int64_t));")
+            b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
+            b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
+            b.fail(f"!{self.keys} || !{vals}", 1)
         with b.block():
             b.line(f"{t('entry')} *entries = malloc((size_t)({self.count} + 1) * sizeof({t('entry')}));")
-            b.line("if (!entries) return 1;")
+            b.fail("!entries", 1)
             with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
                 b.line(f"entries[q].key = {t('table')}[{t('slots')}[q]];")
                 b.line(f"entries[q].val = {t('table_vals')}[{t('slots')}[q]];")

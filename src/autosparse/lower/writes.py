@@ -204,6 +204,11 @@ class AppendedResult(AssembledResult):
     zero_values: bool = True
     #: Which phase this target lowers: counting (False) or filling.
     filling: bool = False
+    #: Whether threads assemble it slice by slice: a parallel loop over the first level, which is dense,
+    #: gives each of its positions (a row of CSR) to one thread. The count phase counts each slice's
+    #: entries into `starts`, whose prefix sums say where each slice's entries go; the fill phase then
+    #: appends each slice from there, its sizes counted in variables of the slice's own.
+    sliced: bool = False
 
     @property
     def bounds(self) -> bool:
@@ -243,9 +248,12 @@ class AppendedResult(AssembledResult):
             if "pos" in lv.array_names and self._sized(level):
                 ident = self._array(level, "pos")
                 b.line(f"{self.index_type} *{ident} = {_allocation(self._count(level - 1), self.index_type, True)};")
-                b.line(f"if (!{ident}) return 1;")
+                b.fail(f"!{ident}", 1)
         for size in self._counters():
             b.line(f"int64_t {size} = 0;")
+        for start in self._starts():
+            b.line(f"int64_t *{start} = {_allocation(self._count(0), 'int64_t', True)};")
+            b.fail(f"!{start}", 1)
         for ident, _, ctype, _ in self._entries():
             b.line(f"{ctype} *{ident} = NULL;")
         b.line(f"int {self.bounded} = 0;")
@@ -265,13 +273,27 @@ class AppendedResult(AssembledResult):
     def allocate_entries(self, b: CBuilder) -> None:
         """After the count phase: every array at its exact size."""
         for size in self._counters():
-            b.line(f"if ({size} > {self._limit()}) return 2;")
+            b.fail(f"{size} > {self._limit()}", 2)
         for ident, length, ctype, zeroed in self._entries():
             b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
-            b.line(f"if (!{ident}) return 1;")
+            b.fail(f"!{ident}", 1)
+
+    def _starts(self) -> list[str]:
+        """Per counted level, the array of where each slice's entries start (sliced assembly)."""
+        return [f"{size}_starts" for size in self._counters()] if self.sliced else []
+
+    def close_slices(self, b: CBuilder) -> None:
+        """Between the phases of a sliced assembly: each slice's counts become its starts, the last
+        one the total."""
+        for size, start in zip(self._counters(), self._starts()):
+            with b.block(f"for (int64_t p = 0; p < {self._count(0)}; p++)"):
+                b.line(f"{start}[p + 1] += {start}[p];")
+            b.line(f"{size} = {start}[{self._count(0)}];")
 
     def rewind(self, b: CBuilder) -> None:
-        """Before the fill: the sizes count again from zero."""
+        """Before the fill: the sizes count again from zero (a sliced fill counts each slice's own)."""
+        if self.sliced:
+            return
         for size in self._counters():
             b.line(f"{size} = 0;")
 
@@ -281,7 +303,11 @@ class AppendedResult(AssembledResult):
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
-            return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
+            position = Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
+            if level == 0:  # a slice begins: its sizes shadow the totals
+                for size, start in zip(self._counters(), self._starts()):
+                    b.line(f"int64_t {size} = {f'{start}[{position.begin}]' if self.filling else '0'};")
+            return position
         if not self._is_group_end(level):
             return parent
         p = names.position(self.name, level)
@@ -293,6 +319,9 @@ class AppendedResult(AssembledResult):
         return f"{self.name}{level + 1}_nz" if self._is_group_end(level) else None
 
     def leave(self, level, parent, position, b, parent_flag) -> None:
+        if level == 0 and not self.filling:  # a slice ends: its counts
+            for size, start in zip(self._counters(), self._starts()):
+                b.line(f"{start}[{position.begin} + 1] = {size};")
         if not self._is_group_end(level):
             return
         head = self._head(level)
@@ -312,6 +341,8 @@ class AppendedResult(AssembledResult):
                 pos = self._array(level, "pos")
                 with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
                     b.line(f"{pos}[p + 1] += {pos}[p];")
+        for start in self._starts():
+            b.line(f"free({start});")
         with b.block(f"if ({self.bounded})"):
             for ident, length, ctype, _ in self._entries():
                 with b.block():
@@ -371,12 +402,12 @@ class SharedPatternResult(AssembledResult):
             if not lv.properties.full and not lv.properties.branchless:
                 size = names.size(self.name, level)
                 b.line(f"const int64_t {size} = {self._source_count(level)};")
-                b.line(f"if ({size} > {self._limit()}) return 2;")
+                b.fail(f"{size} > {self._limit()}", 2)
             for array in lv.array_names:
                 ident, length = self._array(level, array), self._length(level, array)
                 counted = array == "pos" and self._counted(level)
                 b.line(f"{self.index_type} *{ident} = {_allocation(length, self.index_type, counted)};")
-                b.line(f"if (!{ident}) return 1;")
+                b.fail(f"!{ident}", 1)
                 if array != "crd" and not counted:
                     with b.block(f"for (int64_t p = 0; p < {length}; p++)"):
                         b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
@@ -384,7 +415,7 @@ class SharedPatternResult(AssembledResult):
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
         zeroed = not self._mirrored(len(self.levels) - 1)
         b.line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
-        b.line(f"if (!{names.vals(self.name)}) return 1;")
+        b.fail(f"!{names.vals(self.name)}", 1)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         source = reads[(self.source, level)]

@@ -100,8 +100,8 @@ def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race,
     """Mark the loop over `index` parallel. The race strategy must fit what the loop writes:
     `no_races` needs every result position written inside to depend on `index` (no reduction over
     it; a derived `index` stands for the coordinates it was derived from, and a position over collapsed
-    levels for all of them); `atomics` and `temporary` need the writes to be sums. Temporaries (`where`) inside a parallel
-    loop would be shared by the threads, and a second level of threads is not supported."""
+    levels for all of them); `atomics` and `temporary` need the writes to be sums. Temporaries (`where`) inside a thread loop are each thread's own;
+    SIMD lanes cannot have their own, and a second level of threads is not supported."""
     command = f"parallelize({index}, {unit.value}, {race.value})"
     loop = _loop(stmt, index, command)
     if loop.parallel is not None:
@@ -114,9 +114,9 @@ def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race,
                                                for n in walk(stmt) if _encloses(n, loop) or _encloses(loop, n)):
         raise _fail("parallelize", index, "threads inside threads: a loop around or inside it is already "
                                           "parallel over cpu_thread")
-    if any(isinstance(n, Where) for n in walk(loop.body)):
-        raise _fail("parallelize", index, "a where inside a parallel loop would share its temporary between "
-                                          "threads (per-thread temporaries are not supported yet)")
+    if unit is ParallelUnit.CPU_VECTOR and any(isinstance(n, Where) for n in walk(loop.body)):
+        raise _fail("parallelize", index, "a where inside a SIMD loop would share its temporary between lanes "
+                                          "(threads get one each: parallelize over cpu_thread)")
     written = [a for a in assignments(loop.body) if not a.lhs.tensor.temporary]
     reduced = [a for a in written if not provenance.writes_apart(index, a.lhs.indices)]
     if race is Race.NO_RACES and reduced:
@@ -152,8 +152,8 @@ def _encloses(outer: Stmt, inner: Stmt) -> bool:
 
 # --- precompute ----------------------------------------------------------------------------------------
 
-def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt: "str | Format | None" = None
-               ) -> Stmt:
+def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt: "str | Format | None" = None,
+               provenance: Provenance = Provenance()) -> Stmt:
     """Compute `expr` (a factor of a product, or the whole right-hand side) into a temporary w over
     `workspace_index` that the rest of the statement reads at `index` (Kjolstad et al. 2019):
 
@@ -163,7 +163,8 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
     The `where` goes above the outermost loop, among those around the statement, over `index` or over an
     index that only `expr` uses (a reduction inside it, k above): the producer runs those loops of
     `expr`, and the consumer keeps the loops of the rest. `fmt` is the temporary's format (dense by
-    default; "h" for hashed)."""
+    default; "h" for hashed). Every other index of `expr` the result keeps must be fixed by the loops
+    around the `where` (all the loops derived from it, under `provenance`)."""
     command = f"precompute({expr}, {index}, {workspace_index})"
     expr = _as_cin(expr, stmt, command)
     target = next((a for a in assignments(stmt) if _rest(a.rhs, expr) is not None), None)
@@ -182,6 +183,12 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
     reductions = {i for i in own if i not in kept and i != index}
     at = min(indices.index(i) for i in reductions | {index} if i in indices)
     outer, inner = chain[:at], chain[at:]
+    around = {loop.index for loop in outer}
+    escaped = sorted(str(i) for i in own if i != index and i in kept and not set(provenance.leaves(i)) <= around)
+    if escaped:
+        raise _fail("precompute", index, f"{expr} also varies with {', '.join(escaped)}, which the result keeps "
+                                         f"but no loop around the temporary fixes: a temporary over {index} alone "
+                                         f"would sum it away")
     if any(loop.parallel for loop in inner):
         raise _fail("precompute", index, "no command may follow parallelize on the loops it moves")
     workspace = _temporary(stmt, fmt, command)

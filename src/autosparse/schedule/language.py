@@ -180,7 +180,8 @@ def _run(command: Command, stmt: Stmt, relations: tuple) -> tuple[Stmt, tuple]:
         return commands.reorder(stmt, tuple(_index(a, command) for a in args)), relations
     if name == "precompute":
         fmt = _name(args[3], command) if len(args) > 3 else None
-        return commands.precompute(stmt, args[0], _index(args[1], command), _index(args[2], command), fmt), relations
+        return commands.precompute(stmt, args[0], _index(args[1], command), _index(args[2], command), fmt,
+                                   Provenance(relations)), relations
     if name == "parallelize":
         return commands.parallelize(stmt, _index(args[0], command), _choice(ParallelUnit, args[1], command),
                                     _choice(Race, args[2], command), Provenance(relations)), relations
