@@ -1,7 +1,8 @@
 """Threads writing sparse results and keeping their own temporaries (scheduling issue, item 3): a result
-assembled by appending is built in two phases inside one parallel region (each thread counts its rows,
-one thread turns the counts into starts and allocates, each fills its rows), and the temporaries of a
-`where` inside a parallel loop are each thread's own. Every schedule equals the numpy reference over the
+assembled by appending is built by threads inside one parallel region (each thread bounds or counts its
+chunk of rows, one thread turns the counts into chunk starts and allocates, each fills its chunk, the
+chunks are moved together), and the temporaries of a `where` inside a parallel loop are each thread's
+own. Every schedule equals the numpy reference over the
 edge-case inputs and both index dtypes; results are the same bits on every run; the code has the
 promised shape; what cannot be sliced is a ScheduleError naming the rule."""
 
@@ -108,18 +109,22 @@ def test_a_tall_ttm_with_a_csf_result_equals_numpy():
 
 # ----- generated-code shape --------------------------------------------------------------------------------
 
-def test_both_phases_of_a_parallel_assembly_share_one_region():
+def test_the_phases_of_a_parallel_assembly_share_one_region():
     source = asp.compile(SPGEMM, CSR3, schedule=ROWS, num_threads=2).source
-    assert source.count("#pragma omp parallel") == 1 and "#pragma omp parallel num_threads(2)" in source
-    assert source.count("#pragma omp for schedule(static)") == 2 and "runtime" not in source
-    region = source[source.index("#pragma omp parallel"):]
-    count, single, fill = region.index("/* count */"), region.index("#pragma omp single"), region.index("/* fill */")
-    assert count < single < fill  # counts, then one thread sizes the arrays, then every thread fills
-    assert "/* bound */" not in source  # each slice starts where the exact counts before it end
-    # the workspace is allocated once per thread, inside the region, before both phases
-    assert region.index("w_mark = calloc") < count and region.index("free(w_mark)") > fill
-    assert "C2_size_starts[i + 1] = C2_size;" in region and "int64_t C2_size = C2_size_starts[i];" in region
-    assert not re.search(r"return [12];", region[:region.index("if (failed) return failed;")])
+    assert source.count("#pragma omp parallel") == 1 and "#pragma omp parallel num_threads(threads)" in source
+    assert "const int threads = 2;" in source and "runtime" not in source
+    assert source.count("#pragma omp for schedule(static)") == 3  # bound, count, fill
+    region = source[source.index("#pragma omp parallel"):source.index("if (failed) return failed;")]
+    bound, single, count, fill = (region.index(mark) for mark in ("/* bound */", "#pragma omp single",
+                                                                  "/* count */", "/* fill */"))
+    assert bound < single < count < fill  # one thread sizes the arrays between the phases
+    assert region.index("if (!C_bounded)") < count  # the exact count only when the bounds did not fit
+    # the workspace is allocated once per thread, inside the region, before the phases and freed after
+    assert region.index("w_mark = calloc") < bound and region.index("free(w_mark)") > fill
+    assert "int64_t C2_size = 0;" in region and "C2_size = C2_size_chunks[thread];" in region
+    assert not re.search(r"return [12];", region)  # nothing leaves a region: failures raise its flag
+    after = source[source.index("if (failed) return failed;"):]
+    assert "memmove(C2_crd + C2_size * 1 + 0, C2_crd + from * 1 + 0" in after  # the chunks moved together
 
 
 def test_a_temporary_inside_a_parallel_loop_over_a_dense_result_is_each_threads_own():

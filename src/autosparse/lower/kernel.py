@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Mapping
 
 import numpy as np
@@ -82,7 +83,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
                             f"(format {result.format}), but {writes} write it: use a workspace")
 
-    def read_levels(access: Access) -> tuple[ReadLevel, ...]:
+    def read_levels(access: Access, workspaces: Mapping[str, Workspace] = workspaces) -> tuple[ReadLevel, ...]:
         name = access.tensor.name
         if name in workspaces:
             return tuple(workspaces[name].read_level(k) for k in range(access.tensor.order))
@@ -101,18 +102,19 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
+        # the bound phase's producers may count past the list (count_at_most): it keeps the marks
+        phased = {name: workspace.in_phase(counting and not bounding) for name, workspace in workspaces.items()}
+        plan = Plan(partial(read_levels, workspaces=phased), {result.name: target, **phased}, access_ids, value_c,
+                    names.Fresh(),
                     None if counting else counters, counting, bounding, num_threads, region)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())
-        phase = "count" if counting else "fill"
-        with out.failing_to(_FAILED, f"{phase}_end") if region is not None else nullcontext():
+        with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
             lower(stmt, plan, Scope(bounded=bounded), out)
         return out.text()
 
     counting = body(result_target, counting=True) if two_phase else None
-    # sliced, each slice starts where the exact counts before it end: there is no bound phase
-    bounding = body(result_target, counting=True, bounding=True) if two_phase and region is None else counting
+    bounding = body(result_target, counting=True, bounding=True) if two_phase else None
     filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
@@ -146,7 +148,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             if name not in threaded:
                 workspace.allocate(b)
         if region is not None:
-            _sliced_phases(result_target, [workspaces[n] for n in threaded], counting, filling, num_threads, b)
+            phases = (bounding if bounding != counting else None, counting, filling)
+            _sliced_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
         elif two_phase and bounding != counting:  # some loop was replaced by its trip count
             b.comment("bound")
             b.lines(bounding)
@@ -196,31 +199,52 @@ def _slicing_loop(stmt: Stmt, target: Target) -> IndexVar | None:
     return loop.index if lhs.level_indices[:1] == (loop.index,) else None
 
 
-def _sliced_phases(target: AppendedResult, workspaces: list[Workspace], counting: str, filling: str,
+def _sliced_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[str | None, str, str],
                    num_threads: int | None, b: CBuilder) -> None:
-    """Both phases of a sliced assembly in one parallel region, so threads start once and keep their
-    temporaries: each counts its slices, one turns the counts into starts and allocates the arrays,
-    each fills its slices. A failure anywhere raises the region's flag; the phases after it are skipped
-    by all threads alike, and the kernel returns the flag once the region ends."""
-    b.line(f"int {_FAILED} = 0;")
-    b.line("#pragma omp parallel" + (f" num_threads({num_threads})" if num_threads is not None else ""))
+    """The phases of an assembly by threads in one parallel region, so threads start once and keep their
+    temporaries (AppendedResult's chunks): each thread bounds its chunk, one sizes the arrays at the
+    bounds; when those do not fit, each counts its chunk exactly and one sizes the arrays again; each
+    fills its chunk; after the region the chunks are moved together. A failure anywhere raises the
+    region's flag; the phases after it are skipped by all threads alike, and the kernel returns the flag
+    once the region ends."""
+    bounding, counting, filling = phases
+    b.line(f"const int threads = {num_threads or 'omp_get_max_threads()'};")
+    b.line(f"int {_FAILED} = 0, team = 1;")
+    target.allocate_chunks("threads", b)
+    b.line("#pragma omp parallel num_threads(threads)")
     with b.block():
+        b.line("const int thread = omp_get_thread_num();")
+        target.declare_chunk_sizes(b)
         with b.failing_to(_FAILED, "allocated"):
             for workspace in workspaces:
                 workspace.allocate(b)
-        with b.block(f"if ({b.agreed(_FAILED, 'count_ready')})"):
-            b.comment("count")
-            b.lines(counting)
-        b.line("#pragma omp single")
-        with b.block(), b.failing_to(_FAILED, "sized"), b.block(f"if (!{_FAILED})"):
-            target.close_slices(b)
-            target.allocate_entries(b)
+
+        def phase(name: str, text: str, allocate) -> None:
+            """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
+            with b.block(f"if ({b.agreed(_FAILED, f'{name}_ready')})"):
+                b.comment(name)
+                b.lines(text)
+            target.count_chunk("thread", b)
+            b.line("#pragma omp barrier")
+            b.line("#pragma omp single")
+            with b.block(), b.failing_to(_FAILED, f"{name}_sized"), b.block(f"if (!{_FAILED})"):
+                b.line("team = omp_get_num_threads();")
+                target.sum_chunks("team", b)
+                allocate(b)
+        if bounding is not None:
+            phase("bound", bounding, target.allocate_bounded)
+        with b.scope(f"if (!{target.bounded})" if bounding is not None else ""):
+            target.rewind(b)
+            phase("count", counting, target.allocate_entries)
         with b.block(f"if ({b.agreed(_FAILED, 'fill_ready')})"):
             b.comment("fill")
+            target.start_chunk("thread", b)
             b.lines(filling)
+            target.end_chunk("thread", b)
         for workspace in workspaces:
             workspace.release(b)
     b.fail(_FAILED, _FAILED)
+    target.compact("team", b)
 
 
 def _access_ids(access_list: list[Access]) -> dict[Access, str]:

@@ -44,6 +44,10 @@ class Plan:
     #: around both phases (None: parallel loops open their own).
     region: IndexVar | None = None
 
+    @property
+    def phase(self) -> str:
+        return "bound" if self.bounding else "count" if self.counting else "fill"
+
     def vals(self, access: Access) -> str:
         return names.vals(access.tensor.name)
 
@@ -576,7 +580,7 @@ def _iteration(stmt: Forall, plan: Plan, b: CBuilder) -> Iterator[None]:
     if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or b.failure_flag is None:
         yield
         return
-    with b.failing_to(b.failure_flag, plan.fresh("count_next" if plan.counting else "fill_next")):
+    with b.failing_to(b.failure_flag, plan.fresh(f"{plan.phase}_next")):
         yield
 
 

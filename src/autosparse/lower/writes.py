@@ -204,10 +204,8 @@ class AppendedResult(AssembledResult):
     zero_values: bool = True
     #: Which phase this target lowers: counting (False) or filling.
     filling: bool = False
-    #: Whether threads assemble it slice by slice: a parallel loop over the first level, which is dense,
-    #: gives each of its positions (a row of CSR) to one thread. The count phase counts each slice's
-    #: entries into `starts`, whose prefix sums say where each slice's entries go; the fill phase then
-    #: appends each slice from there, its sizes counted in variables of the slice's own.
+    #: Whether threads assemble it, each a chunk of consecutive positions of the first level, which is
+    #: dense (rows of CSR): see `chunks`.
     sliced: bool = False
 
     @property
@@ -251,9 +249,6 @@ class AppendedResult(AssembledResult):
                 b.fail(f"!{ident}", 1)
         for size in self._counters():
             b.line(f"int64_t {size} = 0;")
-        for start in self._starts():
-            b.line(f"int64_t *{start} = {_allocation(self._count(0), 'int64_t', True)};")
-            b.fail(f"!{start}", 1)
         for ident, _, ctype, _ in self._entries():
             b.line(f"{ctype} *{ident} = NULL;")
         b.line(f"int {self.bounded} = 0;")
@@ -278,22 +273,8 @@ class AppendedResult(AssembledResult):
             b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
             b.fail(f"!{ident}", 1)
 
-    def _starts(self) -> list[str]:
-        """Per counted level, the array of where each slice's entries start (sliced assembly)."""
-        return [f"{size}_starts" for size in self._counters()] if self.sliced else []
-
-    def close_slices(self, b: CBuilder) -> None:
-        """Between the phases of a sliced assembly: each slice's counts become its starts, the last
-        one the total."""
-        for size, start in zip(self._counters(), self._starts()):
-            with b.block(f"for (int64_t p = 0; p < {self._count(0)}; p++)"):
-                b.line(f"{start}[p + 1] += {start}[p];")
-            b.line(f"{size} = {start}[{self._count(0)}];")
-
     def rewind(self, b: CBuilder) -> None:
-        """Before the fill: the sizes count again from zero (a sliced fill counts each slice's own)."""
-        if self.sliced:
-            return
+        """Before the fill: the sizes count again from zero."""
         for size in self._counters():
             b.line(f"{size} = 0;")
 
@@ -303,11 +284,7 @@ class AppendedResult(AssembledResult):
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
-            position = Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
-            if level == 0:  # a slice begins: its sizes shadow the totals
-                for size, start in zip(self._counters(), self._starts()):
-                    b.line(f"int64_t {size} = {f'{start}[{position.begin}]' if self.filling else '0'};")
-            return position
+            return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
         if not self._is_group_end(level):
             return parent
         p = names.position(self.name, level)
@@ -319,9 +296,6 @@ class AppendedResult(AssembledResult):
         return f"{self.name}{level + 1}_nz" if self._is_group_end(level) else None
 
     def leave(self, level, parent, position, b, parent_flag) -> None:
-        if level == 0 and not self.filling:  # a slice ends: its counts
-            for size, start in zip(self._counters(), self._starts()):
-                b.line(f"{start}[{position.begin} + 1] = {size};")
         if not self._is_group_end(level):
             return
         head = self._head(level)
@@ -341,13 +315,98 @@ class AppendedResult(AssembledResult):
                 pos = self._array(level, "pos")
                 with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
                     b.line(f"{pos}[p + 1] += {pos}[p];")
-        for start in self._starts():
-            b.line(f"free({start});")
         with b.block(f"if ({self.bounded})"):
             for ident, length, ctype, _ in self._entries():
                 with b.block():
                     b.line(f"void *trimmed = realloc({ident}, ((size_t)({length}) + 1) * sizeof({ctype}));")
                     b.line(f"if (trimmed) {ident} = trimmed;")
+
+    # --- chunks: threads assembling it in one parallel region (kernel.py) ---------------------------------
+    #
+    # Each thread runs the phases over its chunk of the parallel loop (`schedule(static)`: one chunk of
+    # consecutive first-level positions per thread, in thread order, the same in every phase) with sizes
+    # of its own, declared in the region. After a count phase, one thread turns the chunks' counts into
+    # where each chunk starts (their sum sizes the arrays); each thread then fills its chunk from its start.
+    # After a bound phase the chunks' entries end short of the next chunk's start; once the region ends,
+    # `compact` moves the chunks together. After an exact count, they already are.
+
+    def _chunk_arrays(self) -> list[tuple[str, str, str]]:
+        """Per counted level: (its size, where each chunk starts, where each chunk's fill ended)."""
+        return [(size, f"{size}_chunks", f"{size}_ends") for size in self._counters()]
+
+    def allocate_chunks(self, threads: str, b: CBuilder) -> None:
+        for _, starts, ends in self._chunk_arrays():
+            b.line(f"int64_t *{starts} = calloc((size_t){threads} + 1, sizeof(int64_t));")
+            b.line(f"int64_t *{ends} = calloc((size_t){threads} + 1, sizeof(int64_t));")
+            b.fail(f"!{starts} || !{ends}", 1)
+
+    def declare_chunk_sizes(self, b: CBuilder) -> None:
+        """In the region: this thread's sizes, which the phases' code counts (shadowing the totals)."""
+        for size in self._counters():
+            b.line(f"int64_t {size} = 0;")
+
+    def count_chunk(self, thread: str, b: CBuilder) -> None:
+        """After a count (or bound) phase: this thread's counts."""
+        for size, starts, _ in self._chunk_arrays():
+            b.line(f"{starts}[{thread}] = {size};")
+
+    def sum_chunks(self, team: str, b: CBuilder) -> None:
+        """By one thread: the chunks' counts become their starts; its own sizes become the totals, which
+        the arrays are then allocated at."""
+        for size, starts, _ in self._chunk_arrays():
+            b.line(f"{size} = 0;")
+            with b.block(f"for (int t = 0; t < {team}; t++)"):
+                b.line(f"const int64_t n = {starts}[t];")
+                b.line(f"{starts}[t] = {size};")
+                b.line(f"{size} += n;")
+
+    def start_chunk(self, thread: str, b: CBuilder) -> None:
+        """Before the fill: this thread's sizes start at its chunk's start."""
+        for size, starts, _ in self._chunk_arrays():
+            b.line(f"{size} = {starts}[{thread}];")
+
+    def end_chunk(self, thread: str, b: CBuilder) -> None:
+        for size, _, ends in self._chunk_arrays():
+            b.line(f"{ends}[{thread}] = {size};")
+
+    def _anchor(self, level: int) -> tuple[str, str] | None:
+        """The size counting the positions that index `level`'s, and how many of `level`'s each has (dense
+        levels below a sparse one multiply them); None when no sparse level is at or above `level`."""
+        scale = []
+        while level >= 0 and self.levels[level].properties.full:
+            scale.insert(0, self.dims[level])
+            level -= 1
+        if level < 0:
+            return None
+        return names.size(self.name, self._head(level)), " * ".join(("1", *scale))
+
+    def _positioned(self) -> list[tuple[str, str, tuple[str, str] | None, int]]:
+        """Every array indexed by positions: (C name, element type, anchor, offset): a pos array holds its
+        parent positions' counts one element on."""
+        out = []
+        for level, lv in enumerate(self.levels):
+            for array in lv.array_names:
+                anchor = self._anchor(level - 1 if array == "pos" else level)
+                out.append((self._array(level, array), self.index_type, anchor, int(array == "pos")))
+        return out + [(names.vals(self.name), self.value_type, self._anchor(len(self.levels) - 1), 0)]
+
+    def compact(self, team: str, b: CBuilder) -> None:
+        """After the region: each chunk's entries moved down to where the chunks before it end (memmove,
+        in thread order: a chunk never moves up); the sizes become the totals."""
+        for size, starts, ends in self._chunk_arrays():
+            b.line(f"{size} = 0;")
+            with b.block(f"for (int t = 0; t < {team}; t++)"):
+                b.line(f"const int64_t from = {starts}[t], n = {ends}[t] - from;")
+                with b.block(f"if (n > 0 && from != {size})"):
+                    for ident, ctype, anchor, offset in self._positioned():
+                        if anchor is None or anchor[0] != size:
+                            continue
+                        scale = anchor[1]
+                        b.line(f"memmove({ident} + {size} * {scale} + {offset}, {ident} + from * {scale} + {offset}, "
+                               f"(size_t)(n * {scale}) * sizeof({ctype}));")
+                b.line(f"{size} += n;")
+            b.line(f"free({starts});")
+            b.line(f"free({ends});")
 
     def _coordinate_var(self, level: int) -> str:
         return f"{self.name}{level + 1}_c"
