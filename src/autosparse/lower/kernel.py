@@ -18,8 +18,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, TensorVar, accesses, assignments, tensors, unnest,
-                       walk)
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, TensorVar, accesses, assignments,
+                       tensors, unnest, walk)
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
@@ -94,9 +94,9 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     counters: list[str] | None = [] if instrument else None
     two_phase = isinstance(result_target, AppendedResult)
-    region = _slicing_loop(stmt, result_target)
+    region = _chunking_loop(stmt, result_target)
     if region is not None:
-        result_target = replace(result_target, sliced=True)
+        result_target = replace(result_target, chunked=True)
     threaded = {name for node in walk(stmt) if isinstance(node, Forall) and node.parallel is not None
                 and node.parallel.unit is ParallelUnit.CPU_THREAD for name in temporaries_inside(node)}
 
@@ -149,7 +149,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                 workspace.allocate(b)
         if region is not None:
             phases = (bounding if bounding != counting else None, counting, filling)
-            _sliced_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
+            _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
         elif two_phase and bounding != counting:  # some loop was replaced by its trip count
             b.comment("bound")
             b.lines(bounding)
@@ -187,8 +187,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 _FAILED = "failed"  # the flag of the kernel's parallel region
 
 
-def _slicing_loop(stmt: Stmt, target: Target) -> IndexVar | None:
-    """The loop whose threads assemble an appended result slice by slice, if there is one: the outermost
+def _chunking_loop(stmt: Stmt, target: Target) -> IndexVar | None:
+    """The loop whose threads assemble an appended result in chunks, if there is one: the outermost
     loop, parallel over threads, over the result's first level, which is dense."""
     if not isinstance(target, AppendedResult) or not target.levels[0].properties.full:
         return None
@@ -199,7 +199,7 @@ def _slicing_loop(stmt: Stmt, target: Target) -> IndexVar | None:
     return loop.index if lhs.level_indices[:1] == (loop.index,) else None
 
 
-def _sliced_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[str | None, str, str],
+def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[str | None, str, str],
                    num_threads: int | None, b: CBuilder) -> None:
     """The phases of an assembly by threads in one parallel region, so threads start once and keep their
     temporaries (AppendedResult's chunks): each thread bounds its chunk, one sizes the arrays at the

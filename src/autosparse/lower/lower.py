@@ -40,8 +40,8 @@ class Plan:
     #: entry of a bounded target per iteration adds its trip count instead of running.
     bounding: bool = False
     num_threads: int | None = None  # the OpenMP thread count of parallel loops (None: OpenMP's default)
-    #: The parallel loop the result is assembled over slice by slice, inside a region the kernel opens
-    #: around both phases (None: parallel loops open their own).
+    #: The parallel loop whose threads assemble the result in chunks, inside a region the kernel opens
+    #: around all phases (None: parallel loops open their own).
     region: IndexVar | None = None
 
     @property
@@ -93,7 +93,7 @@ def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     producing = replace(scope, atomic=False)  # the temporaries are this thread's own
     if copied and _bounded_target(stmt.consumer, plan, scope):
         # the consumer only counts the entries: the producer may count them at most too
-        producing = replace(scope, bounded=scope.bounded | {n for n in temporaries if plan.targets[n].bounds})
+        producing = replace(producing, bounded=scope.bounded | {n for n in temporaries if plan.targets[n].bounds})
     b.comment(f"produce {', '.join(temporaries)}")
     lower(stmt.producer, plan, producing, b)
     for name in temporaries:
@@ -487,8 +487,8 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
     copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
     one heap copy per thread, added into the result one thread at a time. The temporaries of `where`s
     inside are each thread's own, allocated when its region begins. A result assembled by appending is
-    written in parallel only by the loop the kernel slices it over (its region, opened around both
-    phases, is `plan.region`). Loops co-iterating a sparse operand (its position carries from iteration
+    written in parallel only by the loop whose threads assemble it in chunks (`plan.region`; the kernel
+    opens the region around all phases). Loops co-iterating a sparse operand (its position carries from iteration
     to iteration) are refused."""
     command = f"parallelize({stmt.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
     unit, race = stmt.parallel.unit, stmt.parallel.race
@@ -500,13 +500,13 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
     threaded = temporaries_inside(stmt)
     if threaded and unit is ParallelUnit.CPU_VECTOR:
         raise ScheduleError(f"{command}: a where inside a SIMD loop would share its temporary between lanes")
-    sliced = plan.region == stmt.index
+    chunked = plan.region == stmt.index
     registers = {n: r for n, (r, _) in scope.accumulators.items()}
     written = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.body) if a.lhs.tensor.name not in threaded)
     for name in written:
-        if name not in registers and not plan.targets[name].parallel_safe() and not sliced:
-            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads share only slice by "
-                                f"slice: the parallel loop must be the outermost one, over {name}'s first level, "
+        if name not in registers and not plan.targets[name].parallel_safe() and not chunked:
+            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads assemble only in "
+                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first level, "
                                 f"and that level dense (rows of CSR)")
     # a count phase sums no values: its registers are not even declared
     summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not plan.counting else []
@@ -523,7 +523,7 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
         yield scope
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS)
-    if sliced:  # inside the kernel's region, which made the temporaries
+    if chunked:  # inside the kernel's region, which made the temporaries
         b.line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
         yield atomic
         return

@@ -206,7 +206,7 @@ class AppendedResult(AssembledResult):
     filling: bool = False
     #: Whether threads assemble it, each a chunk of consecutive positions of the first level, which is
     #: dense (rows of CSR): see `chunks`.
-    sliced: bool = False
+    chunked: bool = False
 
     @property
     def bounds(self) -> bool:

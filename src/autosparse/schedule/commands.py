@@ -100,8 +100,9 @@ def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race,
     """Mark the loop over `index` parallel. The race strategy must fit what the loop writes:
     `no_races` needs every result position written inside to depend on `index` (no reduction over
     it; a derived `index` stands for the coordinates it was derived from, and a position over collapsed
-    levels for all of them); `atomics` and `temporary` need the writes to be sums. Temporaries (`where`) inside a thread loop are each thread's own;
-    SIMD lanes cannot have their own, and a second level of threads is not supported."""
+    levels for all of them); `atomics` and `temporary` need the writes to be sums. The temporaries of
+    `where`s inside a thread loop are each thread's own; SIMD lanes cannot have their own, and a second
+    level of threads is not supported."""
     command = f"parallelize({index}, {unit.value}, {race.value})"
     loop = _loop(stmt, index, command)
     if loop.parallel is not None:
