@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Mapping
 
 import numpy as np
@@ -83,7 +82,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
                             f"(format {result.format}), but {writes} write it: use a workspace")
 
-    def read_levels(access: Access, workspaces: Mapping[str, Workspace] = workspaces) -> tuple[ReadLevel, ...]:
+    def read_levels(access: Access) -> tuple[ReadLevel, ...]:
         name = access.tensor.name
         if name in workspaces:
             return tuple(workspaces[name].read_level(k) for k in range(access.tensor.order))
@@ -102,10 +101,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        # the bound phase's producers may count past the list (count_at_most): it keeps the marks
-        phased = {name: workspace.in_phase(counting and not bounding) for name, workspace in workspaces.items()}
-        plan = Plan(partial(read_levels, workspaces=phased), {result.name: target, **phased}, access_ids, value_c,
-                    names.Fresh(),
+        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
                     None if counting else counters, counting, bounding, num_threads, region)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -48,11 +48,6 @@ class Workspace(Target):
         """Empty the workspace for the next producer (its values too, unless only the pattern was made)."""
 
     def release(self, b: CBuilder) -> None: ...
-
-    def in_phase(self, counting: bool) -> "Workspace":
-        """The workspace as the (exact) count phase of a two-phase assembly uses it, which only learns
-        which coordinates are touched, or as the other phases do."""
-        return self
 
 
 @dataclass(frozen=True)
@@ -109,31 +104,21 @@ class ListWorkspace(Workspace):
     """w[N] with the list of touched coordinates and a generation mark per coordinate: `mark[j] == gen`
     when this producer touched j. The first store into a coordinate overwrites what an earlier producer
     left there, so the reset is `gen++` and costs nothing, and nothing is ever cleared. Before the
-    consumer steps the list it is put in order (ORDER_HELPER).
-
-    The count phase marks coordinates in a bitmap instead (`seen`, cleared word by word from the list
-    after the consumer): it needs no values, and at 10^5 columns the bitmap stays in L1 where the marks
-    spill out of L2."""
+    consumer steps the list it is put in order (ORDER_HELPER)."""
 
     flag_free = False  # a store marks its coordinate touched
     bounds = True
-    #: Bytes per coordinate besides the value: the mark, the list, the sort's spare buffer and the bitmaps.
+    #: Bytes per coordinate besides the value: the mark, the list, the sort's spare buffer and its bitmaps.
     BYTES_PER_COORDINATE = 25
     name: str
     dim: str
     value_type: str
-    counting: bool = False  # the count phase's view (marks in `seen`)
 
     @property
     def list(self) -> str:
         return self._ident("list")
 
-    def in_phase(self, counting: bool) -> "ListWorkspace":
-        return replace(self, counting=counting)
-
     def touched(self, coordinate: str) -> str:
-        if self.counting:
-            return f"(({self._ident('seen')}[({coordinate}) >> 6] >> (({coordinate}) & 63)) & 1)"
         return f"{self._ident('mark')}[{coordinate}] == {self._ident('gen')}"
 
     def allocate(self, b: CBuilder) -> None:
@@ -145,18 +130,14 @@ class ListWorkspace(Workspace):
         b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
         b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
-        b.line(f"uint64_t *{self._ident('seen')} = calloc(((size_t){self.dim} >> 6) + 1, sizeof(uint64_t));")
         b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits} || !{self._ident('seen')}", 1)
+        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", 1)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
     def _first_touch(self, coordinate: str, b: CBuilder) -> None:
-        if self.counting:
-            b.line(f"{self._ident('seen')}[({coordinate}) >> 6] |= (uint64_t)1 << (({coordinate}) & 63);")
-        else:
-            b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
+        b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
         b.line(f"{self.list}[{self.count}++] = {coordinate};")
 
     def count_at_most(self, amount: str, b: CBuilder) -> None:
@@ -185,17 +166,12 @@ class ListWorkspace(Workspace):
                    f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
-        if self.counting:
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"{self._ident('seen')}[{self.list}[q] >> 6] = 0;")
-        else:
-            b.line(f"{self._ident('gen')}++;")
+        b.line(f"{self._ident('gen')}++;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
-        for part in ("mark", "list", "spare", "bits", "seen"):
-            b.line(f"free({self._ident(part)});")
-        b.line(f"free({names.vals(self.name)});")
+        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
+            b.line(f"free({array});")
 
 
 ORDER_HELPER = """
