@@ -276,3 +276,21 @@ def test_products_raise_only_inside_the_guard():
         with no_peer_math(), pytest.raises(AssertionError, match="during a kernel call"):
             call()
     assert np.dot(a, a) == 14.0
+
+
+@pytest.mark.parametrize("expression, formats, schedule", [
+    ("y(int) = A(int,for) * x(for)", {"A": "csr"}, None),  # C keywords
+    ("y(I) = A(I,j) * x(j)", {"A": "csr"}, None),  # complex.h's imaginary unit
+    ("C(thread,trips) = A(thread,failed) * B(failed,trips)", {"A": "csr", "B": "csr", "C": "csr"},
+     "parallelize(thread, cpu_thread, no_races)"),  # the names of a parallel assembly's own variables
+])
+def test_index_names_that_c_or_the_kernel_reserves_still_compute(expression, formats, schedule):
+    rng = np.random.default_rng(3)
+    a = scipy.sparse.random(7, 5, density=0.4, format="csr", random_state=rng)
+    b = scipy.sparse.random(5, 6, density=0.4, format="csr", random_state=rng)
+    kernel = asp.compile(expression, formats, schedule=schedule, num_threads=2)
+    if expression.startswith("y"):
+        x = rng.random(5)
+        np.testing.assert_allclose(kernel(A=a, x=x).to_numpy(), a @ x)
+    else:
+        np.testing.assert_allclose(kernel(A=a, B=b).to_numpy(), (a @ b).toarray())

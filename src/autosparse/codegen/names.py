@@ -34,8 +34,22 @@ def extent(index) -> str:
     return f"N_{index}"
 
 
+#: Identifiers an index variable's own name would collide with: C's keywords, what the kernel's headers
+#: define (complex.h's `I`, the allocation and copy functions), and the names the kernel itself declares
+#: around the loops (its arguments, helpers, and the flags and counters of parallel regions).
+RESERVED = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if inline int
+    long register restrict return short signed sizeof static struct switch typedef union unsigned void
+    volatile while I complex imaginary bool true false NULL
+    args dims sizes counters min64 result_array order_touched calloc malloc realloc free memset memmove
+    memcpy qsort madvise failed thread threads team trips
+""".split())
+
+
 def coordinate(index) -> str:
-    return str(index)
+    """The C variable holding an index's coordinate: its name, unless that is reserved."""
+    name = str(index)
+    return f"{name}_" if name in RESERVED else name
 
 
 def position(access: str, level: int) -> str:
