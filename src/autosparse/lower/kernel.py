@@ -26,7 +26,7 @@ from ..format.level import Level
 from ..cin.provenance import Provenance, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
-from .lower import Plan, Scope, lower, temporaries_inside
+from .lower import Plan, Scope, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
 from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
@@ -208,12 +208,9 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
     b.line(f"int {_FAILED} = 0, team = 1;")
     target.allocate_chunks("threads", b)
     b.line("#pragma omp parallel num_threads(threads)")
-    with b.block():
+    with b.block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
         b.line("const int thread = omp_get_thread_num();")
         target.declare_chunk_sizes(b)
-        with b.failing_to(_FAILED, "allocated"):
-            for workspace in workspaces:
-                workspace.allocate(b)
 
         def phase(name: str, text: str, allocate) -> None:
             """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
@@ -237,8 +234,6 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
             target.start_chunk("thread", b)
             b.lines(filling)
             target.end_chunk("thread", b)
-        for workspace in workspaces:
-            workspace.release(b)
     b.fail(_FAILED, _FAILED)
     target.compact("team", b)
 

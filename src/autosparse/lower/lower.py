@@ -546,25 +546,33 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
             for name in copied:  # shadows the result: the body stores into this thread's copy
                 vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
                 b.line(f"{ctype} *restrict {vals} = {name}_copies + (size_t)omp_get_thread_num() * ({size});")
-            with b.failing_to(failed, plan.fresh("allocated")):
-                for name in threaded:
-                    plan.targets[name].allocate(b)
-            with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
-                    b.failing_to(failed, plan.fresh("done")):
-                b.line("#pragma omp for schedule(static)")
-                yield atomic
-            if copied:
-                b.line("#pragma omp critical")
-                with b.block():
-                    for name in copied:
-                        vals, size = names.vals(name), plan.targets[name].reduction_size()
-                        with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
-                            b.line(f"{name}_shared[p] += {vals}[p];")
-            for name in threaded:
-                plan.targets[name].release(b)
+            with thread_temporaries([plan.targets[n] for n in threaded], failed, plan.fresh("allocated"), b):
+                with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
+                        b.failing_to(failed, plan.fresh("done")):
+                    b.line("#pragma omp for schedule(static)")
+                    yield atomic
+                if copied:
+                    b.line("#pragma omp critical")
+                    with b.block():
+                        for name in copied:
+                            vals, size = names.vals(name), plan.targets[name].reduction_size()
+                            with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
+                                b.line(f"{name}_shared[p] += {vals}[p];")
         for name in copied:
             b.line(f"free({name}_copies);")
         b.fail(failed, failed)
+
+
+@contextmanager
+def thread_temporaries(workspaces: list[Target], flag: str, label: str, b: CBuilder) -> Iterator[None]:
+    """Inside a parallel region: each thread's own temporaries, allocated before the body (a failure
+    raising `flag`) and released after it."""
+    with b.failing_to(flag, label):
+        for workspace in workspaces:
+            workspace.allocate(b)
+    yield
+    for workspace in workspaces:
+        workspace.release(b)
 
 
 def temporaries_inside(stmt: Forall) -> tuple[str, ...]:
