@@ -1,0 +1,111 @@
+"""The abstract interpreter of Ahrens et al. Fig. 5: a sketch's work as task sets.
+
+Walking the program with the indices bound so far and a guard (the predicate under which the current
+code runs), each loop adds one task set per access it steps through (`{[bound…, i] | guard ∧ ∃… A}`),
+then follows every zero/nonzero case of those accesses with zeros substituted and annihilated; each
+assignment adds `{[bound…] | guard}` and records that it may have written where the guard holds.
+A tensor's nonzeros are tracked as a predicate over its modes (`state`): sparse inputs start as
+themselves, dense inputs are never zero (untracked), and a `where` starts its temporary at zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import Mapping
+
+from .query import FALSE, TRUE, Atom, Pred, conj, disj, exists, rename
+from .sketch import STEP, Access, Assign, Call, Loop, Stmt, Where, assigns, reads
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """`{[head…] | guard}`: the index tuples at which one statement or loop does constant work."""
+
+    head: tuple[str, ...]
+    guard: Pred
+
+    def __str__(self) -> str:
+        return f"{{[{','.join(self.head)}]" + ("}" if self.guard == TRUE else f" | {self.guard}}}")
+
+
+def tasks(program: Stmt, sparse: Mapping[str, int]) -> list[Task]:
+    """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
+    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()})
+    interpreter.statement(program, (), TRUE)
+    return interpreter.tasks
+
+
+def _modes(order: int) -> tuple[str, ...]:
+    return tuple(f"#{m}" for m in range(order))
+
+
+class _Interpreter:
+    def __init__(self, state: dict[str, Pred]):
+        self.state = state
+        self.tasks: list[Task] = []
+
+    def nonzero(self, access: Access, bound: tuple[str, ...]) -> Pred:
+        """Where `access` may be nonzero, its indices not yet bound quantified away."""
+        pattern = self.state.get(access.tensor, TRUE)
+        pattern = rename(pattern, dict(zip(_modes(len(access.indices)), access.indices)))
+        return exists([i for i in dict.fromkeys(access.indices) if i not in bound], pattern)
+
+    def statement(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
+        if isinstance(node, Assign):
+            self.tasks.append(Task(bound, guard))
+            lhs = node.lhs
+            written = rename(guard, {index: mode for index, mode in zip(lhs.indices, _modes(len(lhs.indices)))})
+            written = exists([b for b in bound if b not in lhs.indices], written)
+            self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
+        elif isinstance(node, Where):
+            for assign in assigns(node.producer):
+                self.state[assign.lhs.tensor] = FALSE
+            self.statement(node.producer, bound, guard)
+            self.statement(node.consumer, bound, guard)
+        else:
+            self.loop(node, bound, guard)
+
+    def loop(self, node: Loop, bound: tuple[str, ...], guard: Pred) -> None:
+        inner = (*bound, node.index)
+        steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == STEP))
+        for access in steppers:
+            self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner))))
+        if not steppers:
+            self.statement(node.body, inner, guard)
+            return
+        for zero in product((False, True), repeat=len(steppers)):
+            zeros = frozenset(a for a, z in zip(steppers, zero) if z)
+            body = without(node.body, zeros)
+            if body is None:
+                continue
+            present = set(reads(body))
+            case = conj(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
+            self.statement(body, inner, case)
+
+
+def without(node, zeros: frozenset[Access]):
+    """`node` with the accesses in `zeros` replaced by zero and annihilated; None when nothing is left
+    (an update by zero, a loop of nothing, a temporary that stays zero is read as zero)."""
+    if isinstance(node, Access):
+        return None if node in zeros else node
+    if isinstance(node, Call):
+        if node.op == "literal":
+            return node
+        args = [without(a, zeros) for a in node.args]
+        if node.op == "+":
+            args = [a for a in args if a is not None]
+            return None if not args else args[0] if len(args) == 1 else Call("+", tuple(args))
+        return None if any(a is None for a in args) else Call(node.op, tuple(args))
+    if isinstance(node, Assign):
+        rhs = without(node.rhs, zeros)
+        return None if rhs is None else Assign(node.lhs, rhs, node.reduce)
+    if isinstance(node, Loop):
+        body = without(node.body, zeros)
+        return None if body is None else Loop(node.index, body)
+    producer = without(node.producer, zeros)
+    if producer is None:
+        written = {a.lhs.tensor for a in assigns(node.producer)}
+        return without(node.consumer, zeros | {a for a in reads(node.consumer) if a.tensor in written})
+    consumer = without(node.consumer, zeros)
+    return None if consumer is None else Where(consumer, producer)

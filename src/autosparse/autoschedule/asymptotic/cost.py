@@ -1,0 +1,89 @@
+"""Asymptotic costs: the union of a program's task sets, normalised, with sunk costs and assumptions.
+
+Comparing raw task sets makes a schedule look better only because it does less when an input is all
+zero (outer products over Gustavson, Ahrens et al. §6.2). So, unless asked otherwise, every cost is
+compared as `P ∪ S` under assumptions `A`: `S` holds reading each sparse input (`{[i,j] | B(i,j)}`) and
+iterating any single dimension (`{[i]}`), `A` says each sparse input has a nonzero (an atom over fresh
+variables joined to every query). A cost is kept minimal — no query contained in another, no atom that
+can be dropped — so equal costs usually print, hash and compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from .analysis import tasks
+from .query import Atom, Query, contained, disjuncts, minimal
+from .sketch import Stmt
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A union of conjunctive queries: the set of tasks a program runs, up to constant factors."""
+
+    queries: tuple[Query, ...]
+
+    @staticmethod
+    def of(queries: Iterable[Query]) -> "Cost":
+        kept: list[Query] = []
+        for query in sorted({_minimal(q) for q in queries}, key=_size):
+            if not any(contained(query, other) for other in kept):
+                kept = [other for other in kept if not contained(other, query)]
+                kept.append(query)
+        return Cost(tuple(sorted(kept, key=lambda q: (q.dims, q.atoms))))
+
+    def __le__(self, other: "Cost") -> bool:
+        """Contained on every input: each of our queries inside one of theirs."""
+        return all(any(contained(p, q) for q in other.queries) for p in self.queries)
+
+    def dominates(self, other: "Cost") -> bool:
+        """Asymptotically more work: `other` is inside this cost and this cost is not inside `other`."""
+        return other <= self and not self <= other
+
+    def __str__(self) -> str:
+        return " ∪ ".join(map(str, self.queries)) or "∅"
+
+
+def _size(query: Query) -> tuple:
+    return (-len(query.dims), len(query.atoms), query.dims, query.atoms)
+
+
+_minimal_memo: dict[Query, Query] = {}
+
+
+def _minimal(query: Query) -> Query:
+    found = _minimal_memo.get(query)
+    if found is None:
+        found = _minimal_memo[query] = minimal(query)
+    return found
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """How programs of one kernel are costed: its sparse inputs (name → the indices they are read at in
+    the expression), its indices, and whether sunk costs and assumptions apply."""
+
+    sparse: Mapping[str, tuple[str, ...]]
+    indices: tuple[str, ...]
+    sunk: bool = True
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.sparse.items()), self.indices, self.sunk))
+
+    def cost(self, program: Stmt) -> Cost:
+        assumed = self.assumptions()
+        queries = [Query.of(((i, i) for i in task.head), conjunction | assumed)
+                   for task in tasks(program, {name: len(ix) for name, ix in self.sparse.items()})
+                   for conjunction in disjuncts(task.guard)]
+        if self.sunk:
+            queries += [Query.of([(i, i)], assumed) for i in self.indices]
+            queries += [Query.of(((i, i) for i in dict.fromkeys(ix)), {Atom(name, ix)} | assumed)
+                        for name, ix in self.sparse.items()]
+        return Cost.of(queries)
+
+    def assumptions(self) -> frozenset[Atom]:
+        """Every sparse input has a nonzero somewhere (as atoms over variables of their own)."""
+        if not self.sunk:
+            return frozenset()
+        return frozenset(Atom(name, tuple(f"{i}'{name}" for i in ix)) for name, ix in self.sparse.items())

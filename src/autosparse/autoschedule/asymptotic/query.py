@@ -1,0 +1,303 @@
+"""Task sets as unions of conjunctive queries, and containment between them (Ahrens et al. §5–6).
+
+A task set `{[i,j] | ∃k B(i,k) ∧ C(k,j)}` is the set of index tuples at which a constant-time piece of
+work runs; its size is the cost. Predicates are built from nonzero atoms with ∧, ∨ and ∃ only, so every
+task set normalises to a union of conjunctive queries (`Query`), and containment of unions reduces to
+homomorphisms between conjunctive queries (Chandra–Merlin), found by backtracking.
+
+Two readings keep the comparison meaningful across loop nests of different shapes:
+- a task `[i,j,k]` stands for the tuples over every subset of its variables in every order (lazy subset
+  semantics), so `P ⊆ Q` when a homomorphism from Q to P maps a subset of Q's head onto P's whole head;
+- each head variable carries its dimension, and a head variable only covers one of the same dimension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import count, product
+from typing import Iterable, Union
+
+# --- predicates -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """`tensor(args…) ≠ 0`."""
+
+    tensor: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.tensor}({','.join(self.args)})"
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    parts: tuple["Pred", ...]
+
+    def __str__(self) -> str:
+        return " ∧ ".join(f"({p})" if isinstance(p, Or) else str(p) for p in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    parts: tuple["Pred", ...]
+
+    def __str__(self) -> str:
+        return " ∨ ".join(map(str, self.parts))
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    variables: tuple[str, ...]
+    body: "Pred"
+
+    def __str__(self) -> str:
+        return f"∃{','.join(self.variables)} ({self.body})"
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: bool
+
+    def __str__(self) -> str:
+        return "true" if self.value else "false"
+
+
+TRUE, FALSE = Const(True), Const(False)
+Pred = Union[Atom, And, Or, Exists, Const]
+
+
+def conj(*parts: Pred) -> Pred:
+    """∧ of `parts`, with true dropped, false absorbing and nested ∧ flattened."""
+    kept: list[Pred] = []
+    for part in parts:
+        if part == FALSE:
+            return FALSE
+        if isinstance(part, And):
+            kept.extend(part.parts)
+        elif part != TRUE:
+            kept.append(part)
+    return kept[0] if len(kept) == 1 else And(tuple(kept)) if kept else TRUE
+
+
+def disj(*parts: Pred) -> Pred:
+    kept: list[Pred] = []
+    for part in parts:
+        if part == TRUE:
+            return TRUE
+        if isinstance(part, Or):
+            kept.extend(part.parts)
+        elif part != FALSE:
+            kept.append(part)
+    return kept[0] if len(kept) == 1 else Or(tuple(kept)) if kept else FALSE
+
+
+_fresh = count()
+
+
+def exists(variables: Iterable[str], body: Pred) -> Pred:
+    """∃variables body, with the variables renamed apart from every other name, so that renaming free
+    variables later can never capture them."""
+    variables = tuple(variables)
+    if not variables or isinstance(body, Const):
+        return body
+    names = {v: f"{v.split(chr(39))[0]}'{next(_fresh)}" for v in variables}
+    return Exists(tuple(names.values()), rename(body, names))
+
+
+def rename(pred: Pred, names: dict[str, str]) -> Pred:
+    """`pred` with its free variables renamed (bound ones are fresh, see `exists`, and never clash)."""
+    if isinstance(pred, Atom):
+        return Atom(pred.tensor, tuple(names.get(a, a) for a in pred.args))
+    if isinstance(pred, And):
+        return And(tuple(rename(p, names) for p in pred.parts))
+    if isinstance(pred, Or):
+        return Or(tuple(rename(p, names) for p in pred.parts))
+    if isinstance(pred, Exists):
+        return Exists(pred.variables, rename(pred.body, names))
+    return pred
+
+
+def disjuncts(pred: Pred) -> list[frozenset[Atom]]:
+    """`pred` as a disjunction of conjunctions of atoms; each ∃ gets variables of its own, so the
+    conjunctions can treat every variable outside the head as existential."""
+    fresh = count()
+
+    def dnf(p: Pred) -> list[frozenset[Atom]]:
+        if isinstance(p, Atom):
+            return [frozenset((p,))]
+        if isinstance(p, Const):
+            return [frozenset()] if p.value else []
+        if isinstance(p, Or):
+            return [d for part in p.parts for d in dnf(part)]
+        if isinstance(p, And):
+            result = [frozenset()]
+            for part in p.parts:
+                result = [a | b for a, b in product(result, dnf(part))]
+            return result
+        return dnf(rename(p.body, {v: f"{v.split(chr(39))[0]}'{next(fresh)}" for v in p.variables}))
+
+    return dnf(pred)
+
+
+# --- conjunctive queries -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=True)
+class Query:
+    """`{[h₀ ∈ dims[0], h₁ ∈ dims[1], …] | ∃… atoms}` in canonical form: variables are integers, the head
+    ones first (0 … len(dims)-1), so structurally equal queries compare and hash equal."""
+
+    dims: tuple[str, ...]
+    atoms: tuple[tuple[str, tuple[int, ...]], ...]
+    labels: tuple[str, ...] = field(default=(), compare=False)  # a readable name per variable
+
+    @staticmethod
+    def of(head: Iterable[tuple[str, str]], atoms: Iterable[Atom]) -> "Query":
+        """The query over `head` ((variable, dimension) pairs) constrained by `atoms`."""
+        head, atoms = list(head), list(atoms)
+        occurrences: dict[str, list] = {}
+        for atom in atoms:
+            for position, arg in enumerate(atom.args):
+                occurrences.setdefault(arg, []).append((atom.tensor, position))
+        head.sort(key=lambda hv: (hv[1], sorted(occurrences.get(hv[0], ()))))
+        ids = {var: n for n, (var, _) in enumerate(head)}
+        keyed = sorted(atoms, key=lambda a: (a.tensor, tuple(ids.get(x, -1) for x in a.args)))
+        for atom in keyed:
+            for arg in atom.args:
+                ids.setdefault(arg, len(ids))
+        canonical = tuple(sorted({(a.tensor, tuple(ids[x] for x in a.args)) for a in atoms}))
+        labels = [""] * len(ids)
+        for var, n in ids.items():
+            labels[n] = var
+        return Query(tuple(d for _, d in head), canonical, tuple(labels))
+
+    @property
+    def head_size(self) -> int:
+        return len(self.dims)
+
+    @cached_property
+    def by_tensor(self) -> dict[str, tuple[tuple[int, ...], ...]]:
+        found: dict[str, list] = {}
+        for tensor, args in self.atoms:
+            found.setdefault(tensor, []).append(args)
+        return {t: tuple(a) for t, a in found.items()}
+
+    @cached_property
+    def variable_count(self) -> int:
+        return max([self.head_size - 1, *(x for _, args in self.atoms for x in args)]) + 1
+
+    def without(self, atom_number: int) -> "Query":
+        atoms = [Atom(t, tuple(self._label(x) for x in args)) for n, (t, args) in enumerate(self.atoms)
+                 if n != atom_number]
+        return Query.of(((self._label(h), d) for h, d in enumerate(self.dims)), atoms)
+
+    def _label(self, var: int) -> str:
+        return self.labels[var] if self.labels else f"v{var}"
+
+    def __str__(self) -> str:
+        names = _readable(self)
+        head = ",".join(names[h] for h in range(self.head_size))
+        bound = [names[v] for v in range(self.head_size, self.variable_count)]
+        body = " ∧ ".join(f"{t}({','.join(names[x] for x in args)})" for t, args in self.atoms)
+        if bound:
+            body = f"∃{','.join(bound)} {body}"
+        return f"{{[{head}]" + (f" | {body}}}" if body else "}")
+
+
+def _readable(query: Query) -> list[str]:
+    """Names for printing: index names for the head, index names with a subscript for the rest."""
+    base = [(query.labels[v] if query.labels else f"v{v}").split("'")[0] for v in range(query.variable_count)]
+    names, used = [], {}
+    for v, name in enumerate(base):
+        if v < query.head_size and name not in used:
+            used[name] = 0
+            names.append(name)
+        else:
+            used[name] = used.get(name, 0) + 1
+            names.append(f"{name}{_subscript(used[name])}")
+    return names
+
+
+def _subscript(n: int) -> str:
+    return "".join("₀₁₂₃₄₅₆₇₈₉"[int(c)] for c in str(n))
+
+
+_contained_memo: dict[tuple[Query, Query], bool] = {}
+
+
+def contained(p: Query, q: Query) -> bool:
+    """P ⊆ Q on every input: a homomorphism from Q's variables to P's that maps each atom of Q onto an
+    atom of P and some of Q's head variables onto all of P's, dimension for dimension."""
+    key = (p, q)
+    found = _contained_memo.get(key)
+    if found is None:
+        found = _contained_memo[key] = _homomorphism(p, q)
+    return found
+
+
+def _homomorphism(p: Query, q: Query) -> bool:
+    if any(t not in p.by_tensor for t in q.by_tensor):
+        return False
+    q_dims: dict[str, int] = {}
+    for d in q.dims:
+        q_dims[d] = q_dims.get(d, 0) + 1
+    for d in set(p.dims):
+        if p.dims.count(d) > q_dims.get(d, 0):
+            return False
+    order = sorted(q.atoms, key=lambda atom: len(p.by_tensor[atom[0]]))
+    mapping: dict[int, int] = {}
+
+    def covers() -> bool:
+        """Every head variable of P is the image of a head variable of Q of its dimension; Q's head
+        variables that no atom constrains may still be sent wherever they are needed."""
+        free: dict[str, int] = {}
+        images: set[tuple[int, str]] = set()
+        for h, d in enumerate(q.dims):
+            if h in mapping:
+                images.add((mapping[h], d))
+            else:
+                free[d] = free.get(d, 0) + 1
+        for h, d in enumerate(p.dims):
+            if (h, d) not in images:
+                if not free.get(d):
+                    return False
+                free[d] -= 1
+        return True
+
+    def search(n: int) -> bool:
+        if n == len(order):
+            return covers()
+        tensor, args = order[n]
+        for candidate in p.by_tensor[tensor]:
+            added = []
+            for a, b in zip(args, candidate):
+                image = mapping.get(a)
+                if image is None:
+                    mapping[a] = b
+                    added.append(a)
+                elif image != b:
+                    break
+            else:
+                if search(n + 1):
+                    return True
+            for a in added:
+                del mapping[a]
+        return False
+
+    return search(0)
+
+
+def minimal(query: Query) -> Query:
+    """`query` without the atoms that do not change it (dropping an atom can only grow a query, so it is
+    redundant exactly when the smaller query is still contained in the original)."""
+    n = 0
+    while n < len(query.atoms):
+        smaller = query.without(n)
+        if contained(smaller, query):
+            query = smaller
+        else:
+            n += 1
+    return query
