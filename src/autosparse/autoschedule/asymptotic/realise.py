@@ -1,0 +1,168 @@
+"""Stage 8 of the enumeration (Ahrens et al. §7.8): formats from protocols, then CIN.
+
+The cost model assumed every access concordant — its tensor's levels stored in the order its loops
+visit them. Here that is made true. Each sparse input gets a format of its own whose mode order is the
+loop order and whose levels do what the protocols ask: a stepped mode keeps the user's level (a dense
+one stays dense), a located one becomes dense when it is the first level (an array over one dimension)
+and hashed below it, so that no input is densified. The kernel converts an operand given in another
+format (a transpose), which benchmarks time separately. Dense inputs are only located, in any order.
+A workspace of one index is a dense array with a list of touched coordinates; of two or more, a hash
+table in the consumer's loop order; a scalar is a register. A result written out of its format's order
+(inserts, or a loop order its levels do not follow) is built in a workspace and copied into the result's
+format (a reformatting `where`), placed below the outermost loops that already visit the result's first
+levels in order, so Gustavson's algorithm reformats one row at a time; a dense result takes inserts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ...cin import ast as cin
+from ...errors import ScheduleError
+from ...format import Format
+from ...notation import ast as notation
+from ...notation.ast import IndexVar
+from .sketch import APPEND, INSERT, LOCATE, STEP, Access, Loop, Stmt, Where, assigns, map_accesses, reads
+
+_PROTOCOLS = {STEP: cin.Protocol.STEP, LOCATE: cin.Protocol.LOCATE, APPEND: cin.Protocol.APPEND,
+              INSERT: cin.Protocol.INSERT}
+
+
+@dataclass(frozen=True)
+class Realised:
+    """A sketch as CIN: the statement and the format it needs each operand and temporary in."""
+
+    cin: cin.Stmt
+    formats: dict[str, Format]  # operands and temporaries (the result keeps the user's format)
+
+
+def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realised:
+    """`sketch` compiled against `formats` (every operand's and the result's, as the user gave them)."""
+    reads_of: dict[str, tuple[Access, tuple[str, ...]]] = {}  # tensor -> (its read, its loop-ordered indices)
+    _visit_reads(sketch, (), reads_of)
+    chosen: dict[str, Format] = {}
+    for name, fmt in formats.items():
+        if name != result and name in reads_of:
+            chosen[name] = fmt if fmt.is_dense else _input_format(fmt, *reads_of[name])
+    workspaces = {a.lhs.tensor: a.lhs.indices for a in assigns(sketch) if a.lhs.tensor not in formats}
+    for name, indices in workspaces.items():
+        chosen[name] = Format("d" * len(indices)) if len(indices) <= 1 else Format("h" * len(indices))
+    variables = {name: cin.TensorVar(name, fmt, temporary=name in workspaces) for name, fmt in chosen.items()}
+    result_format = formats[result]
+    level_indices = _result_levels(sketch, result, result_format)
+    if result_format.is_dense or _written_in_level_order(sketch, result, level_indices, ()):
+        variables[result] = cin.TensorVar(result, result_format)
+        return Realised(_converted(sketch, variables), chosen)
+    # Reformat only below the result's levels that the outermost loops already visit in order.
+    prefix, body = [], sketch
+    while isinstance(body, Loop) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
+        prefix.append(body.index)
+        body = body.body
+    rest = level_indices[len(prefix):]
+    staging = _fresh("t", {*formats, *workspaces})
+    chosen[staging] = Format("d" if len(rest) == 1 else "h" * len(rest))
+    variables[staging] = cin.TensorVar(staging, chosen[staging], temporary=True)
+    variables[result] = cin.TensorVar(result, result_format)
+    target = _result_access(sketch, result)
+
+    def staged(access: Access) -> Access:
+        if access.tensor != result:
+            return access
+        return Access(staging, rest, tuple(access.protocols[access.indices.index(i)] for i in rest))
+
+    producer = _converted(map_accesses(body, staged), variables)
+    copy = cin.nest(tuple(IndexVar(i) for i in rest),
+                    cin.Assign(cin.default_access(variables[result], tuple(IndexVar(i) for i in target.indices),
+                                                  write=True),
+                               cin.default_access(variables[staging], tuple(IndexVar(i) for i in rest),
+                                                  write=False)))
+    return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen)
+
+
+def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:
+    if isinstance(stmt, Loop):
+        _visit_reads(stmt.body, (*loops, stmt.index), found)
+    elif isinstance(stmt, Where):
+        _visit_reads(stmt.consumer, loops, found)
+        _visit_reads(stmt.producer, loops, found)
+    else:
+        for access in reads(stmt.rhs):
+            ordered = tuple(sorted(access.indices, key=loops.index))
+            known = found.setdefault(access.tensor, (access, ordered))
+            if known != (access, ordered):
+                raise ScheduleError(f"Expected {access.tensor} read once, in one order, but it is read as "
+                                    f"{known[0]} and {access}")
+
+
+def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Format:
+    """A format concordant with the loops around `access` that supports its protocols."""
+    modes = tuple(access.indices.index(i) for i in ordered)
+    letters = []
+    for depth, mode in enumerate(modes):
+        user = fmt.levels[fmt.mode_order.index(mode)].letter
+        if access.protocols[mode] == STEP:
+            letters.append("d" if user == "d" else "s")
+        else:
+            letters.append("d" if user == "d" or depth == 0 else "h")
+    return Format("".join(letters), mode_order=modes)
+
+
+def _result_access(sketch: Stmt, result: str) -> Access:
+    return next(a.lhs for a in assigns(sketch) if a.lhs.tensor == result)
+
+
+def _result_levels(sketch: Stmt, result: str, fmt: Format) -> tuple[str, ...]:
+    access = _result_access(sketch, result)
+    return tuple(access.indices[m] for m in fmt.mode_order)
+
+
+def _written_in_level_order(stmt: Stmt, result: str, level_indices: tuple[str, ...], loops: tuple[str, ...]) -> bool:
+    """Every write of `result` appends, its levels' loops outermost in level order."""
+    if isinstance(stmt, Loop):
+        return _written_in_level_order(stmt.body, result, level_indices, (*loops, stmt.index))
+    if isinstance(stmt, Where):
+        return all(_written_in_level_order(s, result, level_indices, loops) for s in (stmt.consumer, stmt.producer))
+    return stmt.lhs.tensor != result or loops[:len(level_indices)] == level_indices
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    return next(name for name in (f"{base}{n}" for n in range(len(taken) + 1)) if name not in taken)
+
+
+def _converted(stmt: Stmt, variables: Mapping[str, cin.TensorVar]) -> cin.Stmt:
+    if isinstance(stmt, Loop):
+        return cin.Forall(IndexVar(stmt.index), _converted(stmt.body, variables))
+    if isinstance(stmt, Where):
+        return cin.Where(_converted(stmt.consumer, variables), _converted(stmt.producer, variables))
+    lhs = _access(stmt.lhs, variables, write=True)
+    return cin.Assign(lhs, _expression(stmt.rhs, variables), stmt.reduce)
+
+
+def _access(access: Access, variables, write: bool) -> cin.Access:
+    var = variables[access.tensor]
+    indices = tuple(IndexVar(i) for i in access.indices)
+    if write:
+        fmt = var.format
+        protocols = []
+        for mode, wanted in enumerate(access.protocols):
+            level = fmt.levels[fmt.mode_order.index(mode)]
+            options = [_PROTOCOLS[wanted], cin.Protocol.INSERT, cin.Protocol.APPEND]
+            protocols.append(next(p for p in options if cin.allows(level, p)))
+        return cin.Access(var, indices, tuple(protocols))
+    return cin.Access(var, indices, tuple(_PROTOCOLS[p] for p in access.protocols))
+
+
+def _expression(expr, variables):
+    if isinstance(expr, Access):
+        return _access(expr, variables, write=False)
+    if expr.op == "literal":
+        return notation.Literal(expr.args[0])
+    args = [_expression(a, variables) for a in expr.args]
+    if expr.op == "-":
+        return notation.Neg(args[0])
+    node = notation.Mul if expr.op == "*" else notation.Add
+    result = args[0]
+    for arg in args[1:]:
+        result = node(result, arg)
+    return result

@@ -1,0 +1,258 @@
+"""Stages 1–5 of the enumeration (Ahrens et al. §7.1–7.5): from one assignment to the loop nests of
+minimum depth, with workspaces named and indexed — everything but protocols.
+
+1. rewrites: expressions flattened modulo associativity and commutativity (n-ary `*` and `+`), plus
+   the distributed forms of products over sums;
+2. where-groupings: any set of disjoint groups of two or more operands of an n-ary node (short of the
+   whole node) becomes a workspace computed by a `where` producer; a product's workspace may reduce
+   (`w += …`, since + distributes over *) or not (`w = …`), a sum's never reduces;
+3. forall nestings: every index starts outermost and any of them may sink into a where — into each side
+   that uses it when the producer reduces, else into the consumer and into the producer when it uses it —
+   then all orders of each block of contiguous loops;
+4. only the nests of minimum maximum depth survive (decided before orders are expanded: depth does not
+   depend on them);
+5. a workspace is indexed by the loops inside both its producer and its consumer, in the consumer's
+   loop order; workspaces get names in program order, so equal programs are equal sketches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations, permutations, product
+from typing import Iterator
+
+from ...notation import ast as notation
+from .sketch import Access, Assign, Call, Loop, Stmt, Where, assigns, map_accesses, reads
+
+_PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
+
+
+# --- stage 1: expression rewrites --------------------------------------------------------------------
+
+
+def flatten(expr: notation.Expr):
+    """Index notation -> a sketch expression with n-ary `*`/`+` in a canonical argument order."""
+    if isinstance(expr, notation.Access):
+        return Access(expr.tensor, tuple(i.name for i in expr.indices))
+    if isinstance(expr, notation.Literal):
+        return Call("literal", (expr.value,))
+    if isinstance(expr, notation.Neg):
+        return Call("-", (flatten(expr.operand),))
+    if isinstance(expr, notation.Sub):
+        return _nary("+", (flatten(expr.left), Call("-", (flatten(expr.right),))))
+    op = "*" if isinstance(expr, notation.Mul) else "+"
+    return _nary(op, (flatten(expr.left), flatten(expr.right)))
+
+
+def _nary(op: str, args) -> Call:
+    flat = []
+    for arg in args:
+        flat.extend(arg.args if isinstance(arg, Call) and arg.op == op else (arg,))
+    return Call(op, tuple(sorted(flat, key=str)))
+
+
+def rewrites(expr) -> list:
+    """`expr` and every form reached by distributing products over sums, each once."""
+    seen = {expr: None}
+    frontier = [expr]
+    while frontier:
+        for form in _distributed_once(frontier.pop()):
+            if form not in seen:
+                seen[form] = None
+                frontier.append(form)
+    return list(seen)
+
+
+def _distributed_once(expr) -> Iterator:
+    if not isinstance(expr, Call) or expr.op == "literal":
+        return
+    if expr.op == "*":
+        for n, arg in enumerate(expr.args):
+            if isinstance(arg, Call) and arg.op == "+":
+                rest = expr.args[:n] + expr.args[n + 1:]
+                yield _nary("+", tuple(_nary("*", (term, *rest)) for term in arg.args))
+    for n, arg in enumerate(expr.args):
+        for form in _distributed_once(arg):
+            yield _nary(expr.op, expr.args[:n] + (form,) + expr.args[n + 1:]) if expr.op != "-" \
+                else Call("-", (form,))
+
+
+# --- stage 2: where groupings ------------------------------------------------------------------------
+
+
+def groupings(lhs: Access, expr, reduce: bool) -> list[Stmt]:
+    """Where-nests without loops. A pending workspace is written as a scalar `~n`; its producer's `+=`
+    marks a reducing producer (what stage 3 needs), settled in stage 5 once indices are known."""
+    names = (f"{_PENDING}{n}" for n in range(1 << 30))
+    found = []
+    for form in rewrites(expr):
+        for consumer, producers in _grouped(form, names):
+            stmt: Stmt = Assign(lhs, consumer, reduce)
+            for producer in producers:
+                stmt = Where(stmt, producer)
+            found.append(stmt)
+    return found
+
+
+def _grouped(expr, names) -> list[tuple]:
+    """(expression reading workspaces, producer statements) for every grouping of `expr`."""
+    if not isinstance(expr, Call) or expr.op == "literal":
+        return [(expr, ())]
+    if expr.op == "-":
+        return [(Call("-", (inner,)), producers) for inner, producers in _grouped(expr.args[0], names)]
+    args = expr.args
+    per_arg = [_grouped(a, names) for a in args]
+    results = []
+    for groups in _disjoint_groups(len(args)):
+        grouped = set().union(*groups) if groups else set()
+        free = [per_arg[n] for n in range(len(args)) if n not in grouped]
+        computed = [_workspaces(expr.op, tuple(args[n] for n in group), names) for group in groups]
+        for picks in product(*free, *computed):
+            operands = [operand for operand, _ in picks]
+            producers = tuple(p for _, ps in picks for p in ps)
+            results.append((_nary(expr.op, operands) if len(operands) > 1 else operands[0], producers))
+    return results
+
+
+def _workspaces(op: str, operands: tuple, names) -> list[tuple]:
+    """Every way to compute `op(operands)` into a fresh workspace: (its read, (its producer,))."""
+    found = []
+    for body, producers in _grouped(_nary(op, operands), names):
+        for reduces in ((True, False) if op == "*" else (False,)):
+            workspace = Access(next(names), ())
+            stmt: Stmt = Assign(workspace, body, reduces)
+            for producer in producers:
+                stmt = Where(stmt, producer)
+            found.append((workspace, (stmt,)))
+    return found
+
+
+def _disjoint_groups(n: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Collections of disjoint groups of at least two of n operands, none the whole node, each once."""
+    found: list[tuple] = [()]
+
+    def extend(groups: tuple, used: frozenset) -> None:
+        for size in range(2, n):
+            for group in combinations([k for k in range(n) if k not in used], size):
+                if not groups or group > groups[-1]:
+                    found.append((*groups, group))
+                    extend((*groups, group), used | set(group))
+
+    extend((), frozenset())
+    return found
+
+
+# --- stages 3 and 4: forall nestings, minimum depth ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """Loops over `indices`, in an order stage 4 leaves open, around `body`."""
+
+    indices: frozenset[str]
+    body: "Block | Where | Assign"
+
+
+def placements(stmt: Stmt, indices: frozenset[str]) -> list[tuple[Stmt, int]]:
+    """Every placement of loops over `indices` into the where-nest `stmt`, with its maximum depth."""
+    if isinstance(stmt, Assign):
+        return [(Block(indices, stmt), len(indices))]
+    reducing = _root(stmt.producer).reduce
+    used_consumer, used_producer = _used(stmt.consumer), _used(stmt.producer)
+    found = []
+    ordered = sorted(indices)
+    for size in range(len(ordered) + 1):
+        for sunk in combinations(ordered, size):
+            stay = indices - set(sunk)
+            to_consumer = frozenset(i for i in sunk if i in used_consumer or not reducing)
+            to_producer = frozenset(i for i in sunk if i in used_producer)
+            for consumer, c_depth in placements(stmt.consumer, to_consumer):
+                for producer, p_depth in placements(stmt.producer, to_producer):
+                    found.append((Block(stay, Where(consumer, producer)), len(stay) + max(c_depth, p_depth)))
+    return found
+
+
+def _root(stmt) -> Assign:
+    """The assignment a statement's result comes from: down loops and where consumers."""
+    while not isinstance(stmt, Assign):
+        stmt = stmt.consumer if isinstance(stmt, Where) else stmt.body
+    return stmt
+
+
+def _used(stmt: Stmt) -> set[str]:
+    """Indices of the tensors (not the pending workspaces) read or written in `stmt`."""
+    found = set()
+    for assign in assigns(stmt):
+        for access in (assign.lhs, *reads(assign.rhs)):
+            if not access.tensor.startswith(_PENDING):
+                found.update(access.indices)
+    return found
+
+
+def orders(tree) -> Iterator[Stmt]:
+    """Every statement a placement stands for: each block's loops in every order."""
+    if isinstance(tree, Assign):
+        yield tree
+    elif isinstance(tree, Where):
+        for consumer in orders(tree.consumer):
+            for producer in orders(tree.producer):
+                yield Where(consumer, producer)
+    else:
+        for body in orders(tree.body):
+            for order in permutations(sorted(tree.indices)):
+                stmt = body
+                for index in reversed(order):
+                    stmt = Loop(index, stmt)
+                yield stmt
+
+
+# --- stage 5: name and index workspaces --------------------------------------------------------------
+
+
+def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
+    """`stmt` with each pending workspace named (w0, w1, … in program order, avoiding `taken`) and
+    indexed by the loops inside both its producer and its consumer, in the consumer's order; every
+    assignment reduces exactly when a loop in its tensor's scope is not one of its indices."""
+    names = (name for name in (f"w{n}" for n in range(1 << 30)) if name not in taken)
+    workspaces: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # pending -> (name, indices)
+
+    def visit(node: Stmt) -> None:
+        if isinstance(node, Loop):
+            visit(node.body)
+        elif isinstance(node, Where):
+            pending = _root(node.producer).lhs.tensor
+            inner_producer = _loops(node.producer)
+            shared = tuple(i for i in dict.fromkeys(_loops(node.consumer)) if i in inner_producer)
+            workspaces[pending] = (next(names), shared)
+            visit(node.consumer)
+            visit(node.producer)
+
+    visit(stmt)
+
+    def rename(access: Access) -> Access:
+        if access.tensor in workspaces:
+            name, indices = workspaces[access.tensor]
+            return Access(name, indices)
+        return access
+
+    result = _settle_reductions(map_accesses(stmt, rename), (), result_reduces)
+    return result, {name: indices for name, indices in workspaces.values()}
+
+
+def _loops(stmt: Stmt) -> list[str]:
+    if isinstance(stmt, Assign):
+        return []
+    if isinstance(stmt, Loop):
+        return [stmt.index, *_loops(stmt.body)]
+    return [*_loops(stmt.consumer), *_loops(stmt.producer)]
+
+
+def _settle_reductions(stmt: Stmt, scope: tuple[str, ...], reduces: bool) -> Stmt:
+    """Set `+=` where a loop of the written tensor's scope is not one of its indices (the result's
+    scope is the whole program; a workspace's starts at its where)."""
+    if isinstance(stmt, Assign):
+        accumulate = reduces or any(i not in stmt.lhs.indices for i in scope)
+        return Assign(stmt.lhs, stmt.rhs, accumulate)
+    if isinstance(stmt, Loop):
+        return Loop(stmt.index, _settle_reductions(stmt.body, (*scope, stmt.index), reduces))
+    return Where(_settle_reductions(stmt.consumer, scope, reduces), _settle_reductions(stmt.producer, (), False))
