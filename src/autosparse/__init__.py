@@ -4,6 +4,7 @@ This module is the public API; see ARCHITECTURE.md's public contract for the nam
 """
 
 from .api import Kernel, compile, einsum, evaluate
+from .autoschedule import autoschedule
 from .config import memory_limit, set_memory_limit
 from .errors import (AutosparseError, CompileError, FormatError, MemoryLimitError, ParseError, ScheduleError,
                      ShapeError)
@@ -15,7 +16,7 @@ from .tensor import Tensor
 __version__ = "0.1.0"
 
 __all__ = [
-    "AutosparseError", "CompileError", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
+    "AutosparseError", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
     "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",
     "register_level", "set_memory_limit", "write",
 ]

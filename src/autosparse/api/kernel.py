@@ -30,6 +30,7 @@ from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
+from ..autoschedule import Candidate
 from ..schedule import Schedule
 from ..tensor import Tensor
 from ..tensor import storage as st
@@ -55,6 +56,10 @@ class Kernel:
                  schedule=None, num_threads: int | None = None, instrument: bool = False):
         self.assignment = parse(expression) if isinstance(expression, str) else expression
         formats = dict(formats or {})
+        if isinstance(schedule, Candidate):
+            # A candidate reads its operands in formats of its own (the call converts them).
+            schedule, needed = schedule.kernel_schedule()
+            formats.update(needed)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
         self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
         if self.temporary_formats and not isinstance(schedule, str):

@@ -1,1 +1,40 @@
-"""Autoschedulers: enumerate schedules, cost them, keep a frontier, select one for the inputs at hand."""
+"""Autoschedulers: enumerate schedules, cost them, keep a frontier, select one for the inputs at hand.
+
+`autoschedule(expression, formats, model="asymptotic")` runs the asymptotic autoscheduler of Ahrens,
+Kjolstad and Amarasinghe: every minimum-depth program (loop orders, workspaces, protocols), costed as
+task sets, filtered to the undominated ones.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from ..errors import AutosparseError
+from ..format import Format
+from ..format.spec import as_format
+from ..notation import accesses, parse
+from .asymptotic.pipeline import search
+from .front import Candidate, Front
+
+MODELS = ("asymptotic",)
+
+
+def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None = None, model: str = "asymptotic",
+                 taco: bool = False, sunk_costs: bool = True, time_limit: float | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> Front:
+    """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
+    given). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
+    compares raw task sets; `time_limit` (seconds) makes the search anytime."""
+    if model not in MODELS:
+        raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
+    assignment = parse(expression)
+    orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
+    unknown = sorted(set(formats or {}) - set(orders))
+    if unknown:
+        raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
+    resolved = {name: as_format((formats or {}).get(name, "dense"), order) for name, order in orders.items()}
+    found = search(assignment, resolved, taco=taco, sunk=sunk_costs, time_limit=time_limit, progress=progress)
+    return Front(assignment, resolved, found)
+
+
+__all__ = ["Candidate", "Front", "autoschedule"]

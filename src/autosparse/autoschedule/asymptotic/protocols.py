@@ -12,6 +12,7 @@ stepped when it is the only tensor its assignment reads, and located otherwise.
 from __future__ import annotations
 
 from itertools import product
+from math import prod
 from typing import Iterator
 
 from .sketch import APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop, Stmt, Where, reads
@@ -23,6 +24,13 @@ def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool)
     _collect(stmt, (), None, sparse, workspaces, taco, slots)
     for choice in product(*slots):
         yield _apply(stmt, iter(choice), (), ())
+
+
+def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> int:
+    """How many programs `protocolised` yields, without building them."""
+    slots: list[list[tuple[str, ...]]] = []
+    _collect(stmt, (), None, sparse, workspaces, taco, slots)
+    return prod(len(options) for options in slots)
 
 
 def _read_options(access: Access, outermost: str | None, sparse, workspaces, taco, only_read: bool):

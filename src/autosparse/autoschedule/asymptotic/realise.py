@@ -2,9 +2,9 @@
 
 The cost model assumed every access concordant — its tensor's levels stored in the order its loops
 visit them. Here that is made true. Each sparse input gets a format of its own whose mode order is the
-loop order and whose levels do what the protocols ask: a stepped mode keeps the user's level (a dense
-one stays dense), a located one becomes dense when it is the first level (an array over one dimension)
-and hashed below it, so that no input is densified. The kernel converts an operand given in another
+loop order and whose levels do what the protocols ask: the first level is dense when it is located or
+was dense (an array over one dimension), else compressed; below it a stepped mode is compressed and a
+located one hashed, so that no input is densified. The kernel converts an operand given in another
 format (a transpose), which benchmarks time separately. Dense inputs are only located, in any order.
 A workspace of one index is a dense array with a list of touched coordinates; of two or more, a hash
 table in the consumer's loop order; a scalar is a register. A result written out of its format's order
@@ -101,10 +101,10 @@ def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Form
     letters = []
     for depth, mode in enumerate(modes):
         user = fmt.levels[fmt.mode_order.index(mode)].letter
-        if access.protocols[mode] == STEP:
-            letters.append("d" if user == "d" else "s")
+        if depth == 0:
+            letters.append("d" if user == "d" or access.protocols[mode] == LOCATE else "s")
         else:
-            letters.append("d" if user == "d" or depth == 0 else "h")
+            letters.append("s" if access.protocols[mode] == STEP else "h")
     return Format("".join(letters), mode_order=modes)
 
 

@@ -1,0 +1,120 @@
+"""The enumeration pipeline of Ahrens et al. §7 end to end, with the count and time of every stage.
+
+Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
+one, so the frontier algorithm runs over distinct costs. With a time limit the search is anytime: it
+stops taking programs when time runs out and reports the frontier of those it took.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from math import factorial, prod
+from typing import Callable, Mapping
+
+from ...format import Format
+from ...notation import ast as notation
+from .cost import Cost, CostModel
+from .frontier import Frontier
+from .protocols import protocol_choices, protocolised
+from .shapes import Block, flatten, groupings, named, orders, placements, rewrites
+from .sketch import Stmt
+
+
+@dataclass
+class Stage:
+    name: str
+    count: int
+    seconds: float
+
+
+@dataclass
+class Search:
+    """What the pipeline found: the frontier's programs with their costs, every other program's
+    witness (a frontier program that dominates it), stage statistics, and how far it got."""
+
+    frontier: list[tuple[Stmt, Cost]]
+    witnesses: dict[Stmt, Stmt]
+    costs: dict[Stmt, Cost]
+    stages: list[Stage] = field(default_factory=list)
+    processed: int = 0
+    total: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.processed == self.total
+
+
+def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco: bool = False,
+           sunk: bool = True, time_limit: float | None = None,
+           progress: Callable[[int, int], None] | None = None) -> Search:
+    """The asymptotic frontier of `assignment` with its tensors stored in `formats`."""
+    stages: list[Stage] = []
+    clock = time.perf_counter()
+
+    def stage(name: str, count: int) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages.append(Stage(name, count, now - clock))
+        clock = now
+
+    operands = notation.accesses(assignment.rhs)
+    sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands if not formats[a.tensor].is_dense}
+    indices = tuple(dict.fromkeys(i.name for a in (assignment.lhs, *operands) for i in a.indices))
+    lhs, rhs = flatten(assignment.lhs), flatten(assignment.rhs)
+    reduce = assignment.accumulate or bool(assignment.reduction_indices)
+    stage("1 expression rewrites", len(rewrites(rhs)))
+    nests = groupings(lhs, rhs, reduce)
+    stage("2 where groupings", len(nests))
+    placed = [p for nest in nests for p in placements(nest, frozenset(indices))]
+    stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
+    depth = min(d for _, d in placed)
+    shallow = [tree for tree, d in placed if d == depth]
+    stage(f"4 minimum depth ({depth})", sum(_orderings(tree) for tree in shallow))
+    taken = {a.tensor for a in (assignment.lhs, *operands)}
+    shapes: dict[Stmt, frozenset[str]] = {}
+    for tree in shallow:
+        for stmt in orders(tree):
+            program, workspaces = named(stmt, taken, reduce)
+            if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())):
+                continue
+            shapes.setdefault(program, frozenset(workspaces))
+    stage("5 named workspaces", len(shapes))
+    total = sum(protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items())
+    stage("6 protocols (min-depth schedules)", total)
+
+    model = CostModel(sparse, indices, sunk)
+    by_cost: dict[Cost, list[Stmt]] = {}
+    costs: dict[Stmt, Cost] = {}
+    processed = 0
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    frontier = Frontier()
+    for shape, workspaces in shapes.items():
+        for program in protocolised(shape, set(sparse), set(workspaces), taco):
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            cost = costs[program] = model.cost(program)
+            if cost not in by_cost:
+                by_cost[cost] = []
+                frontier.offer(cost, cost)
+            by_cost[cost].append(program)
+            processed += 1
+            if progress is not None:
+                progress(processed, total)
+        else:
+            continue
+        break
+    members = [(program, cost) for cost in frontier.members for program in by_cost[cost]]
+    witnesses = {program: by_cost[frontier.witness(cost)][0]
+                 for cost, programs in by_cost.items() if cost not in frontier.members for program in programs}
+    stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
+    return Search(members, witnesses, costs, stages, processed, total)
+
+
+def _orderings(tree) -> int:
+    """How many statements a placement stands for (each block's loops in every order)."""
+    if isinstance(tree, Block):
+        return factorial(len(tree.indices)) * _orderings(tree.body)
+    if hasattr(tree, "consumer"):
+        return _orderings(tree.consumer) * _orderings(tree.producer)
+    return 1

@@ -1,0 +1,94 @@
+"""What `asp.autoschedule` returns: the frontier's candidates, each a schedule `compile` accepts.
+
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k)", formats={"B": "csr", "C": "csr", "A": "csr"})
+    for cand in front: print(cand.cin, cand.cost)
+    best = front.select(B=B, C=C)
+    k = asp.compile("A(i,j) = B(i,k) * C(j,k)", formats={...}, schedule=best)
+
+A candidate carries the formats its CIN needs its operands in (concordant with its loops); the kernel
+converts operands given in other formats when it is called, and `cand.transposes` names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Mapping
+
+from ..cin import ast as cin
+from ..format import Format
+from ..notation import ast as notation
+from .asymptotic.cost import Cost
+from .asymptotic.pipeline import Search, Stage
+from .asymptotic.realise import realise
+from .asymptotic.sketch import Stmt
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One frontier program: its sketch (protocolized CIN before formats), cost, CIN and formats."""
+
+    sketch: Stmt
+    cost: Cost
+    assignment: notation.Assignment = field(repr=False)
+    user_formats: Mapping[str, Format] = field(repr=False, compare=False)
+
+    @cached_property
+    def _realised(self):
+        return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor)
+
+    @property
+    def cin(self) -> cin.Stmt:
+        return self._realised.cin
+
+    @property
+    def formats(self) -> dict[str, Format]:
+        """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
+        return dict(self._realised.formats)
+
+    @property
+    def transposes(self) -> dict[str, Format]:
+        """Operands the kernel reads in a format other than the one they were given in."""
+        return {name: fmt for name, fmt in self.formats.items()
+                if name in self.user_formats and fmt != self.user_formats[name]}
+
+    def kernel_schedule(self) -> tuple[str, dict[str, Format]]:
+        """The CIN text and the formats `compile` needs for it."""
+        return str(self.cin), self.formats
+
+    def __str__(self) -> str:
+        return str(self.sketch)
+
+
+class Front:
+    """The undominated candidates of an expression, with the search's statistics and witnesses."""
+
+    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
+        self.assignment, self.formats, self.search = assignment, dict(formats), found
+        self.candidates = [Candidate(sketch, cost, assignment, self.formats) for sketch, cost in found.frontier]
+
+    def __iter__(self):
+        return iter(self.candidates)
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def __getitem__(self, n: int) -> Candidate:
+        return self.candidates[n]
+
+    @property
+    def stages(self) -> list[Stage]:
+        return self.search.stages
+
+    @property
+    def complete(self) -> bool:
+        return self.search.complete
+
+    def witness(self, program: Stmt) -> Stmt | None:
+        """The frontier program that dominates `program` (None for a frontier program)."""
+        return self.search.witnesses.get(program)
+
+    def select(self, **tensors):
+        """The candidate expected to run fastest on these operands (see `select.py`)."""
+        from .select import select
+        return select(self, tensors)
