@@ -1,0 +1,243 @@
+"""The asymptotic autoscheduler against the paper's worked examples (Ahrens et al. §5–7, digest §6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autosparse as asp
+from autosparse.autoschedule.asymptotic.analysis import tasks
+from autosparse.autoschedule.asymptotic.cost import Cost, CostModel
+from autosparse.autoschedule.asymptotic.query import Atom, Query, conj, disj, disjuncts, exists
+from autosparse.autoschedule.asymptotic.sketch import (APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop,
+                                                       Where, depth, from_cin)
+from autosparse.cin import concretize
+from autosparse.format.spec import as_format
+from autosparse.notation import parse
+
+S, L = STEP, LOCATE
+
+
+def acc(tensor, indices, protocols=""):
+    return Access(tensor, tuple(indices), tuple({"s": S, "l": L, "a": APPEND, "i": INSERT}[p] for p in protocols))
+
+
+def times(*args):
+    return Call("*", args)
+
+
+def loops(order, body):
+    for index in reversed(order):
+        body = Loop(index, body)
+    return body
+
+
+def task_cost(task_list, sparse=None, indices=()):
+    """The cost of explicit task sets, {[head] | pred}, under a model (no sunk costs unless `sparse`)."""
+    model = CostModel(sparse or {}, tuple(indices), sunk=sparse is not None)
+    assumed = model.assumptions()
+    queries = [Query.of(((i, i) for i in head), d | assumed) for head, pred in task_list for d in disjuncts(pred)]
+    if sparse is not None:
+        queries += [Query.of([(i, i)], assumed) for i in indices]
+        queries += [Query.of(((i, i) for i in ix), {Atom(n, ix)} | assumed) for n, ix in sparse.items()]
+    return Cost.of(queries)
+
+
+def same(a: Cost, b: Cost) -> bool:
+    return a <= b and b <= a
+
+
+def B(i, k):
+    return Atom("B", (i, k))
+
+
+def C(k, j):
+    return Atom("C", (k, j))
+
+
+def test_dot_product_task_sets():
+    """Step/step dot product: co-iteration {[i] | b ∨ c}, compute {[i] | b ∧ c}."""
+    program = Loop("i", Assign(acc("a", ""), times(acc("b", "i", "s"), acc("c", "i", "s")), True))
+    found = tasks(program, {"b": 1, "c": 1})
+    b, c = Atom("b", ("i",)), Atom("c", ("i",))
+    iteration = [t for t in found if t.head == ("i",)]
+    assert same(task_cost([(t.head, t.guard) for t in iteration]),
+                task_cost([(("i",), disj(b, c)), (("i",), conj(b, c))]))
+    compute = task_cost([(("i",), conj(b, c))])
+    assert compute <= task_cost([(t.head, t.guard) for t in found]) and not task_cost(
+        [(t.head, t.guard) for t in found]) <= compute
+
+
+SPGEMM = {"B": ("i", "k"), "C": ("k", "j")}
+INNER = loops("ijk", Assign(acc("A", "ij", "aa"), times(acc("B", "ik", "ss"), acc("C", "kj", "ss")), True))
+GUSTAVSON = loops("ikj", Assign(acc("A", "ij", "ii"), times(acc("B", "ik", "ss"), acc("C", "kj", "ss")), True))
+OUTER = loops("kij", Assign(acc("A", "ij", "ii"), times(acc("B", "ik", "ss"), acc("C", "kj", "ss")), True))
+
+
+@pytest.mark.parametrize("program, expected", [
+    # Fig. 3, each loop's set with the guard of the loops around it written out
+    (INNER, [("i", exists("k", B("i", "k"))),
+             ("ij", conj(exists("k", B("i", "k")), exists("k", C("k", "j")))),
+             ("ijk", conj(exists("k1", B("i", "k1")), exists("k2", C("k2", "j")), disj(B("i", "k"), C("k", "j")))),
+             ("ijk", conj(B("i", "k"), C("k", "j")))]),
+    (GUSTAVSON, [("i", exists("k", B("i", "k"))),
+                 ("ik", conj(exists("k1", B("i", "k1")), disj(B("i", "k"), exists("j", C("k", "j"))))),
+                 ("ikj", conj(B("i", "k"), C("k", "j")))]),
+    (OUTER, [("k", exists(["i", "j"], disj(B("i", "k"), C("k", "j")))),
+             ("ki", exists("j", conj(B("i", "k"), C("k", "j")))),
+             ("kij", conj(B("i", "k"), C("k", "j")))]),
+], ids=["inner", "gustavson", "outer"])
+def test_figure_3_task_sets(program, expected):
+    """The analysis gives Fig. 3's sets (the figure leaves out the enclosing loops' guards)."""
+    found = task_cost([(t.head, t.guard) for t in tasks(program, {"B": 2, "C": 2})])
+    assert same(found, task_cost([(tuple(h), p) for h, p in expected]))
+
+
+def test_inner_products_dominate_gustavson_and_outer_products():
+    model = CostModel(SPGEMM, ("i", "j", "k"))
+    inner, gustavson, outer = (model.cost(p) for p in (INNER, GUSTAVSON, OUTER))
+    assert inner.dominates(gustavson) and inner.dominates(outer)
+
+
+def test_spgemm_frontier_holds_gustavson_and_outer_products_not_inner_products():
+    """Fig. 3's B(i,k)·C(k,j) on DCSR: Gustavson (C located by row) and outer products stay; no
+    inner product (k innermost) does. Without sunk costs Gustavson is dominated by an outer product,
+    only because an outer product does less when C is all zero."""
+    formats = {"B": "dcsr", "C": "dcsr", "A": "dcsr"}
+    gustavson = loops("ikj", Assign(acc("A", "ij", "ii"), times(acc("B", "ik", "ss"), acc("C", "kj", "ls")), True))
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats)
+    sketches = [c.sketch for c in front]
+    assert gustavson in sketches
+    assert any(isinstance(s, Loop) and s.index == "k" for s in sketches)
+    assert not any(_innermost(s) == "k" for s in sketches)
+    raw = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats, sunk_costs=False)
+    assert gustavson not in [c.sketch for c in raw]
+    witness = raw.witness(gustavson)
+    assert witness.index == "k"
+    assert raw.search.costs[gustavson].dominates(raw.search.costs[witness])
+
+
+def _innermost(stmt):
+    while isinstance(stmt, Loop):
+        if not isinstance(stmt.body, Loop):
+            return stmt.index
+        stmt = stmt.body
+    return None
+
+
+def test_sddmm_fused_is_dominated_by_unfused():
+    """Fig. 2: fused SDDMM costs {[i,j,k] | D(i,j)}, the unfused producer {[i,j,k]}."""
+    model = CostModel({"D": ("i", "j")}, ("i", "j", "k"))
+    rhs = times(acc("D", "ij", "ss"), acc("B", "ik", "ll"), acc("C", "kj", "ll"))
+    fused = loops("ijk", Assign(acc("A", "ij", "aa"), rhs, True))
+    unfused = Where(loops("ij", Assign(acc("A", "ij", "aa"), times(acc("w", "ij", "ll"), acc("D", "ij", "ss")), False)),
+                    loops("ijk", Assign(acc("w", "ij", "aa"), times(acc("B", "ik", "ll"), acc("C", "kj", "ll")), True)))
+    assert model.cost(unfused).dominates(model.cost(fused))
+
+
+def test_spmv2_keeps_depth_two_with_a_located_dense_workspace():
+    formats = {"B": "csr", "C": "csr", "d": "dense", "a": "dense"}
+    front = asp.autoschedule("a(i) = B(i,j) * C(j,k) * d(k)", formats=formats)
+    assert all(depth(c.sketch) == 2 for c in front)
+    assert next(s for s in front.stages if s.name.startswith("4")).name.endswith("(2)")
+    row_major = [c for c in front if isinstance(c.sketch, Where) and _order(c.sketch.consumer) == ("i", "j")]
+    assert row_major
+    for cand in row_major:
+        workspace = [a for a in _reads(cand.sketch.consumer) if a.tensor == "w0"][0]
+        assert workspace.protocols == (LOCATE,)
+        assert cand.formats["w0"] == as_format("d", 1)
+
+
+def _order(stmt):
+    found = []
+    while isinstance(stmt, Loop):
+        found.append(stmt.index)
+        stmt = stmt.body
+    return tuple(found)
+
+
+def _reads(stmt):
+    from autosparse.autoschedule.asymptotic.sketch import reads
+    return list(reads(stmt))
+
+
+def test_spmv_default_schedule_is_on_its_frontier():
+    formats = {"B": "csr", "c": "dense", "a": "dense"}
+    expression = "a(i) = B(i,j) * c(j)"
+    front = asp.autoschedule(expression, formats=formats)
+    default = asp.compile(expression, formats=formats).cin
+    sketch = from_cin(default)
+    dense_located = Loop("i", Loop("j", Assign(acc("a", "i", "a"), times(acc("B", "ij", "ss"), acc("c", "j", "l")),
+                                               True)))
+    assert _order(sketch) == ("i", "j")
+    assert dense_located in [c.sketch for c in front]
+
+
+KERNELS = {
+    "spmv": ("a(i) = B(i,j) * c(j)", {"B": "csr", "c": "dense", "a": "dense"}),
+    "spmv2": ("a(i) = B(i,j) * C(j,k) * d(k)", {"B": "csr", "C": "csr", "d": "dense", "a": "dense"}),
+    "spgemm": ("A(i,j) = B(i,k) * C(j,k)", {"B": "csr", "C": "csr", "A": "csr"}),
+    "spgemm-dcsr": ("A(i,j) = B(i,k) * C(k,j)", {"B": "dcsr", "C": "dcsr", "A": "dcsr"}),
+}
+
+
+@pytest.mark.parametrize("taco", [False, True], ids=["full", "taco"])
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_every_frontier_candidate_compiles_and_equals_the_dense_reference(kernel, taco):
+    expression, formats = KERNELS[kernel]
+    front = asp.autoschedule(expression, formats=formats, taco=taco)
+    assignment = parse(expression)
+    rng = np.random.default_rng(7)
+    shapes = {"i": 9, "j": 6, "k": 7}
+    operands, dense = {}, {}
+    for access in _accesses(assignment):
+        shape = tuple(shapes[i.name] for i in access.indices)
+        array = rng.random(shape) * (rng.random(shape) < 0.35)
+        dense[access.tensor] = array
+        operands[access.tensor] = asp.Tensor.from_numpy(array, format=formats[access.tensor])
+    spec = ",".join("".join(i.name for i in a.indices) for a in _accesses(assignment))
+    expected = np.einsum(f"{spec}->{''.join(i.name for i in assignment.lhs.indices)}",
+                         *(dense[a.tensor] for a in _accesses(assignment)))
+    assert len(front) > 0
+    for cand in front:
+        got = asp.compile(expression, formats=formats, schedule=cand)(**operands)
+        np.testing.assert_allclose(got.to_numpy(), expected, err_msg=str(cand.cin))
+
+
+def _accesses(assignment):
+    from autosparse.notation import accesses
+    return accesses(assignment.rhs)
+
+
+@pytest.mark.parametrize("kernel, full, taco", [
+    ("a(i) = B(i,j) * c(j)", (8, 4), (4, 4)),
+    ("a(i) = B(i,j) * C(j,k) * d(k)", (144, 28), None),
+    ("A(i,j) = B(i,k) * C(j,k)", (96, 12), (16, None)),
+])
+def test_figure_6_counts_that_agree_with_the_paper(kernel, full, taco):
+    formats = {"B": "csr", "C": "csr", "c": "dense", "d": "dense", "a": "dense", "A": "csr"}
+    names = {a.tensor for a in (parse(kernel).lhs, *_accesses(parse(kernel)))}
+    formats = {n: f for n, f in formats.items() if n in names}
+    for mode, expected in ((False, full), (True, taco)):
+        if expected is None:
+            continue
+        front = asp.autoschedule(kernel, formats=formats, taco=mode)
+        assert front.search.total == expected[0]
+        if expected[1] is not None:
+            assert len(front) == expected[1]
+
+
+def test_anytime_search_reports_progress():
+    seen = []
+    front = asp.autoschedule("a(i) = B(i,j) * C(j,k) * d(k)", formats={"B": "csr", "C": "csr"},
+                             progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (144, 144) and front.complete
+    partial = asp.autoschedule("a(i) = B(i,j) * C(j,k) * d(k)", formats={"B": "csr", "C": "csr"}, time_limit=0)
+    assert not partial.complete and partial.search.processed < partial.search.total
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(asp.AutosparseError, match="model"):
+        asp.autoschedule("a(i) = B(i,j) * c(j)", model="magic")
+    with pytest.raises(asp.AutosparseError, match="formats only"):
+        asp.autoschedule("a(i) = B(i,j) * c(j)", formats={"Z": "csr"})
