@@ -1,6 +1,6 @@
 """The `autosparse` command: `demo` (load real data, convert between formats, run kernels, summarise),
-`info` and `convert` for tensor files, `compile` (print a kernel's CIN and C) and `run` (evaluate an
-expression on tensor files)."""
+`info` and `convert` for tensor files, `compile` (print a kernel's CIN and C), `run` (evaluate an
+expression on tensor files) and `autoschedule` (print an expression's frontier of schedules)."""
 
 from __future__ import annotations
 
@@ -172,6 +172,56 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     else:
         _guarded(io.write, output, result)
         click.echo(f"wrote {assignment.lhs.tensor} {result.shape} with {result.nnz:,} entries to {output}")
+
+
+@main.command("autoschedule")
+@click.argument("expression")
+@click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
+              help="A tensor's format, e.g. -f B=csr (dense when not given).")
+@click.option("--model", type=click.Choice(["asymptotic"]), default="asymptotic", show_default=True)
+@click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
+@click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
+@click.option("--time-limit", type=float, default=None, help="Stop taking programs after this many seconds.")
+@click.option("--stats", is_flag=True, help="Print the stage-by-stage counts and times.")
+@click.option("--check", is_flag=True, help="Compile every candidate and compare it with numpy.")
+def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, taco_mode: bool,
+                         no_sunk_costs: bool, time_limit: float | None, stats: bool, check: bool) -> None:
+    """Print EXPRESSION's frontier of schedules: each candidate's CIN and asymptotic cost."""
+    from tqdm import tqdm
+
+    from .autoschedule import autoschedule
+    from .autoschedule.verify import verify
+
+    bar = tqdm(unit=" programs", leave=False, disable=None, mininterval=0.5)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    front = _guarded(lambda: autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
+                                          sunk_costs=not no_sunk_costs, time_limit=time_limit,
+                                          progress=progress))
+    bar.close()
+    for number, cand in enumerate(front):
+        click.echo(f"[{number}] {cand.cin}")
+        click.echo(f"    cost: {cand.cost}")
+        if cand.transposes:
+            click.echo("    reformat: " + ", ".join(f"{n} -> {f}" for n, f in cand.transposes.items()))
+    if stats:
+        click.echo(f"{'stage':44} {'count':>10} {'seconds':>9}")
+        for stage in front.stages:
+            click.echo(f"{stage.name:44} {stage.count:>10,} {stage.seconds:>9.3f}")
+        search = front.search
+        click.echo(f"programs processed: {search.processed:,} / {search.total:,}"
+                   + ("" if front.complete else " (time limit reached: the frontier of those processed)"))
+        click.echo(f"frontier: {len(front)} programs")
+    if check:
+        passed, failures = verify(front)
+        for failure in failures:
+            click.echo(f"FAILED {failure}", err=True)
+        click.echo(f"compiled and equal to numpy: {passed} / {len(front)}")
+        if failures:
+            raise SystemExit(1)
 
 
 def _guarded(function, *args):

@@ -198,10 +198,22 @@ class Query:
         return self.labels[var] if self.labels else f"v{var}"
 
     def __str__(self) -> str:
+        """`{[i,k] | ∃j₁ B(i,k) ∧ C(k,j₁) ∧ D ≠ 0}`: an atom over variables of its own only says its
+        tensor has a nonzero (an assumption), and prints so."""
         names = _readable(self)
         head = ",".join(names[h] for h in range(self.head_size))
-        bound = [names[v] for v in range(self.head_size, self.variable_count)]
-        body = " ∧ ".join(f"{t}({','.join(names[x] for x in args)})" for t, args in self.atoms)
+        uses: dict[int, int] = {}
+        for _, args in self.atoms:
+            for x in set(args):
+                uses[x] = uses.get(x, 0) + 1
+        parts, bound = [], []
+        for tensor, args in self.atoms:
+            if all(x >= self.head_size and uses[x] == 1 for x in args):
+                parts.append(f"{tensor} ≠ 0")
+                continue
+            parts.append(f"{tensor}({','.join(names[x] for x in args)})")
+            bound += [names[x] for x in args if x >= self.head_size and names[x] not in bound]
+        body = " ∧ ".join(parts)
         if bound:
             body = f"∃{','.join(bound)} {body}"
         return f"{{[{head}]" + (f" | {body}}}" if body else "}")
