@@ -6,6 +6,7 @@ from typing import Mapping
 
 from ..format import Format
 from ..notation import accesses, einsum_assignment, operand_name, parse
+from .auto import chosen_schedule
 from .kernel import Kernel
 from .operands import infer_format
 
@@ -20,11 +21,14 @@ def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None
 def evaluate(expression: str, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
              **operands):
     """Compute `expression` from the operands (Tensors keep their formats; arrays are dense, scipy
-    matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0."""
+    matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0.
+    `schedule="auto"` runs the asymptotic autoscheduler and selects a candidate for these operands."""
     assignment = parse(expression)
     formats = _operand_formats(assignment, operands)
     if format is not None:
         formats[assignment.lhs.tensor] = format
+    if isinstance(schedule, str) and schedule.strip() == "auto":
+        schedule = chosen_schedule(assignment, formats, operands)
     return Kernel(assignment, formats, schedule, instrument=instrument)(**operands)
 
 

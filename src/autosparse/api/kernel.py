@@ -107,8 +107,8 @@ class Kernel:
         if isinstance(schedule, str):
             text = schedule.strip()
             if text == "auto":
-                raise ScheduleError("schedule='auto' needs the autoscheduler, which is not built yet: give None, "
-                                    "scheduling commands or CIN")
+                raise ScheduleError("schedule='auto' selects for the operands of one call: use evaluate(..., "
+                                    "schedule='auto'), or autoschedule(...).select(**operands) as the schedule")
             if text.startswith(("∀", "forall", "where", "sequence")):
                 stmt = parse_cin(text, {**self.formats, **self.temporary_formats})
                 check_computes(stmt, self.assignment)

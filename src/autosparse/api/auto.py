@@ -1,0 +1,44 @@
+"""`schedule="auto"`: the asymptotic frontier of an expression, selected from for the operands at hand.
+
+Searching and selecting cost far more than a small kernel call, so both are remembered for the process:
+the frontier per expression and formats, the choice per size class of the operands as well (each
+dimension and each operand's stored-entry count rounded up to a power of two), so a loop over similar
+inputs decides once.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..autoschedule import Candidate, Front, autoschedule
+from ..format.spec import as_format
+from ..notation import Assignment, accesses
+from .operands import as_tensor
+
+#: The autoscheduler's search stops taking programs after this many seconds (the frontier of those
+#: taken is still a frontier of valid schedules; only SpMTTKRP-sized searches reach it).
+SEARCH_SECONDS = 20.0
+
+_fronts: dict[tuple, Front] = {}
+_choices: dict[tuple, Candidate] = {}
+
+
+def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object]) -> Candidate:
+    orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
+    resolved = {name: str(as_format(formats.get(name, "dense"), order)) for name, order in orders.items()}
+    key = (str(assignment), tuple(sorted(resolved.items())))
+    front = _fronts.get(key)
+    if front is None:
+        front = _fronts[key] = autoschedule(str(assignment), resolved, time_limit=SEARCH_SECONDS)
+    tensors = {name: as_tensor(value, front.formats[name], name) for name, value in operands.items()
+               if name in orders}
+    size_class = tuple(sorted((name, tuple(_rounded(n) for n in t.shape), _rounded(t.nnz))
+                              for name, t in tensors.items()))
+    choice = _choices.get((key, size_class))
+    if choice is None:
+        choice = _choices[(key, size_class)] = front.select(**tensors)
+    return choice
+
+
+def _rounded(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()

@@ -1,0 +1,233 @@
+"""Choosing a frontier candidate for the operands at hand, without running any kernel.
+
+Each candidate's cost is a union of conjunctive queries; on actual operands each query has a size: the
+number of distinct head tuples for which some binding of the other variables makes every atom true.
+That size is computed exactly where it is cheap — a variable only one atom mentions is projected away,
+atoms over the same variables are intersected, a join is counted from per-key multiplicities when no
+variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
+operands give the same choice) and counting the rest exactly. The candidate with the least work wins;
+ties (the frontier keeps equal costs) go to the one with fewer hashed structures, then fewer operands
+to reformat, whose constant factors the asymptotic model does not see.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import AutosparseError
+from ..tensor import Tensor
+from .asymptotic.cost import Cost
+from .asymptotic.query import Query
+
+#: A join with more rows than this is sampled instead of materialised.
+EXACT_ROWS = 1 << 20
+SAMPLES = 256
+
+
+def select(front, operands: Mapping[str, object]):
+    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy)."""
+    if not len(front):
+        raise AutosparseError("Expected a front with candidates, but it is empty")
+    patterns, extents = _patterns(front, operands)
+    estimates: dict[Cost, float] = {}
+    for cand in front:
+        if cand.cost not in estimates:
+            estimates[cand.cost] = estimate(cand.cost, patterns, extents)
+    return min(front, key=lambda c: (estimates[c.cost], _hashed_levels(c), len(c.transposes), str(c.cin)))
+
+
+def estimates(front, operands: Mapping[str, object]) -> list[float]:
+    """The estimated work of every candidate, in order."""
+    patterns, extents = _patterns(front, operands)
+    return [estimate(c.cost, patterns, extents) for c in front]
+
+
+def _hashed_levels(cand) -> int:
+    return sum(level.letter == "h" for fmt in cand.formats.values() for level in fmt.levels)
+
+
+def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Each sparse operand's nonzero coordinates (rows of an int64 array), and each index's extent."""
+    from ..api.operands import as_tensor
+    from ..notation import accesses
+
+    patterns, extents = {}, {}
+    for access in accesses(front.assignment.rhs):
+        name = access.tensor
+        if name not in operands:
+            raise AutosparseError(f"Expected operand {name} for {front.assignment}, but found {sorted(operands)}")
+        tensor = operands[name] if isinstance(operands[name], Tensor) else as_tensor(operands[name],
+                                                                                     front.formats[name], name)
+        for index, extent in zip(access.indices, tensor.shape):
+            extents[index.name] = extent
+        if not front.formats[name].is_dense:
+            coords, values = tensor.to_coo()
+            keep = values != 0
+            patterns[name] = np.ascontiguousarray(np.asarray(coords)[:, keep].T.astype(np.int64))
+    return patterns, extents
+
+
+def estimate(cost: Cost, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]) -> float:
+    """The estimated size of a cost (the sum of its queries' sizes: within a constant factor of the
+    union's, since a cost has a bounded number of queries)."""
+    return float(sum(query_size(q, patterns, extents) for q in cost.queries))
+
+
+def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]) -> float:
+    """How many head tuples of `query` the operands satisfy (exact or sampled, see the module)."""
+    dims = [extents[d] for d in query.dims]
+    relations = [_Relation(args, patterns[t]) for t, args in query.atoms]
+    return _count(relations, set(range(query.head_size)), dims, np.random.default_rng(0))
+
+
+class _Relation:
+    """An atom's satisfying bindings: one column per distinct variable."""
+
+    def __init__(self, variables, rows: np.ndarray):
+        variables = list(variables)
+        keep = []
+        for n, v in enumerate(variables):
+            if v in variables[:n]:  # a repeated variable: keep the rows where both columns agree
+                rows = rows[rows[:, variables.index(v)] == rows[:, n]]
+            else:
+                keep.append(n)
+        self.variables = tuple(variables[n] for n in keep)
+        self.rows = rows[:, keep] if rows.size else rows.reshape(0, len(keep))
+
+    @staticmethod
+    def of(variables, rows) -> "_Relation":
+        relation = _Relation.__new__(_Relation)
+        relation.variables, relation.rows = tuple(variables), rows
+        return relation
+
+    def project(self, variables) -> "_Relation":
+        columns = [self.variables.index(v) for v in variables]
+        rows = self.rows[:, columns]
+        return _Relation.of(variables, np.unique(rows, axis=0) if len(rows) else rows)
+
+    def restrict(self, variable, value) -> "_Relation":
+        column = self.variables.index(variable)
+        rows = self.rows[self.rows[:, column] == value]
+        others = [n for n in range(len(self.variables)) if n != column]
+        return _Relation.of(tuple(self.variables[n] for n in others), rows[:, others])
+
+
+def _count(relations: list[_Relation], head: set[int], dims: list[int], rng) -> float:
+    # An empty atom with no variables left is a false condition; a nonempty one is true.
+    for relation in relations:
+        if not len(relation.rows):
+            return 0.0
+    relations = [r for r in relations if r.variables]
+    # Project away existential variables that one relation alone mentions.
+    changed = True
+    while changed:
+        changed = False
+        for n, relation in enumerate(relations):
+            private = [v for v in relation.variables if v not in head
+                       and not any(v in other.variables for m, other in enumerate(relations) if m != n)]
+            if private:
+                kept = [v for v in relation.variables if v not in private]
+                relations[n] = relation.project(kept)
+                changed = True
+        relations = [r for r in relations if r.variables]
+    used = {v for r in relations for v in r.variables}
+    free = prod(dims[h] for h in head if h not in used)
+    if not relations:
+        return float(free)
+    components = _components(relations)
+    total = float(free)
+    for component in components:
+        total *= _component_size(component, head, dims, rng)
+        if total == 0:
+            break
+    return total
+
+
+def _components(relations):
+    groups: list[list[_Relation]] = []
+    for relation in relations:
+        joined = [g for g in groups if any(set(relation.variables) & set(r.variables) for r in g)]
+        merged = [relation] + [r for g in joined for r in g]
+        groups = [g for g in groups if g not in joined] + [merged]
+    return groups
+
+
+def _component_size(relations, head, dims, rng) -> float:
+    variables = sorted({v for r in relations for v in r.variables})
+    if len(relations) == 1:
+        return float(len(relations[0].rows))
+    joined = _join_all(relations)
+    if joined is not None:
+        kept = [v for v in joined.variables if v in head]
+        return float(len(joined.project(kept).rows)) if kept else float(len(joined.rows) > 0)
+    # Too large to join: sample values of a head variable (or of any variable, for a pure condition).
+    pivot = next((v for v in variables if v in head), variables[0])
+    candidates = None
+    for relation in relations:
+        if pivot in relation.variables:
+            values = np.unique(relation.rows[:, relation.variables.index(pivot)])
+            candidates = values if candidates is None else np.intersect1d(candidates, values)
+    if len(candidates) == 0:
+        return 0.0
+    chosen = candidates if len(candidates) <= SAMPLES else rng.choice(candidates, SAMPLES, replace=False)
+    found = 0.0
+    for value in chosen:
+        restricted = [r.restrict(pivot, value) if pivot in r.variables else r for r in relations]
+        size = _count(restricted, {v for v in head if v in variables} - {pivot}, dims, rng)
+        if pivot not in head:
+            size = float(size > 0)
+        found += size
+    if pivot not in head:
+        return float(found > 0)
+    return found * len(candidates) / len(chosen)
+
+
+def _join_all(relations) -> _Relation | None:
+    """The natural join of `relations`, or None when some step would pass EXACT_ROWS rows."""
+    order = sorted(relations, key=lambda r: len(r.rows))
+    result = order[0]
+    pending = order[1:]
+    while pending:
+        nxt = next((r for r in pending if set(r.variables) & set(result.variables)), pending[0])
+        pending.remove(nxt)
+        result = _join(result, nxt)
+        if result is None:
+            return None
+    return result
+
+
+def _join(a: _Relation, b: _Relation) -> _Relation | None:
+    shared = [v for v in a.variables if v in b.variables]
+    extra = [v for v in b.variables if v not in shared]
+    if not shared:
+        if len(a.rows) * len(b.rows) > EXACT_ROWS:
+            return None
+        rows = np.hstack([np.repeat(a.rows, len(b.rows), axis=0), np.tile(b.rows[:, [b.variables.index(v) for v in extra]],
+                                                                          (len(a.rows), 1))])
+        return _Relation.of((*a.variables, *extra), rows)
+    ca = a.rows[:, [a.variables.index(v) for v in shared]]
+    cb = b.rows[:, [b.variables.index(v) for v in shared]]
+    bounds = tuple(int(x) + 1 for x in np.max(np.vstack([ca, cb, np.zeros((1, len(shared)), np.int64)]), axis=0))
+    ka, kb = _keys(ca, bounds), _keys(cb, bounds)
+    order = np.argsort(kb, kind="stable")
+    kb_sorted = kb[order]
+    lo = np.searchsorted(kb_sorted, ka, side="left")
+    hi = np.searchsorted(kb_sorted, ka, side="right")
+    counts = hi - lo
+    total = int(counts.sum())
+    if total > EXACT_ROWS:
+        return None
+    left = np.repeat(np.arange(len(a.rows)), counts)
+    offsets = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(total)
+    right = order[offsets]
+    columns = [b.variables.index(v) for v in extra]
+    rows = np.hstack([a.rows[left], b.rows[right][:, columns]]) if total else np.empty((0, len(a.variables) + len(extra)), np.int64)
+    return _Relation.of((*a.variables, *extra), rows)
+
+
+def _keys(columns: np.ndarray, bounds: tuple[int, ...]) -> np.ndarray:
+    """One integer per row for the shared columns (the same bounds on both sides of a join)."""
+    return columns[:, 0] if len(bounds) == 1 else np.ravel_multi_index(columns.T, bounds)

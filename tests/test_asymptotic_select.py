@@ -1,0 +1,98 @@
+"""Selecting a frontier candidate from the operands: task-set sizes against brute force, and choices."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+import autosparse as asp
+from autosparse.autoschedule import select as selection
+from autosparse.autoschedule.asymptotic.query import Atom, Query
+
+
+def brute_size(query: Query, dense: dict, extents: dict) -> int:
+    found = set()
+    ranges = [range(extents[query.dims[v]]) if v < query.head_size else range(4) for v in range(query.variable_count)]
+    for values in product(*ranges):
+        if all(dense[t][tuple(values[x] for x in args)] for t, args in query.atoms):
+            found.add(values[:query.head_size])
+    return len(found)
+
+
+ATOMS = st.sampled_from([("B", ("i", "k")), ("B", ("i", "x")), ("C", ("k", "j")), ("C", ("y", "j")),
+                         ("C", ("k", "y")), ("D", ("j", "k")), ("B", ("x", "x")), ("D", ("i", "j"))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(head=st.sets(st.sampled_from("ijk"), max_size=3), atoms=st.lists(ATOMS, min_size=1, max_size=3),
+       seed=st.integers(0, 1000))
+def test_query_sizes_equal_brute_force(head, atoms, seed):
+    """Exact whether joined or sampled: with every candidate value sampled, sampling is exact too."""
+    rng = np.random.default_rng(seed)
+    dense = {name: rng.random((4, 4)) < 0.4 for name in "BCD"}
+    renamed = [(t, tuple(v if v in head or v in "xy" else v + "_" for v in args)) for t, args in atoms]
+    query = Query.of([(v, v) for v in sorted(head)], [Atom(t, a) for t, a in renamed])
+    extents = {"i": 4, "j": 4, "k": 4}
+    patterns = {n: np.argwhere(d).astype(np.int64) for n, d in dense.items()}
+    expected = brute_size(query, dense, extents)
+    old = selection.EXACT_ROWS
+    try:
+        for exact_rows in (old, 1):  # joined, then sampled (every value: exact as well)
+            selection.EXACT_ROWS = exact_rows
+            assert selection.query_size(query, patterns, extents) == expected, exact_rows
+    finally:
+        selection.EXACT_ROWS = old
+
+
+def test_select_prefers_gustavson_rows_over_an_outer_product_hash_for_spgemm():
+    """Gustavson and outer products cost the same asymptotically; the tie goes to fewer hashed levels."""
+    formats = {"B": "csr", "C": "csr", "A": "csr"}
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats)
+    B = sp.random(200, 150, 0.02, format="csr", random_state=1)
+    C = sp.random(150, 180, 0.02, format="csr", random_state=2)
+    best = front.select(B=B, C=C)
+    assert best.sketch.index == "i" and "h" not in "".join(f.levels[0].letter for f in best.formats.values())
+    result = asp.compile("A(i,j) = B(i,k) * C(k,j)", formats=formats, schedule=best)(
+        B=asp.Tensor.from_scipy(B), C=asp.Tensor.from_scipy(C))
+    np.testing.assert_allclose(result.to_numpy(), (B @ C).toarray())
+
+
+def test_select_needs_every_operand():
+    front = asp.autoschedule("a(i) = B(i,j) * c(j)", formats={"B": "csr"})
+    with pytest.raises(asp.AutosparseError, match="operand c"):
+        front.select(B=sp.random(5, 5, 0.3, format="csr"))
+
+
+@pytest.mark.parametrize("expression, formats, make", [
+    ("A(i,j) = B(i,k) * C(k,j)", {"A": "csr"},
+     lambda: {"B": sp.random(40, 30, 0.1, format="csr", random_state=3),
+              "C": sp.random(30, 35, 0.1, format="csr", random_state=4)}),
+    ("a(i) = B(i,j) * C(j,k) * d(k)", {},
+     lambda: {"B": sp.random(40, 30, 0.1, format="csr", random_state=5),
+              "C": sp.random(30, 20, 0.1, format="csr", random_state=6), "d": np.arange(20.0)}),
+    ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"A": "csr"},
+     lambda: {"B": sp.random(20, 25, 0.1, format="csr", random_state=7), "C": np.ones((20, 6)),
+              "D": np.arange(150.0).reshape(6, 25)}),
+])
+def test_evaluate_auto_equals_the_reference_and_decides_once(expression, formats, make):
+    from autosparse.api import auto
+
+    operands = make()
+    dense = {n: v.toarray() if sp.issparse(v) else v for n, v in operands.items()}
+    expected = asp.evaluate(expression, format=formats.get("A"), **operands)
+    got = asp.evaluate(expression, format=formats.get("A"), schedule="auto", **operands)
+    to_array = lambda r: r.to_numpy() if isinstance(r, asp.Tensor) else np.asarray(r)
+    np.testing.assert_allclose(to_array(got), to_array(expected))
+    decided = len(auto._choices)
+    asp.evaluate(expression, format=formats.get("A"), schedule="auto", **operands)
+    assert len(auto._choices) == decided
+    assert dense  # the operands were real arrays
+
+
+def test_compile_with_auto_explains_where_selection_happens():
+    with pytest.raises(asp.ScheduleError, match="evaluate"):
+        asp.compile("a(i) = B(i,j) * c(j)", formats={"B": "csr"}, schedule="auto")
