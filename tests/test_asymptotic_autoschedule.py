@@ -212,10 +212,11 @@ def _accesses(assignment):
 @pytest.mark.parametrize("kernel, full, taco", [
     ("a(i) = B(i,j) * c(j)", (8, 4), (4, 4)),
     ("a(i) = B(i,j) * C(j,k) * d(k)", (144, 28), None),
-    ("A(i,j) = B(i,k) * C(j,k)", (96, 12), (16, None)),
+    ("A(i,j) = B(i,k) * C(j,k)", (96, 12), (16, 4)),
+    ("A(i,j) = B(i,k) * C(k,l) * D(j,l)", None, (32, None)),
 ])
 def test_figure_6_counts_that_agree_with_the_paper(kernel, full, taco):
-    formats = {"B": "csr", "C": "csr", "c": "dense", "d": "dense", "a": "dense", "A": "csr"}
+    formats = {"B": "csr", "C": "csr", "D": "csr", "c": "dense", "d": "dense", "a": "dense", "A": "csr"}
     names = {a.tensor for a in (parse(kernel).lhs, *_accesses(parse(kernel)))}
     formats = {n: f for n, f in formats.items() if n in names}
     for mode, expected in ((False, full), (True, taco)):

@@ -2,6 +2,7 @@
 
 Walking the program with the indices bound so far and a guard (the predicate under which the current
 code runs), each loop adds one task set per access it steps through (`{[bound…, i] | guard ∧ ∃… A}`),
+or, stepping through none, the whole dimension (`{[bound…, i] | guard}`),
 then follows every zero/nonzero case of those accesses with zeros substituted and annihilated; each
 assignment adds `{[bound…] | guard}` and records that it may have written where the guard holds.
 A tensor's nonzeros are tracked as a predicate over its modes (`state`): sparse inputs start as
@@ -72,6 +73,9 @@ class _Interpreter:
         for access in steppers:
             self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner))))
         if not steppers:
+            # A loop that steps through nothing visits its whole dimension (not in the paper's Fig. 5,
+            # but without it a dense loop inside a sparse one would be free).
+            self.tasks.append(Task(inner, guard))
             self.statement(node.body, inner, guard)
             return
         for zero in product((False, True), repeat=len(steppers)):

@@ -16,7 +16,7 @@ from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier
-from .protocols import protocol_choices, protocolised
+from .protocols import protocol_choices, protocolised, taco_runs
 from .shapes import Block, flatten, groupings, named, orders, placements, rewrites
 from .sketch import Stmt
 
@@ -73,19 +73,26 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage(f"4 minimum depth ({depth})", sum(_orderings(tree) for tree in shallow))
     taken = {a.tensor for a in (assignment.lhs, *operands)}
     shapes: dict[Stmt, frozenset[str]] = {}
+    copies: dict[Stmt, int] = {}  # how often each program arises (the paper counts every copy)
+    result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     for tree in shallow:
         for stmt in orders(tree):
             program, workspaces = named(stmt, taken, reduce)
-            if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())):
+            if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
+                         or not taco_runs(program, result, sparse_result)):
                 continue
             shapes.setdefault(program, frozenset(workspaces))
+            copies[program] = copies.get(program, 0) + 1
     stage("5 named workspaces", len(shapes))
-    total = sum(protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items())
+    choices = {s: protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items()}
+    total = sum(choices.values())
     stage("6 protocols (min-depth schedules)", total)
+    stage("6 the same, counting each copy (the paper's count)", sum(n * copies[s] for s, n in choices.items()))
 
     model = CostModel(sparse, indices, sunk)
     by_cost: dict[Cost, list[Stmt]] = {}
     costs: dict[Stmt, Cost] = {}
+    multiplicity: dict[Stmt, int] = {}
     processed = 0
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     frontier = Frontier()
@@ -94,6 +101,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
             if deadline is not None and time.perf_counter() > deadline:
                 break
             cost = costs[program] = model.cost(program)
+            multiplicity[program] = copies[shape]
             if cost not in by_cost:
                 by_cost[cost] = []
                 frontier.offer(cost, cost)
@@ -108,6 +116,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     witnesses = {program: by_cost[frontier.witness(cost)][0]
                  for cost, programs in by_cost.items() if cost not in frontier.members for program in programs}
     stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
+    stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
     return Search(members, witnesses, costs, stages, processed, total)
 
 

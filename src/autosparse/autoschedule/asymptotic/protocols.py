@@ -5,8 +5,10 @@ Reads of sparse inputs and of workspaces step or locate on each mode; dense inpu
 write appends when the written tensor's indices are the outermost loops of its scope (they arrive in
 order once its format is made concordant), and inserts otherwise.
 TACO mode keeps what TACO can run without densifying an input: each sparse input is stepped on every
-mode, or located on the mode of the outermost loop around it and stepped on the rest; a workspace is
-stepped when it is the only tensor its assignment reads, and located otherwise.
+mode, or located on the first of its indices the loops quantify and stepped on the rest; a workspace
+(a vector at most) is located. `taco_runs` keeps the programs TACO can lower: a sparse result written
+in order but for at most its last mode (one insert needs TACO's one workspace, so no where besides), and
+no where whose producer is a bare assignment.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .sketch import APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop, St
 def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> Iterator[Stmt]:
     """Every protocol assignment of `stmt` (reads in program order, each occurrence on its own)."""
     slots: list[list[tuple[str, ...]]] = []
-    _collect(stmt, (), None, sparse, workspaces, taco, slots)
+    _collect(stmt, (), sparse, workspaces, taco, slots)
     for choice in product(*slots):
         yield _apply(stmt, iter(choice), (), ())
 
@@ -29,36 +31,51 @@ def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool)
 def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> int:
     """How many programs `protocolised` yields, without building them."""
     slots: list[list[tuple[str, ...]]] = []
-    _collect(stmt, (), None, sparse, workspaces, taco, slots)
+    _collect(stmt, (), sparse, workspaces, taco, slots)
     return prod(len(options) for options in slots)
 
 
-def _read_options(access: Access, outermost: str | None, sparse, workspaces, taco, only_read: bool):
+def _read_options(access: Access, loops: tuple[str, ...], sparse, workspaces, taco):
     n = len(access.indices)
     if access.tensor in workspaces:
-        if taco:
-            return [(STEP if only_read else LOCATE,) * n]
-        return list(product((STEP, LOCATE), repeat=n))
+        return [(LOCATE,) * n] if taco else list(product((STEP, LOCATE), repeat=n))
     if access.tensor not in sparse:
         return [(LOCATE,) * n]
     if not taco:
         return list(product((STEP, LOCATE), repeat=n))
-    options = [(STEP,) * n]
-    if outermost in access.indices:
-        options.append(tuple(LOCATE if i == outermost else STEP for i in access.indices))
-    return options
+    first = min(access.indices, key=loops.index)
+    return [(STEP,) * n, tuple(LOCATE if i == first else STEP for i in access.indices)]
 
 
-def _collect(stmt, loops, outermost, sparse, workspaces, taco, slots) -> None:
+def taco_runs(stmt: Stmt, result: str, sparse_result: bool) -> bool:
+    """Whether TACO can lower `stmt` (see the module docstring)."""
+    wheres: list[Where] = []
+    inserts: list[int] = []  # per write of a sparse result: how many of its last modes arrive out of order
+
+    def visit(node, loops: tuple[str, ...]) -> bool:
+        if isinstance(node, Loop):
+            return visit(node.body, (*loops, node.index))
+        if isinstance(node, Where):
+            wheres.append(node)
+            return not isinstance(node.producer, Assign) and visit(node.consumer, loops) and visit(node.producer, loops)
+        if node.lhs.tensor == result and sparse_result:
+            ordered = sorted(node.lhs.indices, key=loops.index)
+            in_order = next((n for n, index in enumerate(ordered) if loops[n] != index), len(ordered))
+            inserts.append(len(ordered) - in_order)
+        return True
+
+    return visit(stmt, ()) and max(inserts, default=0) <= 1 and not (any(inserts) and wheres)
+
+
+def _collect(stmt, loops, sparse, workspaces, taco, slots) -> None:
     if isinstance(stmt, Loop):
-        _collect(stmt.body, (*loops, stmt.index), outermost or stmt.index, sparse, workspaces, taco, slots)
+        _collect(stmt.body, (*loops, stmt.index), sparse, workspaces, taco, slots)
     elif isinstance(stmt, Where):
-        _collect(stmt.consumer, loops, outermost, sparse, workspaces, taco, slots)
-        _collect(stmt.producer, loops, outermost, sparse, workspaces, taco, slots)
+        _collect(stmt.consumer, loops, sparse, workspaces, taco, slots)
+        _collect(stmt.producer, loops, sparse, workspaces, taco, slots)
     else:
-        operands = list(reads(stmt.rhs))
-        for access in operands:
-            slots.append(_read_options(access, outermost, sparse, workspaces, taco, len(operands) == 1))
+        for access in reads(stmt.rhs):
+            slots.append(_read_options(access, loops, sparse, workspaces, taco))
 
 
 def _apply(stmt, choice, scope: tuple[str, ...], loops: tuple[str, ...]):
