@@ -7,7 +7,9 @@ was dense (an array over one dimension), else compressed; below it a stepped mod
 located one hashed, so that no input is densified. The kernel converts an operand given in another
 format (a transpose), which benchmarks time separately. Dense inputs are only located, in any order.
 A workspace of one index is a dense array with a list of touched coordinates; of two or more, a hash
-table in the consumer's loop order; a scalar is a register. A result written out of its format's order
+table in the consumer's loop order when the consumer steps it, else a dense array (located reads need
+random access, which the compiler's hashed workspaces do not offer; the memory limit guards its size);
+a scalar is a register. A result written out of its format's order
 (inserts, or a loop order its levels do not follow) is built in a workspace and copied into the result's
 format (a reformatting `where`), placed below the outermost loops that already visit the result's first
 levels in order, so Gustavson's algorithm reformats one row at a time; a dense result takes inserts.
@@ -46,8 +48,10 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
         if name != result and name in reads_of:
             chosen[name] = fmt if fmt.is_dense else _input_format(fmt, *reads_of[name])
     workspaces = {a.lhs.tensor: a.lhs.indices for a in assigns(sketch) if a.lhs.tensor not in formats}
+    located = {a.tensor for a in reads(sketch) if LOCATE in a.protocols}
     for name, indices in workspaces.items():
-        chosen[name] = Format("d" * len(indices)) if len(indices) <= 1 else Format("h" * len(indices))
+        hashed = len(indices) > 1 and name not in located
+        chosen[name] = Format(("h" if hashed else "d") * len(indices))
     variables = {name: cin.TensorVar(name, fmt, temporary=name in workspaces) for name, fmt in chosen.items()}
     result_format = formats[result]
     level_indices = _result_levels(sketch, result, result_format)
