@@ -42,9 +42,9 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true", help="do not compile the frontier candidates")
     parser.add_argument("--stages", action="store_true", help="print every stage's count and time")
     args = parser.parse_args()
-    print(f"| kernel | mode | min-depth: distinct / every copy (paper) | undominated: distinct / every copy "
-          f"(paper) | distinct costs | compiled = numpy | "
-          f"programs processed | search s | s per program |")
+    print("| kernel | mode | min-depth: distinct / every copy (paper) | undominated: distinct / every copy "
+          "(paper) | distinct costs | compiled = numpy | "
+          "programs processed | search s | s per program |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.kernel:
         expression, formats = KERNELS[name]

@@ -11,7 +11,6 @@ from autosparse.autoschedule.asymptotic.cost import Cost, CostModel
 from autosparse.autoschedule.asymptotic.query import Atom, Query, conj, disj, disjuncts, exists
 from autosparse.autoschedule.asymptotic.sketch import (APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop,
                                                        Where, depth, from_cin)
-from autosparse.cin import concretize
 from autosparse.format.spec import as_format
 from autosparse.notation import parse
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping
 
-from ..cin import ast as cin
+from ..cin import ast as cin_ast
 from ..format import Format
 from ..notation import ast as notation
 from .asymptotic.cost import Cost
@@ -38,7 +38,7 @@ class Candidate:
         return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor)
 
     @property
-    def cin(self) -> cin.Stmt:
+    def cin(self) -> cin_ast.Stmt:
         return self._realised.cin
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from math import factorial, prod
+from math import factorial
 from typing import Callable, Mapping
 
 from ...format import Format

@@ -22,7 +22,7 @@ from itertools import combinations, permutations, product
 from typing import Iterator
 
 from ...notation import ast as notation
-from .sketch import Access, Assign, Call, Loop, Stmt, Where, assigns, map_accesses, reads
+from .sketch import Access, Assign, Call, Loop, Stmt, Where, assigns, from_expression, map_accesses, reads
 
 _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
 
@@ -32,16 +32,7 @@ _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
 
 def flatten(expr: notation.Expr):
     """Index notation -> a sketch expression with n-ary `*`/`+` in a canonical argument order."""
-    if isinstance(expr, notation.Access):
-        return Access(expr.tensor, tuple(i.name for i in expr.indices))
-    if isinstance(expr, notation.Literal):
-        return Call("literal", (expr.value,))
-    if isinstance(expr, notation.Neg):
-        return Call("-", (flatten(expr.operand),))
-    if isinstance(expr, notation.Sub):
-        return _nary("+", (flatten(expr.left), Call("-", (flatten(expr.right),))))
-    op = "*" if isinstance(expr, notation.Mul) else "+"
-    return _nary(op, (flatten(expr.left), flatten(expr.right)))
+    return from_expression(expr, lambda a: Access(a.tensor, tuple(i.name for i in a.indices)), _nary)
 
 
 def _nary(op: str, args) -> Call:

@@ -135,29 +135,35 @@ def map_accesses(node, change):
     return Where(map_accesses(node.consumer, change), map_accesses(node.producer, change))
 
 
+def from_expression(expr, leaf, node=Call):
+    """An index-notation expression as a sketch expression: leaves through `leaf`, operators through
+    `node(op, args)` (binary `*`/`+`, `-` of one argument; `a - b` is `a + -b`)."""
+    from ...notation import ast as notation
+
+    if isinstance(expr, notation.Literal):
+        return Call("literal", (expr.value,))
+    if isinstance(expr, notation.Neg):
+        return Call("-", (from_expression(expr.operand, leaf, node),))
+    if isinstance(expr, notation.Sub):
+        return node("+", (from_expression(expr.left, leaf, node),
+                          Call("-", (from_expression(expr.right, leaf, node),))))
+    if isinstance(expr, (notation.Add, notation.Mul)):
+        return node("*" if isinstance(expr, notation.Mul) else "+",
+                    (from_expression(expr.left, leaf, node), from_expression(expr.right, leaf, node)))
+    return leaf(expr)
+
+
 def from_cin(stmt) -> Stmt:
     """A sketch of a CIN statement (formats dropped, protocols kept), to cost hand-written schedules."""
     from ...cin import ast as cin
-    from ...notation import ast as notation
 
     def access(a: "cin.Access") -> Access:
         return Access(a.tensor.name, tuple(i.name for i in a.indices), tuple(p.value for p in a.protocols))
-
-    def expression(e):
-        if isinstance(e, cin.Access):
-            return access(e)
-        if isinstance(e, notation.Literal):
-            return Call("literal", (e.value,))
-        if isinstance(e, notation.Neg):
-            return Call("-", (expression(e.operand),))
-        if isinstance(e, notation.Sub):
-            return Call("+", (expression(e.left), Call("-", (expression(e.right),))))
-        return Call("*" if isinstance(e, notation.Mul) else "+", (expression(e.left), expression(e.right)))
 
     if isinstance(stmt, cin.Forall):
         return Loop(stmt.index.name, from_cin(stmt.body))
     if isinstance(stmt, cin.Where):
         return Where(from_cin(stmt.consumer), from_cin(stmt.producer))
     if isinstance(stmt, cin.Assign):
-        return Assign(access(stmt.lhs), expression(stmt.rhs), stmt.accumulate)
+        return Assign(access(stmt.lhs), from_expression(stmt.rhs, access), stmt.accumulate)
     raise TypeError(f"Expected a forall, where or assignment, but found {stmt}")
