@@ -259,7 +259,9 @@ def _homomorphism(p: Query, q: Query) -> bool:
     for d in set(p.dims):
         if p.dims.count(d) > q_dims.get(d, 0):
             return False
-    order = sorted(q.atoms, key=lambda atom: len(p.by_tensor[atom[0]]))
+    options = _options(p, q)
+    if options is None:
+        return False
     mapping: dict[int, int] = {}
 
     def covers() -> bool:
@@ -279,11 +281,26 @@ def _homomorphism(p: Query, q: Query) -> bool:
                 free[d] -= 1
         return True
 
+    # Past atom n, the search only sees the images of Q's head and of variables later atoms share, so
+    # candidates that agree on those lead to the same outcome and one of them is enough.
+    later: list[set[int]] = []
+    needed = set(range(q.head_size))
+    for args, _ in reversed(options):
+        later.append(set(needed))
+        needed.update(args)
+    later.reverse()
+
     def search(n: int) -> bool:
-        if n == len(order):
-            return covers()
-        tensor, args = order[n]
-        for candidate in p.by_tensor[tensor]:
+        if n == len(options):
+            return True
+        args, fits = options[n]
+        relevant = [k for k, a in enumerate(args) if a in later[n]]
+        heads = any(a < q.head_size for a in args)
+        tried = set()
+        for candidate in fits:
+            key = tuple(candidate[k] for k in relevant)
+            if key in tried:
+                continue
             added = []
             for a, b in zip(args, candidate):
                 image = mapping.get(a)
@@ -293,13 +310,57 @@ def _homomorphism(p: Query, q: Query) -> bool:
                 elif image != b:
                     break
             else:
-                if search(n + 1):
+                tried.add(key)
+                if (not heads or covers()) and search(n + 1):
                     return True
             for a in added:
                 del mapping[a]
         return False
 
-    return search(0)
+    return covers() and search(0)
+
+
+def _options(p: Query, q: Query) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]] | None:
+    """Q's atoms, each with the atoms of P it may map onto, in the order the search binds them; None
+    when some atom has nowhere to go.
+
+    A variable of Q can only go to a variable P has at the same place of an atom of the same tensor, for
+    every atom the variable is in; narrowing these domains until they settle (arc consistency) and
+    binding next the atom that shares the most variables with those already bound keeps the backtracking
+    from trying the product of independent choices, which a failed check would otherwise exhaust."""
+    atoms = [(args, list(p.by_tensor[tensor])) for tensor, args in q.atoms]
+    changed = True
+    while changed:
+        domain: dict[int, set[int]] = {}
+        for args, fits in atoms:
+            for position, a in enumerate(args):
+                allowed = {fit[position] for fit in fits}
+                domain[a] = domain[a] & allowed if a in domain else allowed
+        changed = False
+        for args, fits in atoms:
+            kept = [fit for fit in fits if _fits(args, fit, domain)]
+            if not kept:
+                return None
+            if len(kept) < len(fits):
+                fits[:] = kept
+                changed = True
+    ordered, bound = [], set()
+    remaining = sorted(atoms, key=lambda atom: len(atom[1]))
+    while remaining:
+        best = max(range(len(remaining)),
+                   key=lambda n: (len(bound.intersection(remaining[n][0])), -len(remaining[n][1])))
+        args, fits = remaining.pop(best)
+        ordered.append((args, fits))
+        bound.update(args)
+    return ordered
+
+
+def _fits(args: tuple[int, ...], candidate: tuple[int, ...], domain: dict[int, set[int]]) -> bool:
+    seen: dict[int, int] = {}
+    for a, b in zip(args, candidate):
+        if b not in domain[a] or seen.setdefault(a, b) != b:
+            return False
+    return True
 
 
 def minimal(query: Query) -> Query:
