@@ -11,10 +11,11 @@ can be dropped — so equal costs usually print, hash and compare equal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Mapping
 
 from .analysis import tasks
-from .query import Atom, Query, contained, disjuncts, minimal
+from .query import Atom, Query, contained, disjuncts, folded, minimal
 from .sketch import Stmt
 
 
@@ -26,6 +27,16 @@ class Cost:
 
     @staticmethod
     def of(queries: Iterable[Query]) -> "Cost":
+        """The minimal union of `queries` (memoised: programs that differ only where it does not matter
+        produce the same raw queries)."""
+        queries = frozenset(queries)
+        found = _cost_memo.get(queries)
+        if found is None:
+            found = _cost_memo[queries] = Cost._normalised(queries)
+        return found
+
+    @staticmethod
+    def _normalised(queries: frozenset[Query]) -> "Cost":
         kept: list[Query] = []
         for query in sorted({_minimal(q) for q in queries}, key=_size):
             if not any(contained(query, other) for other in kept):
@@ -49,6 +60,7 @@ def _size(query: Query) -> tuple:
     return (-len(query.dims), len(query.atoms), query.dims, query.atoms)
 
 
+_cost_memo: dict[frozenset[Query], Cost] = {}
 _minimal_memo: dict[Query, Query] = {}
 
 
@@ -73,14 +85,20 @@ class CostModel:
 
     def cost(self, program: Stmt) -> Cost:
         assumed = self.assumptions()
-        queries = [Query.of(((i, i) for i in task.head), conjunction | assumed)
+        queries = [Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
                    for task in tasks(program, {name: len(ix) for name, ix in self.sparse.items()})
                    for conjunction in disjuncts(task.guard)]
-        if self.sunk:
-            queries += [Query.of([(i, i)], assumed) for i in self.indices]
-            queries += [Query.of(((i, i) for i in dict.fromkeys(ix)), {Atom(name, ix)} | assumed)
-                        for name, ix in self.sparse.items()]
-        return Cost.of(queries)
+        return Cost.of(queries + self.sunk_costs)
+
+    @cached_property
+    def sunk_costs(self) -> list[Query]:
+        """Reading each sparse input and iterating each single dimension, which every program pays."""
+        if not self.sunk:
+            return []
+        assumed = self.assumptions()
+        return [Query.of([(i, i)], assumed) for i in self.indices] + [
+            Query.of(((i, i) for i in dict.fromkeys(ix)), {Atom(name, ix)} | assumed)
+            for name, ix in self.sparse.items()]
 
     def assumptions(self) -> frozenset[Atom]:
         """Every sparse input has a nonzero somewhere (as atoms over variables of their own)."""

@@ -2,15 +2,17 @@
 
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
 one, so the frontier algorithm runs over distinct costs. With a time limit the search is anytime: it
-stops taking programs when time runs out and reports the frontier of those it took.
+stops taking programs when time runs out and reports the frontier of those it took, having taken them
+from every loop nest and workspace shape in turn.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import repeat
 from math import factorial
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from ...format import Format
 from ...notation import ast as notation
@@ -96,28 +98,43 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     processed = 0
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     frontier = Frontier()
-    for shape, workspaces in shapes.items():
-        for program in protocolised(shape, set(sparse), set(workspaces), taco):
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            cost = costs[program] = model.cost(program)
-            multiplicity[program] = copies[shape]
-            if cost not in by_cost:
-                by_cost[cost] = []
-                frontier.offer(cost, cost)
-            by_cost[cost].append(program)
-            processed += 1
-            if progress is not None:
-                progress(processed, total)
-        else:
-            continue
-        break
+    streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(workspaces), taco))
+               for shape, workspaces in shapes.items()]
+    for shape, program in _interleaved(streams):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        cost = costs[program] = model.cost(program)
+        multiplicity[program] = copies[shape]
+        if cost not in by_cost:
+            by_cost[cost] = []
+            frontier.offer(cost, cost)
+        by_cost[cost].append(program)
+        processed += 1
+        if progress is not None:
+            progress(processed, total)
     members = [(program, cost) for cost in frontier.members for program in by_cost[cost]]
     witnesses = {program: by_cost[frontier.witness(cost)][0]
                  for cost, programs in by_cost.items() if cost not in frontier.members for program in programs}
     stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
     return Search(members, witnesses, costs, stages, processed, total)
+
+
+def _interleaved(streams: Iterable[Iterator]) -> Iterator:
+    """One item from each stream in turn, so that a search cut short has seen every loop nest and
+    workspace shape rather than all the protocols of the first few."""
+    active = list(streams)
+    while active:
+        still = []
+        for stream in active:
+            item = next(stream, _DONE)
+            if item is not _DONE:
+                still.append(stream)
+                yield item
+        active = still
+
+
+_DONE = object()
 
 
 def _orderings(tree) -> int:

@@ -189,9 +189,9 @@ class Query:
     def variable_count(self) -> int:
         return max([self.head_size - 1, *(x for _, args in self.atoms for x in args)]) + 1
 
-    def without(self, atom_number: int) -> "Query":
+    def without(self, *atom_numbers: int) -> "Query":
         atoms = [Atom(t, tuple(self._label(x) for x in args)) for n, (t, args) in enumerate(self.atoms)
-                 if n != atom_number]
+                 if n not in atom_numbers]
         return Query.of(((self._label(h), d) for h, d in enumerate(self.dims)), atoms)
 
     def _label(self, var: int) -> str:
@@ -374,3 +374,34 @@ def minimal(query: Query) -> Query:
         else:
             n += 1
     return query
+
+
+def folded(head: Iterable[str], atoms: Iterable[Atom]) -> list[Atom]:
+    """`atoms` without those that fold onto another atom of their tensor: an atom whose variables found
+    nowhere else (not in `head`, not in another atom) can take that atom's values while the rest already
+    agree, so dropping it leaves an equivalent query. The abstract interpreter leaves many such copies
+    (`B(i₂,k)` beside `B(i,k)`); dropping them before canonicalising keeps minimisation's containment
+    checks small."""
+    head = set(head)
+    kept = list(dict.fromkeys(atoms))
+    uses: dict[str, int] = {}
+    for atom in kept:
+        for x in set(atom.args):
+            uses[x] = uses.get(x, 0) + 1
+    folding = True
+    while folding:
+        folding = False
+        for atom in list(kept):
+            private = {x for x in atom.args if x not in head and uses[x] == 1}
+            if private and any(other.tensor == atom.tensor and other is not atom
+                               and _folds(atom.args, other.args, private) for other in kept):
+                kept.remove(atom)
+                for x in set(atom.args):
+                    uses[x] -= 1
+                folding = True
+    return kept
+
+
+def _folds(args: tuple[str, ...], onto: tuple[str, ...], private: set[str]) -> bool:
+    images: dict[str, str] = {}
+    return all(images.setdefault(a, b) == b if a in private else a == b for a, b in zip(args, onto))
