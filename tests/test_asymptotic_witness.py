@@ -36,7 +36,7 @@ def _operands(front, seed, density, skewed):
 
 def _iterations(front, program, operands, cache):
     if program not in cache:
-        cand = Candidate(program, front.search.costs[program], front.assignment, front.formats)
+        cand = Candidate(program, front.search.costs[program], front.assignment, front.formats, front.search.model)
         kernel = asp.compile(str(front.assignment), formats={n: str(f) for n, f in front.formats.items()},
                              schedule=cand, instrument=True)
         kernel(**operands)

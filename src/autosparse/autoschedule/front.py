@@ -18,7 +18,7 @@ from typing import Mapping
 from ..cin import ast as cin_ast
 from ..format import Format
 from ..notation import ast as notation
-from .asymptotic.cost import Cost
+from .asymptotic.cost import Cost, CostModel
 from .asymptotic.pipeline import Search, Stage
 from .asymptotic.realise import realise
 from .asymptotic.sketch import Stmt
@@ -32,6 +32,7 @@ class Candidate:
     cost: Cost
     assignment: notation.Assignment = field(repr=False)
     user_formats: Mapping[str, Format] = field(repr=False, compare=False)
+    model: CostModel = field(repr=False, compare=False)
 
     @cached_property
     def _realised(self):
@@ -45,6 +46,12 @@ class Candidate:
     def formats(self) -> dict[str, Format]:
         """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
         return dict(self._realised.formats)
+
+    @cached_property
+    def running_cost(self) -> Cost:
+        """The cost of the program as its CIN runs (see `Realised.running`), which selection compares:
+        it exceeds `cost` where a mode the sketch steps is stored dense."""
+        return self.model.cost(self._realised.running)
 
     @property
     def transposes(self) -> dict[str, Format]:
@@ -65,7 +72,8 @@ class Front:
 
     def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
-        self.candidates = [Candidate(sketch, cost, assignment, self.formats) for sketch, cost in found.frontier]
+        self.candidates = [Candidate(sketch, cost, assignment, self.formats, found.model)
+                           for sketch, cost in found.frontier]
 
     def __iter__(self):
         return iter(self.candidates)

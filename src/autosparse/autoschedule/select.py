@@ -5,7 +5,9 @@ number of distinct head tuples for which some binding of the other variables mak
 That size is computed exactly where it is cheap — a variable only one atom mentions is projected away,
 atoms over the same variables are intersected, a join is counted from per-key multiplicities when no
 variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
-operands give the same choice) and counting the rest exactly. The candidate with the least work wins;
+operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
+(`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
+the sketch promised. The candidate with the least work wins;
 ties (the frontier keeps equal costs) go to the one with fewer hashed structures, then fewer operands
 to reformat, whose constant factors the asymptotic model does not see.
 """
@@ -34,15 +36,15 @@ def select(front, operands: Mapping[str, object]):
     patterns, extents = _patterns(front, operands)
     estimates: dict[Cost, float] = {}
     for cand in front:
-        if cand.cost not in estimates:
-            estimates[cand.cost] = estimate(cand.cost, patterns, extents)
-    return min(front, key=lambda c: (estimates[c.cost], _hashed_levels(c), len(c.transposes), str(c.cin)))
+        if cand.running_cost not in estimates:
+            estimates[cand.running_cost] = estimate(cand.running_cost, patterns, extents)
+    return min(front, key=lambda c: (estimates[c.running_cost], _hashed_levels(c), len(c.transposes), str(c.cin)))
 
 
 def estimates(front, operands: Mapping[str, object]) -> list[float]:
     """The estimated work of every candidate, in order."""
     patterns, extents = _patterns(front, operands)
-    return [estimate(c.cost, patterns, extents) for c in front]
+    return [estimate(c.running_cost, patterns, extents) for c in front]
 
 
 def _hashed_levels(cand) -> int:

@@ -38,6 +38,7 @@ class Search:
     frontier: list[tuple[Stmt, Cost]]
     witnesses: dict[Stmt, Stmt]
     costs: dict[Stmt, Cost]
+    model: CostModel
     stages: list[Stage] = field(default_factory=list)
     processed: int = 0
     total: int = 0
@@ -117,7 +118,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
                  for cost, programs in by_cost.items() if cost not in frontier.members for program in programs}
     stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
-    return Search(members, witnesses, costs, stages, processed, total)
+    return Search(members, witnesses, costs, model, stages, processed, total)
 
 
 def _interleaved(streams: Iterable[Iterator]) -> Iterator:

@@ -33,10 +33,14 @@ _PROTOCOLS = {STEP: cin.Protocol.STEP, LOCATE: cin.Protocol.LOCATE, APPEND: cin.
 
 @dataclass(frozen=True)
 class Realised:
-    """A sketch as CIN: the statement and the format it needs each operand and temporary in."""
+    """A sketch as CIN: the statement and the format it needs each operand and temporary in, and the
+    sketch as that CIN runs it (`running`): a mode stored in a dense level is visited whole, so its reads
+    locate there even where the sketch stepped (a multi-index workspace the consumer locates somewhere,
+    a compressed input whose first level was dense); selection costs this one."""
 
     cin: cin.Stmt
     formats: dict[str, Format]  # operands and temporaries (the result keeps the user's format)
+    running: Stmt
 
 
 def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realised:
@@ -53,11 +57,12 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
         hashed = len(indices) > 1 and name not in located
         chosen[name] = Format(("h" if hashed else "d") * len(indices))
     variables = {name: cin.TensorVar(name, fmt, temporary=name in workspaces) for name, fmt in chosen.items()}
+    running = _as_stored(sketch, chosen)
     result_format = formats[result]
     level_indices = _result_levels(sketch, result, result_format)
     if result_format.is_dense or _written_in_level_order(sketch, result, level_indices, ()):
         variables[result] = cin.TensorVar(result, result_format)
-        return Realised(_converted(sketch, variables), chosen)
+        return Realised(_converted(sketch, variables), chosen, running)
     # Reformat only below the result's levels that the outermost loops already visit in order.
     prefix, body = [], sketch
     while isinstance(body, Loop) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
@@ -81,7 +86,20 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
                                                   write=True),
                                cin.default_access(variables[staging], tuple(IndexVar(i) for i in rest),
                                                   write=False)))
-    return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen)
+    return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen, running)
+
+
+def _as_stored(sketch: Stmt, formats: Mapping[str, Format]) -> Stmt:
+    """`sketch` with every read of a mode stored in a dense level located."""
+    def stored(access: Access) -> Access:
+        fmt = formats.get(access.tensor)
+        if fmt is None or STEP not in access.protocols:
+            return access
+        dense = [fmt.levels[fmt.mode_order.index(mode)].letter == "d" for mode in range(len(access.indices))]
+        return Access(access.tensor, access.indices,
+                      tuple(LOCATE if d else p for d, p in zip(dense, access.protocols)))
+
+    return map_accesses(sketch, stored)
 
 
 def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:

@@ -1,0 +1,353 @@
+"""Selection on real inputs (Ahrens et al.'s six kernels): the candidate `front.select` picks, against the
+default schedule (`schedule=None`) and against every candidate of the frontier, timed on the same data.
+
+    python bench/asymptotic_select.py                        # every kernel, uniform + power-law + real data
+    python bench/asymptotic_select.py --kernel SpMV2 --no-real --max-n 4096
+
+Inputs per kernel: uniform random square operands at density 0.01 with n doubling from --start until the
+default schedule takes more than a second (or the operands would pass --max-nnz nonzeros); R-MAT
+power-law matrices (Graph500 parameters a=.57, b=c=.19, 16 nonzeros per row) or, for the 3-tensor, a
+tensor whose coordinates crowd towards zero in every mode; the shipped real matrices and tensors of
+../shared/data (a kernel's matrices are all the one matrix; SpMTTKRP reads a real tensor with random
+factor matrices of --rank rows at density 0.01).
+
+Each kernel runs in a child process forked from this one, so that a candidate that is asymptotically
+fine but slow on these inputs, or that runs out of memory, is cut off (after --timeout for the default,
+after max(0.2 s, 5 × the fastest so far) for a candidate) without losing the run; a cut candidate is
+slower than 5× the fastest and cannot be the fastest. Candidates are timed in the order of select's
+estimates, so the selected one is timed first. Times are medians of up to 5 calls after a warm-up call on
+operands already in the candidate's formats; reformatting the operands into those formats (transposes)
+is timed on its own and reported beside. Every timed result is checked against the default's (sum and
+sum of squares of the values) where the default finished.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import select as poll  # noqa: E402
+import signal  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autosparse as asp  # noqa: E402
+from autosparse.autoschedule.select import estimates  # noqa: E402
+from autosparse.notation import accesses, parse  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from asymptotic_counts import KERNELS  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REAL_MATRICES = ("CollegeMsg", "bcsstk13", "facebook_combined", "Wiki-Vote", "4elt")
+REAL_TENSORS = ("yelp", "CollegeMsg", "med")
+CHILD_MEMORY = 12 << 30  # address space a timed child may add to what it inherits
+
+
+# --- inputs ------------------------------------------------------------------------------------------
+
+
+def uniform(rng, shape, density):
+    """A random sparse pattern with about density × size distinct coordinates, values in (0, 1]."""
+    size = int(np.prod(shape, dtype=np.int64))
+    want = max(1, int(density * size))
+    flat = np.unique(rng.integers(0, size, int(want * 1.01) + 16, dtype=np.int64))[:want]
+    rng.shuffle(flat)
+    return np.stack(np.unravel_index(np.sort(flat), shape)), 1.0 - rng.random(len(flat))
+
+
+def rmat(rng, scale, edge_factor=16, a=0.57, b=0.19, c=0.19):
+    """R-MAT coordinates of a 2^scale square matrix (duplicates merged)."""
+    edges = edge_factor << scale
+    rows = np.zeros(edges, dtype=np.int64)
+    cols = np.zeros(edges, dtype=np.int64)
+    for bit in range(scale):
+        u = rng.random(edges)
+        down = u >= a + b  # quadrants c and d
+        right = ((u >= a) & (u < a + b)) | (u >= a + b + c)
+        rows |= down.astype(np.int64) << bit
+        cols |= right.astype(np.int64) << bit
+    flat = np.unique(rows * (1 << scale) + cols)
+    return np.stack(np.unravel_index(flat, (1 << scale, 1 << scale))), 1.0 - rng.random(len(flat))
+
+
+def skewed(rng, shape, nnz):
+    """Coordinates drawn as floor(dim · u³) per mode: most nonzeros crowd into low slices."""
+    coords = np.stack([np.floor(d * rng.random(nnz) ** 3).astype(np.int64) for d in shape])
+    flat = np.unique(np.ravel_multi_index(tuple(coords), shape))
+    return np.stack(np.unravel_index(flat, shape)), 1.0 - rng.random(len(flat))
+
+
+def operands_for(name, shapes, rng, sparse_maker):
+    """The kernel's operands: sparse ones from `sparse_maker(shape)`, dense ones random."""
+    expression, formats = KERNELS[name]
+    found = {}
+    for access in accesses(parse(expression).rhs):
+        shape = tuple(shapes[i.name] for i in access.indices)
+        fmt = formats.get(access.tensor)
+        if fmt is None:
+            found[access.tensor] = asp.Tensor.from_numpy(rng.random(shape))
+        else:
+            coords, values = sparse_maker(access.tensor, shape)
+            found[access.tensor] = asp.Tensor.from_coo(coords, values, shape, format=fmt)
+    return found
+
+
+def index_names(name):
+    return list(dict.fromkeys(i.name for a in accesses(parse(KERNELS[name][0]).rhs) for i in a.indices))
+
+
+def uniform_inputs(name, rng, n):
+    shapes = {i: n for i in index_names(name)}
+    return operands_for(name, shapes, rng, lambda _, shape: uniform(rng, shape, 0.01))
+
+
+def power_law_inputs(name, rng, scale):
+    n = 1 << scale
+    shapes = {i: n for i in index_names(name)}
+    if name == "SpMTTKRP":
+        return operands_for(name, shapes, rng, lambda _, shape: skewed(rng, shape, 16 * n * (len(shape) - 1)))
+    return operands_for(name, shapes, rng, lambda _, shape: rmat(rng, scale))
+
+
+def real_inputs(name, rng, dataset, rank):
+    if name == "SpMTTKRP":
+        tensor = asp.read(DATA / f"{dataset}.tns.gz", format="dss")
+        shapes = dict(zip(("i", "k", "l"), tensor.shape), j=rank)
+        found = operands_for(name, shapes, rng, lambda _, shape: uniform(rng, shape, 0.01))
+        found["B"] = tensor
+        return found
+    matrix = asp.read(DATA / f"{dataset}.mtx.gz", format="ds")
+    n = matrix.shape[0]
+    if matrix.shape[0] != matrix.shape[1]:
+        return None
+    shapes = {i: n for i in index_names(name)}
+    return operands_for(name, shapes, rng, lambda tensor, shape: matrix.to_coo())
+
+
+# --- timing in a child ---------------------------------------------------------------------------------
+
+
+def in_child(work, timeout):
+    """`work()`'s JSON-able result, run in a forked child; "timeout" or "failed: …" otherwise."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            pages = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+            resource.setrlimit(resource.RLIMIT_AS, (pages + CHILD_MEMORY, pages + CHILD_MEMORY))
+            message = json.dumps(work())
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, whatever it was
+            message = json.dumps(f"failed: {type(error).__name__}: {error}"[:200])
+        os.write(write, message.encode())
+        os._exit(0)
+    os.close(write)
+    ready, _, _ = poll.select([read], [], [], timeout)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read)
+        return "timeout"
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    if not chunks:
+        return f"failed: child exited with status {status}"
+    return json.loads(b"".join(chunks))
+
+
+def timed(kernel, operands):
+    """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long; a call under
+    10 ms is sampled as the mean of a batch lasting about 20 ms), and a checksum of the result."""
+    start = time.perf_counter()
+    result = kernel(**operands)
+    first = time.perf_counter() - start
+    batch = max(1, int(0.02 / first)) if first < 0.01 else 1
+    samples = []
+    for _ in range(5 if first < 0.2 else 3 if first < 2 else 0):
+        result = None
+        start = time.perf_counter()
+        for _ in range(batch):
+            result = kernel(**operands)
+        samples.append((time.perf_counter() - start) / batch)
+    values = np.asarray(result.vals if isinstance(result, asp.Tensor) else result, dtype=float)
+    return {"seconds": statistics.median(samples or [first]), "sum": float(values.sum()),
+            "squares": float((values * values).sum())}
+
+
+def compiled_for(kernel, operands):
+    """`kernel`, its code compiled here on empty 3-wide stand-ins of `operands` (same formats and index
+    types), so that a child's time limit covers the run only."""
+    stand_ins = {}
+    for name, tensor in operands.items():
+        shape = (3,) * tensor.order
+        if tensor.format.is_dense:
+            stand_ins[name] = asp.Tensor.from_numpy(np.zeros(shape), format=tensor.format)
+        else:
+            stand_ins[name] = asp.Tensor.from_coo(np.zeros((tensor.order, 0), dtype=np.int64), [], shape,
+                                                  format=tensor.format, index_dtype=tensor.index_dtype)
+    kernel(**stand_ins)
+    return kernel
+
+
+def agrees(a, b):
+    return all(np.isclose(a[k], b[k], rtol=1e-6, atol=1e-9) for k in ("sum", "squares"))
+
+
+# --- one input -----------------------------------------------------------------------------------------
+
+
+def reformatted(operands, formats, cache):
+    """Operands in `formats`, and the seconds spent reformatting the ones not already so (each pair of
+    operand and format converted once, timed as the median of 3)."""
+    found, seconds = {}, 0.0
+    for name, tensor in operands.items():
+        fmt = formats.get(name, tensor.format)
+        if fmt == tensor.format:
+            found[name] = tensor
+            continue
+        key = (name, str(fmt))
+        if key not in cache:
+            runs = []
+            for _ in range(3):
+                start = time.perf_counter()
+                converted = tensor.to_format(fmt)
+                runs.append(time.perf_counter() - start)
+            cache[key] = (converted, statistics.median(runs))
+        found[name], spent = cache[key]
+        seconds += spent
+    return found, seconds
+
+
+def measure_input(name, front, operands, args):
+    expression, formats = KERNELS[name]
+    default = in_child(lambda: timed(asp.compile(expression, formats=formats), operands), args.timeout + 30)
+    start = time.perf_counter()
+    chosen = front.select(**operands)
+    select_seconds = time.perf_counter() - start
+    guesses = estimates(front, operands)
+    order = sorted(range(len(front)), key=lambda n: (front[n] is not chosen, guesses[n]))
+    seen, conversions, timings = set(), {}, []
+    best = None
+    for n in order:
+        cand = front[n]
+        key = (str(cand.cin), tuple(sorted((k, str(v)) for k, v in cand.formats.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        ready, transposes = reformatted(operands, cand.formats, conversions)
+        kernel = compiled_for(asp.compile(expression, formats={k: str(v) for k, v in cand.formats.items()
+                                                               if k in formats}, schedule=cand), ready)
+        limit = args.timeout if best is None else max(0.2, 5 * best)
+        outcome = in_child(lambda: timed(kernel, ready), 4 * limit + 1)
+        if isinstance(outcome, dict):
+            if isinstance(default, dict) and not agrees(outcome, default):
+                outcome = f"failed: result differs from the default's ({outcome['sum']} vs {default['sum']})"
+            elif outcome["seconds"] > limit:
+                outcome = "timeout"
+        timings.append((cand, outcome, transposes))
+        if isinstance(outcome, dict):
+            best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
+    return default, chosen, select_seconds, timings
+
+
+def nnz_of(operands):
+    return sum(t.nnz for t in operands.values() if not t.format.is_dense)
+
+
+def fmt_seconds(outcome):
+    if isinstance(outcome, dict):
+        return f"{outcome['seconds']:.4g}"
+    return f"> {ARGS.timeout:g}" if outcome == "timeout" else "fail"
+
+
+def report(name, label, operands, result, rows, failures):
+    default, chosen, select_seconds, timings = result
+    chosen_outcome, chosen_transposes = next((o, t) for c, o, t in timings if c is chosen)
+    timed_ok = [(c, o) for c, o, _ in timings if isinstance(o, dict)]
+    fastest = min((o["seconds"] for _, o in timed_ok), default=None)
+    cut = sum(1 for _, o, _ in timings if o == "timeout")
+    failures += [(name, label, str(c.cin), o) for c, o, _ in timings if isinstance(o, str) and o != "timeout"]
+    within = isinstance(chosen_outcome, dict) and fastest is not None and chosen_outcome["seconds"] <= 1.25 * fastest
+    if isinstance(default, dict) and isinstance(chosen_outcome, dict):
+        speedup = f"{default['seconds'] / chosen_outcome['seconds']:.3g}×"
+        overall = f"{default['seconds'] / (chosen_outcome['seconds'] + chosen_transposes):.3g}×"
+    elif default == "timeout" and isinstance(chosen_outcome, dict):
+        speedup = f"> {ARGS.timeout / chosen_outcome['seconds']:.3g}×"
+        overall = f"> {ARGS.timeout / (chosen_outcome['seconds'] + chosen_transposes):.3g}×"
+    else:
+        speedup = overall = "—"
+    ratio = f"{chosen_outcome['seconds'] / fastest:.2f}" if isinstance(chosen_outcome, dict) and fastest else "—"
+    rows.append((name, label, within))
+    print(f"| {name} | {label} | {nnz_of(operands):,} | {fmt_seconds(default)} | {fmt_seconds(chosen_outcome)} | "
+          f"{chosen_transposes:.3g} | {speedup} | {overall} | {fastest if fastest is None else f'{fastest:.4g}'} | "
+          f"{ratio}{'' if within else ' ✗'} | {len(timed_ok)} + {cut} cut | {select_seconds * 1e3:.0f} | "
+          f"`{chosen.cin}` |", flush=True)
+    return isinstance(default, dict) and default["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernel", nargs="+", default=list(KERNELS), choices=list(KERNELS))
+    parser.add_argument("--start", type=int, default=256, help="first n of the uniform inputs")
+    parser.add_argument("--max-n", type=int, default=1 << 17)
+    parser.add_argument("--max-nnz", type=float, default=5e7, help="stop doubling past this many nonzeros")
+    parser.add_argument("--scales", type=int, nargs="*", default=[12, 14], help="R-MAT scales")
+    parser.add_argument("--no-real", action="store_true", help="skip the shipped real data")
+    parser.add_argument("--rank", type=int, default=1000, help="rows of SpMTTKRP's factor matrices on real data")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds before the default is cut off")
+    parser.add_argument("--search-limit", type=float, default=120.0,
+                        help="seconds of autoscheduling (SpMTTKRP's full search is anytime)")
+    global ARGS
+    ARGS = args = parser.parse_args()
+    print("| kernel | input | nnz | default s | selected s | its transposes s | speedup | with transposes | "
+          "fastest candidate s | selected / fastest | candidates timed | select ms | selected CIN |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows, failures = [], []
+    for name in args.kernel:
+        expression, formats = KERNELS[name]
+        front = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
+        rng = np.random.default_rng(0)
+        n = args.start
+        while n <= args.max_n:
+            operands = uniform_inputs(name, rng, n)
+            if nnz_of(operands) > args.max_nnz:
+                break
+            seconds = report(name, f"uniform n={n}", operands, measure_input(name, front, operands, args),
+                             rows, failures)
+            if not seconds or seconds > 1.0:
+                break
+            n *= 2
+        for scale in args.scales:
+            operands = power_law_inputs(name, rng, scale)
+            report(name, f"power-law n=2^{scale}", operands, measure_input(name, front, operands, args), rows,
+                   failures)
+        if not args.no_real:
+            for dataset in (REAL_TENSORS if name == "SpMTTKRP" else REAL_MATRICES):
+                operands = real_inputs(name, rng, dataset, args.rank)
+                if operands is not None:
+                    report(name, dataset, operands, measure_input(name, front, operands, args), rows, failures)
+    within = sum(ok for _, _, ok in rows)
+    print(f"\nselect within 1.25× of the fastest frontier candidate on {within} of {len(rows)} inputs "
+          f"({100 * within / max(len(rows), 1):.0f} %); not within: "
+          + (", ".join(f"{k} {label}" for k, label, ok in rows if not ok) or "none"))
+    for kernel, label, cin, outcome in failures:
+        print(f"FAILED {kernel} {label}: {cin}: {outcome}")
+
+
+ARGS = None
+
+if __name__ == "__main__":
+    main()
