@@ -96,3 +96,44 @@ def test_evaluate_auto_equals_the_reference_and_decides_once(expression, formats
 def test_compile_with_auto_explains_where_selection_happens():
     with pytest.raises(asp.ScheduleError, match="evaluate"):
         asp.compile("a(i) = B(i,j) * c(j)", formats={"B": "csr"}, schedule="auto")
+
+
+def test_tuning_times_the_best_estimated_candidates_and_returns_one_of_them(monkeypatch):
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k)", formats={"B": "csr", "C": "csr", "A": "csr"})
+    operands = {"B": sp.random(60, 50, 0.05, format="csr", random_state=8),
+                "C": sp.random(40, 50, 0.05, format="csr", random_state=9)}
+    timed = []
+    real = selection._seconds
+    monkeypatch.setattr(selection, "_seconds", lambda f, c, o: timed.append(c) or real(f, c, o))
+    assert front.select(**operands) is front.select(tune=1, **operands)
+    assert not timed  # tuning is off unless asked for
+    chosen = front.select(tune=3, **operands)
+    assert len(timed) == 3 and chosen in timed
+    with pytest.raises(asp.AutosparseError, match="tune"):
+        front.select(tune=-1, **operands)
+
+
+def test_selection_costs_a_stepped_mode_stored_dense_as_visited_whole():
+    """A two-index workspace its consumer locates is a dense array, so stepping its other mode visits
+    the whole dimension: the running cost counts that, the sketch's cost does not."""
+    from autosparse.autoschedule.asymptotic.cost import CostModel
+    from autosparse.autoschedule.asymptotic.sketch import Access, Assign, Call, Loop, Where
+    from autosparse.autoschedule.front import Candidate
+    from autosparse.format.spec import as_format
+    from autosparse.notation import parse
+
+    def acc(tensor, indices, protocols):
+        return Access(tensor, tuple(indices), tuple({"s": "step", "l": "locate", "a": "append", "i": "insert"}[p]
+                                                    for p in protocols))
+
+    expression = "A(i,j) = B(i,k) * C(j,k) * D(j,k)"
+    consumer = Loop("i", Loop("k", Loop("j", Assign(
+        acc("A", "ij", "ai"), Call("*", (acc("B", "ik", "ss"), acc("w0", "kj", "ls"))), True))))
+    producer = Loop("j", Loop("k", Assign(acc("w0", "kj", "ii"), Call("*", (acc("C", "jk", "ss"),
+                                                                          acc("D", "jk", "ss"))), False)))
+    sketch = Where(consumer, producer)
+    model = CostModel({"B": ("i", "k"), "C": ("j", "k"), "D": ("j", "k")}, ("i", "j", "k"))
+    formats = {name: as_format("ds", 2) for name in "ABCD"}
+    cand = Candidate(sketch, model.cost(sketch), parse(expression), formats, model)
+    assert cand.formats["w0"].is_dense
+    assert cand.cost <= cand.running_cost and not cand.running_cost <= cand.cost

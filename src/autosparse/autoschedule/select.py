@@ -7,13 +7,15 @@ atoms over the same variables are intersected, a join is counted from per-key mu
 variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
 operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
 (`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
-the sketch promised. The candidate with the least work wins;
+the sketch promised. The candidate with the least work wins (optional tuning times the few best
+estimated instead, off by default);
 ties (the frontier keeps equal costs) go to the one with fewer hashed structures, then fewer operands
 to reformat, whose constant factors the asymptotic model does not see.
 """
 
 from __future__ import annotations
 
+import time
 from math import prod
 from typing import Mapping
 
@@ -29,16 +31,39 @@ EXACT_ROWS = 1 << 20
 SAMPLES = 256
 
 
-def select(front, operands: Mapping[str, object]):
-    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy)."""
+def select(front, operands: Mapping[str, object], tune: int = 0):
+    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy);
+    with `tune` > 1, the fastest of the `tune` best estimated, each compiled and timed on `operands`."""
     if not len(front):
         raise AutosparseError("Expected a front with candidates, but it is empty")
+    if tune < 0:
+        raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
     patterns, extents = _patterns(front, operands)
     estimates: dict[Cost, float] = {}
     for cand in front:
         if cand.running_cost not in estimates:
             estimates[cand.running_cost] = estimate(cand.running_cost, patterns, extents)
-    return min(front, key=lambda c: (estimates[c.running_cost], _hashed_levels(c), len(c.transposes), str(c.cin)))
+    ranked = sorted(front, key=lambda c: (estimates[c.running_cost], _hashed_levels(c), len(c.transposes),
+                                          str(c.cin)))
+    if tune <= 1:
+        return ranked[0]
+    return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
+
+
+def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
+    """The median time of `repeat` calls of the candidate's kernel after a warm-up call, reformatting
+    the operands included (a caller who passes them as they are pays it on every call)."""
+    from ..api import compile as compile_kernel
+
+    formats = {name: str(fmt) for name, fmt in front.formats.items()}
+    kernel = compile_kernel(str(front.assignment), formats, schedule=cand)
+    kernel(**operands)
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        kernel(**operands)
+        seconds.append(time.perf_counter() - start)
+    return sorted(seconds)[repeat // 2]
 
 
 def estimates(front, operands: Mapping[str, object]) -> list[float]:
