@@ -21,7 +21,7 @@ from autosparse.autoschedule.verify import verify
 KERNELS = {
     "SpMV": ("a(i) = B(i,j) * c(j)", {"B": "ds"}),
     "SpMV2": ("a(i) = B(i,j) * C(j,k) * d(k)", {"B": "ds", "C": "ds"}),
-    "SpMTTKRP": ("A(i,j) = B(i,k,l) * C(j,k) * D(j,l)", {"B": "dss", "C": "ds", "D": "ds"}),
+    "SpMTTKRP": ("A(i,j) = B(i,k,l) * C(j,k) * D(j,l)", {"B": "dss", "C": "ds", "D": "ds", "A": "ds"}),
     "SpGEMM": ("A(i,j) = B(i,k) * C(j,k)", {"B": "ds", "C": "ds", "A": "ds"}),
     "SpGEMM2": ("A(i,j) = B(i,k) * C(k,l) * D(j,l)", {"B": "ds", "C": "ds", "D": "ds", "A": "ds"}),
     "SpGEMMH": ("A(i,j) = B(i,k) * C(j,k) * D(j,k)", {"B": "ds", "C": "ds", "D": "ds", "A": "ds"}),

@@ -210,21 +210,28 @@ def _accesses(assignment):
 
 @pytest.mark.parametrize("kernel, full, taco", [
     ("a(i) = B(i,j) * c(j)", (8, 4), (4, 4)),
-    ("a(i) = B(i,j) * C(j,k) * d(k)", (144, 28), None),
+    ("a(i) = B(i,j) * C(j,k) * d(k)", (144, 28), (24, 24)),
     ("A(i,j) = B(i,k) * C(j,k)", (96, 12), (16, 4)),
     ("A(i,j) = B(i,k) * C(k,l) * D(j,l)", None, (32, None)),
+    ("A(i,j) = B(i,k) * C(j,k) * D(j,k)", None, (144, 4)),
+    ("A(i,j) = B(i,k,l) * C(j,k) * D(j,l)", (3631104, None), (384, None)),
 ])
 def test_figure_6_counts_that_agree_with_the_paper(kernel, full, taco):
+    """Counted as Pigeon.jl counts (every copy of a program the enumeration reaches twice); a count of
+    None is not checked here (too slow for the suite, or a frontier that differs, docs/benchmarks.md)."""
     formats = {"B": "csr", "C": "csr", "D": "csr", "c": "dense", "d": "dense", "a": "dense", "A": "csr"}
     names = {a.tensor for a in (parse(kernel).lhs, *_accesses(parse(kernel)))}
     formats = {n: f for n, f in formats.items() if n in names}
+    if "B(i,k,l)" in kernel:
+        formats["B"] = "dss"
     for mode, expected in ((False, full), (True, taco)):
         if expected is None:
             continue
-        front = asp.autoschedule(kernel, formats=formats, taco=mode)
-        assert front.search.total == expected[0]
+        front = asp.autoschedule(kernel, formats=formats, taco=mode, time_limit=None if expected[1] else 0)
+        counts = {stage.name: stage.count for stage in front.stages}
+        assert counts["6 the same, counting each copy (the paper's count)"] == expected[0]
         if expected[1] is not None:
-            assert len(front) == expected[1]
+            assert counts["7 the same, counting each copy (the paper's count)"] == expected[1]
 
 
 def test_anytime_search_reports_progress():

@@ -85,7 +85,10 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
                          or not taco_runs(program, result, sparse_result)):
                 continue
             shapes.setdefault(program, frozenset(workspaces))
-            copies[program] = copies.get(program, 0) + 1
+            # Pigeon.jl's TACO mode also offers a scalar workspace's read both protocols, two copies of
+            # one program, and counts both.
+            scalars = sum(not ix for ix in workspaces.values()) if taco else 0
+            copies[program] = copies.get(program, 0) + 2 ** scalars
     stage("5 named workspaces", len(shapes))
     choices = {s: protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items()}
     total = sum(choices.values())
