@@ -38,11 +38,8 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
         raise AutosparseError("Expected a front with candidates, but it is empty")
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
-    patterns, extents = _patterns(front, operands)
-    estimates: dict[Cost, float] = {}
-    for cand in front:
-        if cand.running_cost not in estimates:
-            estimates[cand.running_cost] = estimate(cand.running_cost, patterns, extents)
+    size = _sizer(*_patterns(front, operands))
+    estimates = {cand.running_cost: size(cand.running_cost) for cand in front}
     ranked = sorted(front, key=lambda c: (estimates[c.running_cost], _hashed_levels(c), len(c.transposes),
                                           str(c.cin)))
     if tune <= 1:
@@ -68,8 +65,23 @@ def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> fl
 
 def estimates(front, operands: Mapping[str, object]) -> list[float]:
     """The estimated work of every candidate, in order."""
-    patterns, extents = _patterns(front, operands)
-    return [estimate(c.running_cost, patterns, extents) for c in front]
+    size = _sizer(*_patterns(front, operands))
+    return [size(c.running_cost) for c in front]
+
+
+def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
+    """A cost's estimated size on these operands: the sum of its queries' sizes (within a constant
+    factor of the union's, since a cost has a bounded number of queries), each query sized once
+    (candidates share most of their queries, the sunk costs among them)."""
+    sizes: dict[Query, float] = {}
+
+    def size(cost: Cost) -> float:
+        for query in cost.queries:
+            if query not in sizes:
+                sizes[query] = query_size(query, patterns, extents)
+        return float(sum(sizes[q] for q in cost.queries))
+
+    return size
 
 
 def _hashed_levels(cand) -> int:
@@ -95,12 +107,6 @@ def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
             keep = values != 0
             patterns[name] = np.ascontiguousarray(np.asarray(coords)[:, keep].T.astype(np.int64))
     return patterns, extents
-
-
-def estimate(cost: Cost, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]) -> float:
-    """The estimated size of a cost (the sum of its queries' sizes: within a constant factor of the
-    union's, since a cost has a bounded number of queries)."""
-    return float(sum(query_size(q, patterns, extents) for q in cost.queries))
 
 
 def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]) -> float:
