@@ -335,7 +335,8 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
     dims = _level_extents(var, stmt, extent)
     fmt = var.format
     if fmt.is_dense and fmt.order == 1:
-        return ListWorkspace(var.name, dims[0], value_c)
+        located = any(a.tensor.name == var.name and Protocol.LOCATE in a.level_protocols for a in accesses(stmt))
+        return ListWorkspace(var.name, dims[0], value_c, located)
     if fmt.is_dense:
         return DenseWorkspace(var.name, dims, value_c)
     if all(level.letter == "h" for level in fmt.levels):

@@ -2,7 +2,8 @@
 
   ListWorkspace    one index: w[N], a generation mark per coordinate and the list of touched coordinates.
                    The consumer steps the ordered list; the reset is a new generation, so a row costs its
-                   entries.
+                   entries. One the consumer locates keeps untouched values zero instead (the reset
+                   clears the touched ones), so a located read is one load, not a mark check and a load.
   DenseWorkspace   any order (a scalar too): a dense array, located, cleared after the consumer.
   HashedWorkspace  any order: open addressing on the linearised coordinates (so a hypersparse workspace
                    costs its entries); the consumer steps the entries sorted by coordinates.
@@ -95,7 +96,10 @@ class _ListLevel(ReadLevel):
         return coordinate
 
     def locate(self, parent: Position, coordinate: str) -> Position:
-        """Values at coordinates this producer did not touch are stale: they read as missing."""
+        """Values at coordinates this producer did not touch are stale, and read as missing, unless the
+        workspace keeps them zero."""
+        if self.workspace.located:
+            return Position(coordinate)
         return Position(f"({self.workspace.touched(coordinate)} ? {coordinate} : -1)", may_miss=True)
 
 
@@ -113,6 +117,7 @@ class ListWorkspace(Workspace):
     name: str
     dim: str
     value_type: str
+    located: bool = False  # the consumer locates: untouched values are kept zero
 
     @property
     def list(self) -> str:
@@ -124,7 +129,10 @@ class ListWorkspace(Workspace):
     def allocate(self, b: CBuilder) -> None:
         vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
                                    self._ident("bits"))
-        b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
+        if self.located:
+            b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
+        else:
+            b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
         b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
         b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
         b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
@@ -166,6 +174,9 @@ class ListWorkspace(Workspace):
                    f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
+        if self.located and values:
+            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
         b.line(f"{self._ident('gen')}++;")
         b.line(f"{self.count} = 0;")
 
