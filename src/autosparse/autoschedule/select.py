@@ -139,13 +139,28 @@ class _Relation:
     def project(self, variables) -> "_Relation":
         columns = [self.variables.index(v) for v in variables]
         rows = self.rows[:, columns]
-        return _Relation.of(variables, np.unique(rows, axis=0) if len(rows) else rows)
+        if not len(rows) or not columns:
+            return _Relation.of(variables, rows[:1])
+        bounds = tuple(int(b) + 1 for b in rows.max(axis=0))
+        if prod(bounds) >= 1 << 62:
+            return _Relation.of(variables, np.unique(rows, axis=0))
+        keys = np.unique(_keys(rows, bounds))
+        return _Relation.of(variables, np.stack(np.unravel_index(keys, bounds), axis=1).astype(np.int64))
 
-    def restrict(self, variable, value) -> "_Relation":
+    def slicer(self, variable):
+        """value -> this relation restricted to `variable` = value, without that column; sorted once,
+        so each restriction is a binary search and a slice rather than a scan."""
         column = self.variables.index(variable)
-        rows = self.rows[self.rows[:, column] == value]
+        order = np.argsort(self.rows[:, column], kind="stable")
+        keys = self.rows[order, column]
         others = [n for n in range(len(self.variables)) if n != column]
-        return _Relation.of(tuple(self.variables[n] for n in others), rows[:, others])
+        rest = self.rows[order][:, others]
+        names = tuple(self.variables[n] for n in others)
+
+        def restricted(value) -> "_Relation":
+            return _Relation.of(names, rest[np.searchsorted(keys, value, "left"):np.searchsorted(keys, value, "right")])
+
+        return restricted
 
 
 def _count(relations: list[_Relation], head: set[int], dims: list[int], rng) -> float:
@@ -206,9 +221,10 @@ def _component_size(relations, head, dims, rng) -> float:
     if len(candidates) == 0:
         return 0.0
     chosen = candidates if len(candidates) <= SAMPLES else rng.choice(candidates, SAMPLES, replace=False)
+    slicers = [r.slicer(pivot) if pivot in r.variables else (lambda _, r=r: r) for r in relations]
     found = 0.0
     for value in chosen:
-        restricted = [r.restrict(pivot, value) if pivot in r.variables else r for r in relations]
+        restricted = [restrict(value) for restrict in slicers]
         size = _count(restricted, {v for v in head if v in variables} - {pivot}, dims, rng)
         if pivot not in head:
             size = float(size > 0)
