@@ -335,6 +335,7 @@ def main() -> None:
     parser.add_argument("--max-nnz", type=float, default=5e7, help="stop doubling past this many nonzeros")
     parser.add_argument("--scales", type=int, nargs="*", default=[12, 14], help="R-MAT scales")
     parser.add_argument("--no-real", action="store_true", help="skip the shipped real data")
+    parser.add_argument("--matrices", nargs="*", default=list(REAL_MATRICES), help="real matrices to use")
     parser.add_argument("--rank", type=int, default=1000, help="rows of SpMTTKRP's factor matrices on real data")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before the default is cut off")
     parser.add_argument("--search-limit", type=float, default=120.0,
@@ -364,7 +365,7 @@ def main() -> None:
             report(name, f"power-law n=2^{scale}", operands, measure_input(name, front, operands, args), rows,
                    failures)
         if not args.no_real:
-            for dataset in (REAL_TENSORS if name == "SpMTTKRP" else REAL_MATRICES):
+            for dataset in (REAL_TENSORS if name == "SpMTTKRP" else args.matrices):
                 operands = real_inputs(name, rng, dataset, args.rank)
                 if operands is not None:
                     report(name, dataset, operands, measure_input(name, front, operands, args), rows, failures)
