@@ -34,7 +34,7 @@ def loops(order, body):
 def task_cost(task_list, sparse=None, indices=()):
     """The cost of explicit task sets, {[head] | pred}, under a model (no sunk costs unless `sparse`)."""
     model = CostModel(sparse or {}, tuple(indices), sunk=sparse is not None)
-    assumed = model.assumptions()
+    assumed = model.assumptions
     queries = [Query.of(((i, i) for i in head), d | assumed) for head, pred in task_list for d in disjuncts(pred)]
     if sparse is not None:
         queries += [Query.of([(i, i)], assumed) for i in indices]

@@ -84,7 +84,7 @@ class CostModel:
         return hash((tuple(self.sparse.items()), self.indices, self.sunk))
 
     def cost(self, program: Stmt) -> Cost:
-        assumed = self.assumptions()
+        assumed = self.assumptions
         queries = [Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
                    for task in tasks(program, {name: len(ix) for name, ix in self.sparse.items()})
                    for conjunction in disjuncts(task.guard)]
@@ -95,11 +95,12 @@ class CostModel:
         """Reading each sparse input and iterating each single dimension, which every program pays."""
         if not self.sunk:
             return []
-        assumed = self.assumptions()
+        assumed = self.assumptions
         return [Query.of([(i, i)], assumed) for i in self.indices] + [
             Query.of(((i, i) for i in dict.fromkeys(ix)), {Atom(name, ix)} | assumed)
             for name, ix in self.sparse.items()]
 
+    @cached_property
     def assumptions(self) -> frozenset[Atom]:
         """Every sparse input has a nonzero somewhere (as atoms over variables of their own)."""
         if not self.sunk:

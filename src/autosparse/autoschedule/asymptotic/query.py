@@ -71,27 +71,24 @@ Pred = Union[Atom, And, Or, Exists, Const]
 
 def conj(*parts: Pred) -> Pred:
     """∧ of `parts`, with true dropped, false absorbing and nested ∧ flattened."""
-    kept: list[Pred] = []
-    for part in parts:
-        if part == FALSE:
-            return FALSE
-        if isinstance(part, And):
-            kept.extend(part.parts)
-        elif part != TRUE:
-            kept.append(part)
-    return kept[0] if len(kept) == 1 else And(tuple(kept)) if kept else TRUE
+    return _connective(And, FALSE, TRUE, parts)
 
 
 def disj(*parts: Pred) -> Pred:
+    """∨ of `parts`, with false dropped, true absorbing and nested ∨ flattened."""
+    return _connective(Or, TRUE, FALSE, parts)
+
+
+def _connective(node, absorbing: Const, unit: Const, parts) -> Pred:
     kept: list[Pred] = []
     for part in parts:
-        if part == TRUE:
-            return TRUE
-        if isinstance(part, Or):
+        if part == absorbing:
+            return absorbing
+        if isinstance(part, node):
             kept.extend(part.parts)
-        elif part != FALSE:
+        elif part != unit:
             kept.append(part)
-    return kept[0] if len(kept) == 1 else Or(tuple(kept)) if kept else FALSE
+    return kept[0] if len(kept) == 1 else node(tuple(kept)) if kept else unit
 
 
 _fresh = count()
