@@ -9,6 +9,7 @@ import autosparse as asp
 from autosparse.autoschedule.asymptotic.analysis import tasks
 from autosparse.autoschedule.asymptotic.cost import Cost, CostModel
 from autosparse.autoschedule.asymptotic.query import Atom, Query, conj, disj, disjuncts, exists
+from autosparse.autoschedule.asymptotic.realise import hashed_levels
 from autosparse.autoschedule.asymptotic.sketch import (APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop,
                                                        Where, depth, from_cin)
 from autosparse.format.spec import as_format
@@ -99,21 +100,73 @@ def test_inner_products_dominate_gustavson_and_outer_products():
 
 
 def test_spgemm_frontier_holds_gustavson_and_outer_products_not_inner_products():
-    """Fig. 3's B(i,k)·C(k,j) on DCSR: Gustavson (C located by row) and outer products stay; no
-    inner product (k innermost) does. Without sunk costs Gustavson is dominated by an outer product,
-    only because an outer product does less when C is all zero."""
+    """Fig. 3's B(i,k)·C(k,j) on DCSR, the paper's frontier: Gustavson (C located by row) and outer
+    products stay; no inner product (k innermost) does. Without sunk costs Gustavson is dominated by an
+    outer product, only because an outer product does less when C is all zero."""
     formats = {"B": "dcsr", "C": "dcsr", "A": "dcsr"}
-    gustavson = loops("ikj", Assign(acc("A", "ij", "ii"), times(acc("B", "ik", "ss"), acc("C", "kj", "ls")), True))
-    front = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats)
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats, paper=True)
     sketches = [c.sketch for c in front]
-    assert gustavson in sketches
+    assert GUSTAVSON_DCSR in sketches
     assert any(isinstance(s, Loop) and s.index == "k" for s in sketches)
     assert not any(_innermost(s) == "k" for s in sketches)
-    raw = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats, sunk_costs=False)
-    assert gustavson not in [c.sketch for c in raw]
-    witness = raw.witness(gustavson)
+    raw = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats, sunk_costs=False, paper=True)
+    assert GUSTAVSON_DCSR not in [c.sketch for c in raw]
+    witness = raw.witness(GUSTAVSON_DCSR)
     assert witness.index == "k"
-    assert raw.search.costs[gustavson].dominates(raw.search.costs[witness])
+    assert raw.search.costs[GUSTAVSON_DCSR].dominates(raw.search.costs[witness])
+
+
+GUSTAVSON_DCSR = loops("ikj", Assign(acc("A", "ij", "ii"), times(acc("B", "ik", "ss"), acc("C", "kj", "ls")), True))
+
+
+def test_by_default_outer_products_leave_for_gustavson_which_needs_no_hash_table():
+    """Outer products cost what Gustavson costs but scatter into A, staged through a 2-D hash table;
+    the default frontier (hash-table levels a second criterion) keeps Gustavson alone, its witness."""
+    formats = {"B": "dcsr", "C": "dcsr", "A": "dcsr"}
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(k,j)", formats=formats)
+    sketches = [c.sketch for c in front]
+    assert GUSTAVSON_DCSR in sketches
+    assert all(isinstance(s, Loop) and s.index == "i" for s in sketches)
+    outer = next(p for p in front.search.costs if isinstance(p, Loop) and p.index == "k")
+    witness = front.witness(outer)
+    assert witness in sketches
+    assert front.search.costs[witness] <= front.search.costs[outer]
+    assert hashed_levels(witness, front.formats, "A") < hashed_levels(outer, front.formats, "A")
+
+
+ROW_AT_A_TIME = Loop("i", Where(
+    loops("lj", Assign(acc("A", "ij", "ii"), times(acc("D", "jl", "sl"), acc("w0", "l", "s")), True)),
+    loops("kl", Assign(acc("w0", "l", "i"), times(acc("B", "ik", "ss"), acc("C", "kl", "ls")), True))))
+
+
+def test_a_workspace_inside_a_loop_holds_that_iteration_only():
+    """In ∀i (…w0(l)…) where (w0(l) += B(i,k)·C(k,l)) the consumer steps ∃k B(i,k) ∧ C(k,l) for the
+    current i; the paper's Fig. 5 forgets i (∃i,k …) and charges the row the union of all rows."""
+    sparse = {"B": ("i", "k"), "C": ("k", "l"), "D": ("j", "l")}
+    scoped = CostModel(sparse, tuple("ijkl"), sunk=False)
+    paper = CostModel(sparse, tuple("ijkl"), sunk=False, scoped=False)
+    step_w0 = Query.of([("i", "i"), ("l", "l")], {Atom("B", ("i", "k")), Atom("C", ("k", "l"))})
+    any_row = Query.of([("i", "i"), ("l", "l")], {Atom("B", ("i", "k")), Atom("B", ("i2", "k2")),
+                                                  Atom("C", ("k2", "l"))})
+    assert Cost.of([step_w0]) <= scoped.cost(ROW_AT_A_TIME)
+    assert not Cost.of([any_row]) <= scoped.cost(ROW_AT_A_TIME)
+    assert Cost.of([any_row]) <= paper.cost(ROW_AT_A_TIME)
+
+
+def test_spgemm2_row_at_a_time_is_on_the_default_frontier_only():
+    """A = B·C·Dᵀ one row at a time, dense vector workspaces, A appended in order: the paper's frontier
+    drops it (unscoped, its workspace looks as full as all rows together); ours keeps it."""
+    expression = "A(i,j) = B(i,k) * C(k,l) * D(j,l)"
+    formats = {"B": "csr", "C": "csr", "D": "csr", "A": "csr"}
+    ours = asp.autoschedule(expression, formats=formats)
+    paper = asp.autoschedule(expression, formats=formats, paper=True)
+    def row_at_a_time(front):
+        return [c for c in front if isinstance(c.sketch, Loop) and c.sketch.index == "i"
+                and isinstance(c.sketch.body, Where)]
+
+    assert row_at_a_time(ours) and not row_at_a_time(paper)
+    assert all(hashed_levels(c.sketch, ours.formats, "A") == 0 for c in row_at_a_time(ours))
+    assert len(paper) == 292
 
 
 def _innermost(stmt):
@@ -227,7 +280,8 @@ def test_figure_6_counts_that_agree_with_the_paper(kernel, full, taco):
     for mode, expected in ((False, full), (True, taco)):
         if expected is None:
             continue
-        front = asp.autoschedule(kernel, formats=formats, taco=mode, time_limit=None if expected[1] else 0)
+        front = asp.autoschedule(kernel, formats=formats, taco=mode, paper=True,
+                                 time_limit=None if expected[1] else 0)
         counts = {stage.name: stage.count for stage in front.stages}
         assert counts["6 the same, counting each copy (the paper's count)"] == expected[0]
         if expected[1] is not None:

@@ -20,11 +20,18 @@ MODELS = ("asymptotic",)
 
 
 def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None = None, model: str = "asymptotic",
-                 taco: bool = False, sunk_costs: bool = True, time_limit: float | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Front:
+                 taco: bool = False, sunk_costs: bool = True, paper: bool = False,
+                 time_limit: float | None = None, progress: Callable[[int, int], None] | None = None) -> Front:
     """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
     given). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
-    compares raw task sets; `time_limit` (seconds) makes the search anytime."""
+    compares raw task sets; `time_limit` (seconds) makes the search anytime.
+
+    `paper=True` gives the paper's frontier exactly (its Figure 6 counts): a workspace analysed as Fig. 5
+    does, nonzero wherever any iteration of the loops around its `where` wrote, and asymptotic cost the
+    only criterion. By default a workspace's state is that of the current iteration, and a program also
+    stays when it needs fewer hash-table levels than the programs asymptotically cheaper than it: the
+    paper's frontier would otherwise drop a row-at-a-time schedule with dense workspaces for one that
+    saves work only on inputs with empty slices but stages every write through a 2-D hash table."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
@@ -33,7 +40,8 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if unknown:
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format((formats or {}).get(name, "dense"), order) for name, order in orders.items()}
-    found = search(assignment, resolved, taco=taco, sunk=sunk_costs, time_limit=time_limit, progress=progress)
+    found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
+                   time_limit=time_limit, progress=progress)
     return Front(assignment, resolved, found)
 
 

@@ -53,6 +53,12 @@ class Candidate:
         it exceeds `cost` where a mode the sketch steps is stored dense."""
         return self.model.cost(self._realised.running)
 
+    @cached_property
+    def hashed_cost(self) -> Cost:
+        """The part of `running_cost` that accesses hash tables (each access an order of magnitude
+        dearer than an array's, which selection weighs in)."""
+        return self.model.cost_touching(self._realised.running, self._realised.hashed)
+
     @property
     def transposes(self) -> dict[str, Format]:
         """Operands the kernel reads in a format other than the one they were given in."""

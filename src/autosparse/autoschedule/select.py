@@ -7,10 +7,12 @@ atoms over the same variables are intersected, a join is counted from per-key mu
 variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
 operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
 (`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
-the sketch promised. The candidate with the least work wins (optional tuning times the few best
-estimated instead, off by default);
-ties (the frontier keeps equal costs) go to the one with fewer hashed structures, then fewer operands
-to reformat, whose constant factors the asymptotic model does not see.
+the sketch promised, and the part of that work which accesses hash tables weighs HASH_WEIGHT times
+(`Candidate.hashed_cost`): the one constant factor large enough to turn an asymptotic win into a loss
+(a schedule that skips empty slices by scattering into a 2-D hash table against one that appends row
+after row through dense vectors). The candidate with the least work wins (optional tuning times the
+few best estimated instead, off by default); ties (the frontier keeps equal costs) go to the one with
+fewer hashed levels, then fewer operands to reformat.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from .asymptotic.query import Query
 #: A join with more rows than this is sampled instead of materialised.
 EXACT_ROWS = 1 << 20
 SAMPLES = 256
+#: What a task that accesses a hash table costs, in tasks that access arrays: a probe, and a cache miss
+#: where an array access would stream (SpGEMM2 at n=1,024 inserting into a 2-D table: about 25×).
+HASH_WEIGHT = 16
 
 
 def select(front, operands: Mapping[str, object], tune: int = 0):
@@ -38,10 +43,8 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
         raise AutosparseError("Expected a front with candidates, but it is empty")
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
-    size = _sizer(*_patterns(front, operands))
-    estimates = {cand.running_cost: size(cand.running_cost) for cand in front}
-    ranked = sorted(front, key=lambda c: (estimates[c.running_cost], _hashed_levels(c), len(c.transposes),
-                                          str(c.cin)))
+    work = _estimator(front, operands)
+    ranked = sorted(front, key=lambda c: (work(c), _hashed_levels(c), len(c.transposes), str(c.cin)))
     if tune <= 1:
         return ranked[0]
     return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
@@ -65,8 +68,15 @@ def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> fl
 
 def estimates(front, operands: Mapping[str, object]) -> list[float]:
     """The estimated work of every candidate, in order."""
+    work = _estimator(front, operands)
+    return [work(c) for c in front]
+
+
+def _estimator(front, operands: Mapping[str, object]):
+    """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
+    hash tables counted HASH_WEIGHT times."""
     size = _sizer(*_patterns(front, operands))
-    return [size(c.running_cost) for c in front]
+    return lambda cand: size(cand.running_cost) + (HASH_WEIGHT - 1) * size(cand.hashed_cost)
 
 
 def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):

@@ -7,6 +7,12 @@ then follows every zero/nonzero case of those accesses with zeros substituted an
 assignment adds `{[bound…] | guard}` and records that it may have written where the guard holds.
 A tensor's nonzeros are tracked as a predicate over its modes (`state`): sparse inputs start as
 themselves, dense inputs are never zero (untracked), and a `where` starts its temporary at zero.
+
+A temporary is recomputed for every iteration of the loops around its `where`, so with `scoped` (the
+default) its state keeps those loops' indices free: in `∀i (… w(l) …) where (∀k ∀l w(l) += B(i,k)·C(k,l))`
+the consumer sees `w(l)` nonzero where `∃k B(i,k) ∧ C(k,l)` for the current `i`. The paper's Fig. 5
+quantifies every index but the modes away (`∃i,k B(i,k) ∧ C(k,l)`: nonzero for some row), which makes
+such row-at-a-time schedules look as costly as the union over all rows; `scoped=False` reproduces that.
 """
 
 from __future__ import annotations
@@ -21,18 +27,20 @@ from .sketch import STEP, Access, Assign, Call, Loop, Stmt, Where, assigns, read
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """`{[head…] | guard}`: the index tuples at which one statement or loop does constant work."""
+    """`{[head…] | guard}`: the index tuples at which one statement or loop does constant work, and the
+    tensors that work touches (a loop: the one it steps through; an assignment: all it accesses)."""
 
     head: tuple[str, ...]
     guard: Pred
+    tensors: frozenset[str] = frozenset()
 
     def __str__(self) -> str:
         return f"{{[{','.join(self.head)}]" + ("}" if self.guard == TRUE else f" | {self.guard}}}")
 
 
-def tasks(program: Stmt, sparse: Mapping[str, int]) -> list[Task]:
+def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
-    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()})
+    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped)
     interpreter.statement(program, (), TRUE)
     return interpreter.tasks
 
@@ -42,8 +50,9 @@ def _modes(order: int) -> tuple[str, ...]:
 
 
 class _Interpreter:
-    def __init__(self, state: dict[str, Pred]):
-        self.state = state
+    def __init__(self, state: dict[str, Pred], scoped: bool):
+        self.state, self.scoped = state, scoped
+        self.enclosing: dict[str, tuple[str, ...]] = {}  # a temporary → the loops around its where
         self.tasks: list[Task] = []
 
     def nonzero(self, access: Access, bound: tuple[str, ...]) -> Pred:
@@ -54,14 +63,17 @@ class _Interpreter:
 
     def statement(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
         if isinstance(node, Assign):
-            self.tasks.append(Task(bound, guard))
+            self.tasks.append(Task(bound, guard, frozenset({node.lhs.tensor, *(a.tensor for a in reads(node.rhs))})))
             lhs = node.lhs
             written = rename(guard, {index: mode for index, mode in zip(lhs.indices, _modes(len(lhs.indices)))})
-            written = exists([b for b in bound if b not in lhs.indices], written)
+            kept = set(lhs.indices) | set(self.enclosing.get(lhs.tensor, ()))
+            written = exists([b for b in bound if b not in kept], written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
             for assign in assigns(node.producer):
                 self.state[assign.lhs.tensor] = FALSE
+                if self.scoped:
+                    self.enclosing[assign.lhs.tensor] = bound
             self.statement(node.producer, bound, guard)
             self.statement(node.consumer, bound, guard)
         else:
@@ -71,7 +83,7 @@ class _Interpreter:
         inner = (*bound, node.index)
         steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == STEP))
         for access in steppers:
-            self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner))))
+            self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
         if not steppers:
             # A loop that steps through nothing visits its whole dimension (not in the paper's Fig. 5,
             # but without it a dense loop inside a sparse one would be free).

@@ -79,16 +79,26 @@ class CostModel:
     sparse: Mapping[str, tuple[str, ...]]
     indices: tuple[str, ...]
     sunk: bool = True
+    scoped: bool = True
 
     def __hash__(self) -> int:
-        return hash((tuple(self.sparse.items()), self.indices, self.sunk))
+        return hash((tuple(self.sparse.items()), self.indices, self.sunk, self.scoped))
 
     def cost(self, program: Stmt) -> Cost:
+        return Cost.of(self._queries(self._tasks(program)) + self.sunk_costs)
+
+    def cost_touching(self, program: Stmt, tensors: frozenset[str]) -> Cost:
+        """The part of `program`'s work that accesses `tensors` (no sunk costs): what a constant-factor
+        estimate weighs apart, such as the accesses to hash tables."""
+        return Cost.of(self._queries(t for t in self._tasks(program) if t.tensors & tensors))
+
+    def _tasks(self, program: Stmt):
+        return tasks(program, {name: len(ix) for name, ix in self.sparse.items()}, self.scoped)
+
+    def _queries(self, found) -> list[Query]:
         assumed = self.assumptions
-        queries = [Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
-                   for task in tasks(program, {name: len(ix) for name, ix in self.sparse.items()})
-                   for conjunction in disjuncts(task.guard)]
-        return Cost.of(queries + self.sunk_costs)
+        return [Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
+                for task in found for conjunction in disjuncts(task.guard)]
 
     @cached_property
     def sunk_costs(self) -> list[Query]:

@@ -1,7 +1,8 @@
 """The enumeration pipeline of Ahrens et al. §7 end to end, with the count and time of every stage.
 
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
-one, so the frontier algorithm runs over distinct costs. With a time limit the search is anytime: it
+one, so the frontier algorithm runs over distinct costs (with the hash-table levels each program's
+realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit the search is anytime: it
 stops taking programs when time runs out and reports the frontier of those it took, having taken them
 from every loop nest and workspace shape in turn.
 """
@@ -17,8 +18,9 @@ from typing import Callable, Iterable, Iterator, Mapping
 from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
-from .frontier import Frontier
+from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
+from .realise import hashed_levels
 from .shapes import Block, flatten, groupings, named, orders, placements, rewrites
 from .sketch import Stmt
 
@@ -49,7 +51,7 @@ class Search:
 
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco: bool = False,
-           sunk: bool = True, time_limit: float | None = None,
+           sunk: bool = True, paper: bool = False, time_limit: float | None = None,
            progress: Callable[[int, int], None] | None = None) -> Search:
     """The asymptotic frontier of `assignment` with its tensors stored in `formats`."""
     stages: list[Stage] = []
@@ -95,8 +97,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("6 protocols (min-depth schedules)", total)
     stage("6 the same, counting each copy (the paper's count)", sum(n * copies[s] for s, n in choices.items()))
 
-    model = CostModel(sparse, indices, sunk)
-    by_cost: dict[Cost, list[Stmt]] = {}
+    model = CostModel(sparse, indices, sunk, scoped=not paper)
+    by_cost: dict[Tradeoff, list[Stmt]] = {}
     costs: dict[Stmt, Cost] = {}
     multiplicity: dict[Stmt, int] = {}
     processed = 0
@@ -109,16 +111,17 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
             break
         cost = costs[program] = model.cost(program)
         multiplicity[program] = copies[shape]
-        if cost not in by_cost:
-            by_cost[cost] = []
-            frontier.offer(cost, cost)
-        by_cost[cost].append(program)
+        key = Tradeoff(cost, 0 if paper else hashed_levels(program, formats, result))
+        if key not in by_cost:
+            by_cost[key] = []
+            frontier.offer(key, key)
+        by_cost[key].append(program)
         processed += 1
         if progress is not None:
             progress(processed, total)
-    members = [(program, cost) for cost in frontier.members for program in by_cost[cost]]
-    witnesses = {program: by_cost[frontier.witness(cost)][0]
-                 for cost, programs in by_cost.items() if cost not in frontier.members for program in programs}
+    members = [(program, key.cost) for key in frontier.members for program in by_cost[key]]
+    witnesses = {program: by_cost[frontier.witness(key)][0]
+                 for key, programs in by_cost.items() if key not in frontier.members for program in programs}
     stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
     return Search(members, witnesses, costs, model, stages, processed, total)

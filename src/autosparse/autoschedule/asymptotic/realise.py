@@ -36,43 +36,30 @@ class Realised:
     """A sketch as CIN: the statement and the format it needs each operand and temporary in, and the
     sketch as that CIN runs it (`running`): a mode stored in a dense level is visited whole, so its reads
     locate there even where the sketch stepped (a multi-index workspace the consumer locates somewhere,
-    a compressed input whose first level was dense); selection costs this one."""
+    a compressed input whose first level was dense) — but a vector workspace is stepped through its list
+    of touched coordinates; selection costs this one."""
 
     cin: cin.Stmt
     formats: dict[str, Format]  # operands and temporaries (the result keeps the user's format)
     running: Stmt
+    hashed: frozenset[str]  # the tensors of `running` stored in hash tables (the result when staged in one)
 
 
 def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realised:
     """`sketch` compiled against `formats` (every operand's and the result's, as the user gave them)."""
-    reads_of: dict[str, tuple[Access, tuple[str, ...]]] = {}  # tensor -> (its read, its loop-ordered indices)
-    _visit_reads(sketch, (), reads_of)
-    chosen: dict[str, Format] = {}
-    for name, fmt in formats.items():
-        if name != result and name in reads_of:
-            chosen[name] = fmt if fmt.is_dense else _input_format(fmt, *reads_of[name])
-    workspaces = {a.lhs.tensor: a.lhs.indices for a in assigns(sketch) if a.lhs.tensor not in formats}
-    located = {a.tensor for a in reads(sketch) if LOCATE in a.protocols}
-    for name, indices in workspaces.items():
-        hashed = len(indices) > 1 and name not in located
-        chosen[name] = Format(("h" if hashed else "d") * len(indices))
-    variables = {name: cin.TensorVar(name, fmt, temporary=name in workspaces) for name, fmt in chosen.items()}
-    running = _as_stored(sketch, chosen)
-    result_format = formats[result]
-    level_indices = _result_levels(sketch, result, result_format)
-    if result_format.is_dense or _written_in_level_order(sketch, result, level_indices, ()):
-        variables[result] = cin.TensorVar(result, result_format)
-        return Realised(_converted(sketch, variables), chosen, running)
-    # Reformat only below the result's levels that the outermost loops already visit in order.
-    prefix, body = [], sketch
-    while isinstance(body, Loop) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
-        prefix.append(body.index)
+    layout = _layout(sketch, formats, result)
+    chosen = dict(layout.formats)
+    variables = {name: cin.TensorVar(name, fmt, temporary=name not in formats) for name, fmt in chosen.items()}
+    variables[result] = cin.TensorVar(result, formats[result])
+    running = _as_stored(sketch, {name: fmt for name, fmt in chosen.items() if fmt.order > 1 or name in formats})
+    hashed = frozenset(result if name == layout.staging else name for name, fmt in chosen.items()
+                       if any(level.letter == "h" for level in fmt.levels))
+    if layout.staging is None:
+        return Realised(_converted(sketch, variables), chosen, running, hashed)
+    staging, prefix, rest = layout.staging, layout.prefix, layout.rest
+    body = sketch
+    for _ in prefix:
         body = body.body
-    rest = level_indices[len(prefix):]
-    staging = _fresh("t", {*formats, *workspaces})
-    chosen[staging] = Format("d" if len(rest) == 1 else "h" * len(rest))
-    variables[staging] = cin.TensorVar(staging, chosen[staging], temporary=True)
-    variables[result] = cin.TensorVar(result, result_format)
     target = _result_access(sketch, result)
 
     def staged(access: Access) -> Access:
@@ -86,7 +73,53 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
                                                   write=True),
                                cin.default_access(variables[staging], tuple(IndexVar(i) for i in rest),
                                                   write=False)))
-    return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen, running)
+    return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen, running,
+                    hashed)
+
+
+def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> int:
+    """How many hash-table levels `sketch`'s realisation stores operands and temporaries in: an
+    asymptotically free but, per access, an order of magnitude dearer structure than an array."""
+    return sum(level.letter == "h" for fmt in _layout(sketch, formats, result).formats.values()
+               for level in fmt.levels)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The formats a sketch's realisation gives its operands and temporaries and, for a result written
+    out of order, its staging workspace with the loops above (`prefix`) and below (`rest`) the copy."""
+
+    formats: dict[str, Format]
+    staging: str | None = None
+    prefix: tuple[str, ...] = ()
+    rest: tuple[str, ...] = ()
+
+
+def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout:
+    reads_of: dict[str, tuple[Access, tuple[str, ...]]] = {}  # tensor -> (its read, its loop-ordered indices)
+    _visit_reads(sketch, (), reads_of)
+    chosen: dict[str, Format] = {}
+    for name, fmt in formats.items():
+        if name != result and name in reads_of:
+            chosen[name] = fmt if fmt.is_dense else _input_format(fmt, *reads_of[name])
+    workspaces = {a.lhs.tensor: a.lhs.indices for a in assigns(sketch) if a.lhs.tensor not in formats}
+    located = {a.tensor for a in reads(sketch) if LOCATE in a.protocols}
+    for name, indices in workspaces.items():
+        hashed = len(indices) > 1 and name not in located
+        chosen[name] = Format(("h" if hashed else "d") * len(indices))
+    result_format = formats[result]
+    level_indices = _result_levels(sketch, result, result_format)
+    if result_format.is_dense or _written_in_level_order(sketch, result, level_indices, ()):
+        return _Layout(chosen)
+    # Reformat only below the result's levels that the outermost loops already visit in order.
+    prefix, body = [], sketch
+    while isinstance(body, Loop) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
+        prefix.append(body.index)
+        body = body.body
+    rest = level_indices[len(prefix):]
+    staging = _fresh("t", {*formats, *workspaces})
+    chosen[staging] = Format("d" if len(rest) == 1 else "h" * len(rest))
+    return _Layout(chosen, staging, tuple(prefix), rest)
 
 
 def _as_stored(sketch: Stmt, formats: Mapping[str, Format]) -> Stmt:
