@@ -70,3 +70,24 @@ def test_run_reads_operands_and_writes_the_result(tmp_path):
     np.testing.assert_allclose(asp.read(tmp_path / "y.tns").to_numpy(), a @ x)
     dot = runner.invoke(main, ["run", "s() = x(i) * x(i)", "-i", f"x={tmp_path / 'x.tns'}"])
     assert dot.exit_code == 0 and abs(float(dot.output) - x @ x) < 1e-9
+
+
+def test_autoschedule_prints_the_frontier_stats_and_checks_it():
+    """SpGEMM in TACO mode: the paper's frontier has 4 programs (Figure 6); ours drops the outer products
+    that only differ by staging through a 2-D hash table."""
+    args = ["autoschedule", "A(i,j) = B(i,k) * C(j,k)", "-f", "B=csr", "-f", "C=csr", "-f", "A=csr",
+            "--taco-mode", "--stats", "--check"]
+    paper = CliRunner().invoke(main, [*args, "--paper"])
+    assert paper.exit_code == 0, paper.output
+    assert "frontier: 4 programs" in paper.output and "compiled and equal to numpy: 4 / 4" in paper.output
+    assert "6 protocols (min-depth schedules)" in paper.output and "programs processed: 16 / 16" in paper.output
+    ours = CliRunner().invoke(main, args)
+    assert ours.exit_code == 0, ours.output
+    assert "frontier: 2 programs" in ours.output and "compiled and equal to numpy: 2 / 2" in ours.output
+    assert "t0(i,j)" not in ours.output and "t0(i,j)" in paper.output
+
+
+def test_autoschedule_names_a_bad_format():
+    result = CliRunner().invoke(main, ["autoschedule", "a(i) = B(i,j) * c(j)", "-f", "B=xyz"])
+    assert result.exit_code != 0
+    assert "xyz" in result.output

@@ -181,11 +181,14 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
 @click.option("--model", type=click.Choice(["asymptotic"]), default="asymptotic", show_default=True)
 @click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
 @click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
+@click.option("--paper", is_flag=True, help="The paper's frontier exactly: Fig. 5's workspace analysis, asymptotic "
+              "cost the only criterion (reproduces Figure 6).")
 @click.option("--time-limit", type=float, default=None, help="Stop taking programs after this many seconds.")
 @click.option("--stats", is_flag=True, help="Print the stage-by-stage counts and times.")
 @click.option("--check", is_flag=True, help="Compile every candidate and compare it with numpy.")
 def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, taco_mode: bool,
-                         no_sunk_costs: bool, time_limit: float | None, stats: bool, check: bool) -> None:
+                         no_sunk_costs: bool, paper: bool, time_limit: float | None, stats: bool,
+                         check: bool) -> None:
     """Print EXPRESSION's frontier of schedules: each candidate's CIN and asymptotic cost."""
     from tqdm import tqdm
 
@@ -199,7 +202,7 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         bar.update(done - bar.n)
 
     front = _guarded(lambda: autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
-                                          sunk_costs=not no_sunk_costs, time_limit=time_limit,
+                                          sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
                                           progress=progress))
     bar.close()
     for number, cand in enumerate(front):

@@ -122,7 +122,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     members = [(program, key.cost) for key in frontier.members for program in by_cost[key]]
     witnesses = {program: by_cost[frontier.witness(key)][0]
                  for key, programs in by_cost.items() if key not in frontier.members for program in programs}
-    stage(f"7 asymptotic filter ({len(by_cost)} distinct costs)", len(members))
+    stage(f"7 asymptotic filter ({len({key.cost for key in by_cost})} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
     return Search(members, witnesses, costs, model, stages, processed, total)
 
