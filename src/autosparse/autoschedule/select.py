@@ -146,6 +146,18 @@ class _Relation:
         relation.variables, relation.rows = tuple(variables), rows
         return relation
 
+    def sorted_on(self, variables: tuple) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+        """Keys of `variables`' columns (bounded by their largest values), sorted, and the sorting
+        permutation: kept, since a sampled count joins the same operand once per sample."""
+        cache = self.__dict__.setdefault("_sorted", {})
+        if variables not in cache:
+            columns = self.rows[:, [self.variables.index(v) for v in variables]]
+            bounds = tuple(int(x) + 1 for x in columns.max(axis=0))
+            keys = _keys(columns, bounds)
+            order = np.argsort(keys, kind="stable")
+            cache[variables] = (bounds, keys[order], order)
+        return cache[variables]
+
     def project(self, variables) -> "_Relation":
         columns = [self.variables.index(v) for v in variables]
         rows = self.rows[:, columns]
@@ -178,19 +190,9 @@ def _count(relations: list[_Relation], head: set[int], dims: list[int], rng) -> 
     for relation in relations:
         if not len(relation.rows):
             return 0.0
-    relations = [r for r in relations if r.variables]
-    # Project away existential variables that one relation alone mentions.
-    changed = True
-    while changed:
-        changed = False
-        for n, relation in enumerate(relations):
-            private = [v for v in relation.variables if v not in head
-                       and not any(v in other.variables for m, other in enumerate(relations) if m != n)]
-            if private:
-                kept = [v for v in relation.variables if v not in private]
-                relations[n] = relation.project(kept)
-                changed = True
-        relations = [r for r in relations if r.variables]
+    relations = _eliminated([r for r in relations if r.variables], head)
+    if any(not len(r.rows) for r in relations):
+        return 0.0
     used = {v for r in relations for v in r.variables}
     free = prod(dims[h] for h in head if h not in used)
     if not relations:
@@ -202,6 +204,38 @@ def _count(relations: list[_Relation], head: set[int], dims: list[int], rng) -> 
         if total == 0:
             break
     return total
+
+
+def _eliminated(relations: list[_Relation], head: set[int]) -> list[_Relation]:
+    """`relations` with existential variables projected away where it is cheap: one that a single
+    relation mentions, or one whose relations join within EXACT_ROWS (∃v (R ∧ S) ∧ T, T free of v) —
+    the earlier a variable goes, the smaller the joins that follow."""
+    while True:
+        if any(not len(r.rows) for r in relations):
+            return [r for r in relations if not len(r.rows)][:1]  # false: nothing satisfies it
+        relations = [r for r in relations if r.variables]
+        for n, relation in enumerate(relations):
+            private = [v for v in relation.variables if v not in head
+                       and not any(v in other.variables for m, other in enumerate(relations) if m != n)]
+            if private:
+                relations[n] = relation.project([v for v in relation.variables if v not in private])
+                break
+        else:
+            existential = {v for r in relations for v in r.variables if v not in head}
+            best = None
+            for v in sorted(existential):
+                holding = [r for r in relations if v in r.variables]
+                work = sum(len(r.rows) for r in holding)
+                if best is None or work < best[0]:
+                    best = (work, v, holding)
+            if best is None:
+                return relations
+            _, v, holding = best
+            joined = _join_all(holding)
+            if joined is None:
+                return relations
+            kept = [r for r in relations if all(r is not h for h in holding)]
+            relations = kept + [joined.project([u for u in joined.variables if u != v])]
 
 
 def _components(relations):
@@ -222,7 +256,7 @@ def _component_size(relations, head, dims, rng) -> float:
         kept = [v for v in joined.variables if v in head]
         return float(len(joined.project(kept).rows)) if kept else float(len(joined.rows) > 0)
     # Too large to join: sample values of a head variable (or of any variable, for a pure condition).
-    pivot = next((v for v in variables if v in head), variables[0])
+    pivot = max((v for v in variables if v in head), key=lambda v: _split(relations, v), default=variables[0])
     candidates = None
     for relation in relations:
         if pivot in relation.variables:
@@ -242,6 +276,13 @@ def _component_size(relations, head, dims, rng) -> float:
     if pivot not in head:
         return float(found > 0)
     return found * len(candidates) / len(chosen)
+
+
+def _split(relations, variable) -> tuple[int, int]:
+    """How well fixing `variable` breaks a join up: the independent parts left (each counted on its own,
+    their sizes multiplied), then the relations it restricts."""
+    rest = [_Relation.of(tuple(u for u in r.variables if u != variable), r.rows[:0]) for r in relations]
+    return len(_components([r for r in rest if r.variables])), sum(variable in r.variables for r in relations)
 
 
 def _join_all(relations) -> _Relation | None:
@@ -267,12 +308,15 @@ def _join(a: _Relation, b: _Relation) -> _Relation | None:
         rows = np.hstack([np.repeat(a.rows, len(b.rows), axis=0), np.tile(b.rows[:, [b.variables.index(v) for v in extra]],
                                                                           (len(a.rows), 1))])
         return _Relation.of((*a.variables, *extra), rows)
+    if not len(b.rows):
+        return _Relation.of((*a.variables, *extra), np.empty((0, len(a.variables) + len(extra)), np.int64))
+    bounds, kb_sorted, order = b.sorted_on(tuple(shared))
     ca = a.rows[:, [a.variables.index(v) for v in shared]]
-    cb = b.rows[:, [b.variables.index(v) for v in shared]]
-    bounds = tuple(int(x) + 1 for x in np.max(np.vstack([ca, cb, np.zeros((1, len(shared)), np.int64)]), axis=0))
-    ka, kb = _keys(ca, bounds), _keys(cb, bounds)
-    order = np.argsort(kb, kind="stable")
-    kb_sorted = kb[order]
+    inside = np.all(ca < np.asarray(bounds), axis=1)  # a key past b's largest cannot match
+    if not inside.all():
+        a = _Relation.of(a.variables, a.rows[inside])
+        ca = ca[inside]
+    ka = _keys(ca, bounds)
     lo = np.searchsorted(kb_sorted, ka, side="left")
     hi = np.searchsorted(kb_sorted, ka, side="right")
     counts = hi - lo
