@@ -125,3 +125,14 @@ def test_containment_is_sound_on_concrete_tensors(head_p, atoms_p, head_q, atoms
         rng = np.random.default_rng(seed)
         tensors = {"B": rng.random((2, 2)) < 0.5, "C": rng.random((2, 2)) < 0.5}
         assert _tuples(p, tensors) <= _tuples(r, tensors), (str(p), str(r))
+
+
+def test_memo_forgets_everything_at_its_limit_and_recomputes():
+    from autosparse.autoschedule.asymptotic.query import Memo
+
+    calls = []
+    memo = Memo(2)
+    square = lambda k: calls.append(k) or k * k  # noqa: E731
+    assert [memo.get_or(k, square) for k in (1, 2, 1)] == [1, 4, 1] and calls == [1, 2]
+    assert memo.get_or(3, square) == 9 and len(memo) == 1  # full: cleared before 3 went in
+    assert memo.get_or(1, square) == 1 and calls == [1, 2, 3, 1]

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Iterable, Mapping
 
 from .analysis import tasks
-from .query import Atom, Query, contained, disjuncts, folded, minimal
+from .query import Atom, Memo, Query, contained, disjuncts, folded, minimal
 from .sketch import Stmt
 
 
@@ -29,11 +29,7 @@ class Cost:
     def of(queries: Iterable[Query]) -> "Cost":
         """The minimal union of `queries` (memoised: programs that differ only where it does not matter
         produce the same raw queries)."""
-        queries = frozenset(queries)
-        found = _cost_memo.get(queries)
-        if found is None:
-            found = _cost_memo[queries] = Cost._normalised(queries)
-        return found
+        return _cost_memo.get_or(frozenset(queries), Cost._normalised)
 
     @staticmethod
     def _normalised(queries: frozenset[Query]) -> "Cost":
@@ -60,15 +56,12 @@ def _size(query: Query) -> tuple:
     return (-len(query.dims), len(query.atoms), query.dims, query.atoms)
 
 
-_cost_memo: dict[frozenset[Query], Cost] = {}
-_minimal_memo: dict[Query, Query] = {}
+_cost_memo = Memo(1 << 18)
+_minimal_memo = Memo(1 << 18)
 
 
 def _minimal(query: Query) -> Query:
-    found = _minimal_memo.get(query)
-    if found is None:
-        found = _minimal_memo[query] = minimal(query)
-    return found
+    return _minimal_memo.get_or(query, minimal)
 
 
 @dataclass(frozen=True)

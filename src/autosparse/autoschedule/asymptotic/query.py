@@ -234,17 +234,31 @@ def _subscript(n: int) -> str:
     return "".join("₀₁₂₃₄₅₆₇₈₉"[int(c)] for c in str(n))
 
 
-_contained_memo: dict[tuple[Query, Query], bool] = {}
+class Memo(dict):
+    """A memo that forgets everything once it holds `limit` entries, so that a process autoscheduling
+    many expressions stays within bounded memory (one search rarely comes near the limit; past it, a
+    forgotten entry is only recomputed)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def get_or(self, key, compute):
+        found = self.get(key)
+        if found is None:
+            if len(self) >= self.limit:
+                self.clear()
+            found = self[key] = compute(key)
+        return found
+
+
+_contained_memo = Memo(1 << 21)
 
 
 def contained(p: Query, q: Query) -> bool:
     """P ⊆ Q on every input: a homomorphism from Q's variables to P's that maps each atom of Q onto an
     atom of P and some of Q's head variables onto all of P's, dimension for dimension."""
-    key = (p, q)
-    found = _contained_memo.get(key)
-    if found is None:
-        found = _contained_memo[key] = _homomorphism(p, q)
-    return found
+    return _contained_memo.get_or((p, q), lambda key: _homomorphism(*key))
 
 
 def _homomorphism(p: Query, q: Query) -> bool:
