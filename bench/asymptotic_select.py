@@ -171,21 +171,23 @@ def in_child(work, timeout):
 
 
 def timed(kernel, operands):
-    """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long; a call under
-    10 ms is sampled as the mean of a batch lasting about 20 ms), and a checksum of the result."""
+    """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long, but always
+    one: a first call pays for faulting in fresh result and workspace pages, which can take several
+    times a warm call; a call under 10 ms is sampled as the mean of a batch lasting about 20 ms), and
+    a checksum of the result."""
     start = time.perf_counter()
     result = kernel(**operands)
     first = time.perf_counter() - start
     batch = max(1, int(0.02 / first)) if first < 0.01 else 1
     samples = []
-    for _ in range(5 if first < 0.2 else 3 if first < 2 else 0):
+    for _ in range(5 if first < 0.2 else 3 if first < 2 else 1):
         result = None
         start = time.perf_counter()
         for _ in range(batch):
             result = kernel(**operands)
         samples.append((time.perf_counter() - start) / batch)
     values = np.asarray(result.vals if isinstance(result, asp.Tensor) else result, dtype=float)
-    return {"seconds": statistics.median(samples or [first]), "sum": float(values.sum()),
+    return {"seconds": statistics.median(samples), "sum": float(values.sum()),
             "squares": float((values * values).sum())}
 
 
