@@ -27,6 +27,7 @@ from ..errors import AutosparseError
 from ..tensor import Tensor
 from .asymptotic.cost import Cost
 from .asymptotic.query import Query
+from .asymptotic.realise import hash_levels
 
 #: A join with more rows than this is sampled instead of materialised.
 EXACT_ROWS = 1 << 20
@@ -44,7 +45,7 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
     work = _estimator(front, operands)
-    ranked = sorted(front, key=lambda c: (work(c), _hashed_levels(c), len(c.transposes), str(c.cin)))
+    ranked = sorted(front, key=lambda c: (work(c), hash_levels(c.formats), len(c.transposes), str(c.cin)))
     if tune <= 1:
         return ranked[0]
     return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
@@ -92,10 +93,6 @@ def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
         return float(sum(sizes[q] for q in cost.queries))
 
     return size
-
-
-def _hashed_levels(cand) -> int:
-    return sum(level.letter == "h" for fmt in cand.formats.values() for level in fmt.levels)
 
 
 def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:

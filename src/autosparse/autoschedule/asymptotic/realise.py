@@ -80,8 +80,12 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
 def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> int:
     """How many hash-table levels `sketch`'s realisation stores operands and temporaries in: an
     asymptotically free but, per access, an order of magnitude dearer structure than an array."""
-    return sum(level.letter == "h" for fmt in _layout(sketch, formats, result).formats.values()
-               for level in fmt.levels)
+    return hash_levels(_layout(sketch, formats, result).formats)
+
+
+def hash_levels(formats: Mapping[str, Format]) -> int:
+    """The hash-table levels among `formats`."""
+    return sum(level.letter == "h" for fmt in formats.values() for level in fmt.levels)
 
 
 @dataclass(frozen=True)
