@@ -230,6 +230,7 @@ KERNELS = {
     "spmv2": ("a(i) = B(i,j) * C(j,k) * d(k)", {"B": "csr", "C": "csr", "d": "dense", "a": "dense"}),
     "spgemm": ("A(i,j) = B(i,k) * C(j,k)", {"B": "csr", "C": "csr", "A": "csr"}),
     "spgemm-dcsr": ("A(i,j) = B(i,k) * C(k,j)", {"B": "dcsr", "C": "dcsr", "A": "dcsr"}),
+    "spgemm2": ("A(i,j) = B(i,k) * C(k,l) * D(j,l)", {"B": "csr", "C": "csr", "D": "csr", "A": "csr"}),
 }
 
 
@@ -240,7 +241,7 @@ def test_every_frontier_candidate_compiles_and_equals_the_dense_reference(kernel
     front = asp.autoschedule(expression, formats=formats, taco=taco)
     assignment = parse(expression)
     rng = np.random.default_rng(7)
-    shapes = {"i": 9, "j": 6, "k": 7}
+    shapes = {"i": 9, "j": 6, "k": 7, "l": 8}
     operands, dense = {}, {}
     for access in _accesses(assignment):
         shape = tuple(shapes[i.name] for i in access.indices)

@@ -78,3 +78,17 @@ def test_a_located_workspace_reads_untouched_coordinates_as_zero(seed, result):
                          schedule="∀i where(∀j C(i,j) = D(i,j) * w(j@locate), ∀k ∀j w(j) += A(i,k) * B(k,j))")
     C = kernel(A=asp.Tensor.from_scipy(a), B=asp.Tensor.from_scipy(b), D=asp.Tensor.from_scipy(d))
     np.testing.assert_allclose(C.to_numpy(), (a @ b).toarray() * d.toarray())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_where_nested_in_a_producer_is_sized_by_its_own_entries(seed):
+    """Row-at-a-time B·C·Dᵀ: w holds row i of B·C, t row i of (B·C)·Dᵀ. The bound phase sizes C by
+    bounding t's entries; w, the inner where's temporary, must still be filled (its list is stepped to
+    bound t), not bounded in turn."""
+    rng = np.random.default_rng(seed)
+    b, c, d = (sp.random_array((n, m), density=0.35, format="csr", rng=rng) for n, m in ((7, 6), (6, 8), (9, 8)))
+    kernel = asp.compile("A(i,j) = B(i,k) * C(k,l) * D(j,l)", {"B": "csr", "C": "csr", "D": "csc", "A": "csr"},
+                         schedule="∀i where(∀j A(i,j) = t(j), "
+                                  "where(∀l ∀j t(j) += D(j,l@locate) * w(l), ∀k ∀l w(l) += B(i,k) * C(k@locate,l)))")
+    A = kernel(B=asp.Tensor.from_scipy(b), C=asp.Tensor.from_scipy(c), D=asp.Tensor.from_scipy(d, format="csc"))
+    np.testing.assert_allclose(A.to_numpy(), (b @ c @ d.T).toarray())

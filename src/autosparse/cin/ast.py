@@ -241,6 +241,16 @@ def assignments(stmt: Stmt) -> tuple[Assign, ...]:
     return tuple(n for n in walk(stmt) if isinstance(n, Assign))
 
 
+def results(stmt: Stmt) -> tuple[str, ...]:
+    """The tensors `stmt` writes that outlive it: a `where`'s producer writes its temporaries, which only
+    its consumer sees, so a `where` nested in another's producer is not what the outer one produces."""
+    if isinstance(stmt, Where):
+        return results(stmt.consumer)
+    if isinstance(stmt, Assign):
+        return (stmt.lhs.tensor.name,)
+    return tuple(dict.fromkeys(name for child in stmt.children() for name in results(child)))
+
+
 def all_accesses(stmt: Stmt) -> list[Access]:
     """Every access of `stmt`, written and read, assignment by assignment."""
     return [access for assign in assignments(stmt) for access in (assign.lhs, *accesses(assign.rhs))]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping
 
 from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Where, accesses,
-                       assignments, nest, unnest, unnest_loops, walk)
+                       assignments, nest, results, unnest, unnest_loops, walk)
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split, SuchThat
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
@@ -88,7 +88,7 @@ def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
 
 def _where(stmt: Where, plan: Plan, scope: Scope, b: CBuilder) -> None:
     """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
-    temporaries = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.producer))
+    temporaries = results(stmt.producer)
     copied = plan.counting and _copied_to_last_level(stmt.consumer)
     producing = replace(scope, atomic=False)  # the temporaries are this thread's own
     if copied and _bounded_target(stmt.consumer, plan, scope):
@@ -271,7 +271,7 @@ def _lattice(stmt, loop: _Loop, produced: Mapping[str, lat.Lattice]) -> lat.Latt
         return lat.join(_lattice(first, loop, produced), _lattice(second, loop, produced))
     if isinstance(stmt, Where):
         inner = _lattice(stmt.producer, loop, produced)
-        made = {a.lhs.tensor.name: inner for a in assignments(stmt.producer)}
+        made = dict.fromkeys(results(stmt.producer), inner)
         return _lattice(stmt.consumer, loop, {**produced, **made})
     raise TypeError(f"not CIN: {stmt!r}")
 
