@@ -92,3 +92,22 @@ def test_a_where_nested_in_a_producer_is_sized_by_its_own_entries(seed):
                                   "where(∀l ∀j t(j) += D(j,l@locate) * w(l), ∀k ∀l w(l) += B(i,k) * C(k@locate,l)))")
     A = kernel(B=asp.Tensor.from_scipy(b), C=asp.Tensor.from_scipy(c), D=asp.Tensor.from_scipy(d, format="csc"))
     np.testing.assert_allclose(A.to_numpy(), (b @ c @ d.T).toarray())
+
+
+@pytest.mark.parametrize("entries, n", [(40, 50), (3000, 100_000), (20_000, 3_000)])
+def test_a_hashed_workspace_reads_back_its_entries_in_order(entries, n):
+    """Outer products scatter into a 2-D hash table (keys i·n + j); the consumer steps its entries sorted:
+    by insertion sort when few (34 products of 40-entry operands), else by radix passes over the key
+    range: 8-bit digits, five passes, for 96 products spread over 10¹⁰ keys; 11-bit ones for 132,413
+    products, the table growing from 16 slots to 2¹⁸."""
+    rng = np.random.default_rng(entries)
+    a = sp.random_array((n, n), density=entries / n**2, format="csc", rng=rng)
+    b = sp.random_array((n, n), density=entries / n**2, format="csr", rng=rng)
+    kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "d1s0", "B": "csr", "C": "dcsr", "w": "hh"},
+                         schedule="where(∀i ∀j C(i,j) = w(i,j), ∀k ∀i ∀j w(i,j) += A(i,k) * B(k,j))")
+    C = kernel(A=asp.Tensor.from_scipy(a, format="d1s0"), B=asp.Tensor.from_scipy(b))
+    expected = sp.coo_array(a @ b)
+    coords, values = C.to_coo()
+    order = np.lexsort((expected.col, expected.row))
+    np.testing.assert_array_equal(coords, np.stack([expected.row[order], expected.col[order]]))
+    np.testing.assert_allclose(values, expected.data[order])

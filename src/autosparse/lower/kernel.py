@@ -123,7 +123,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     if openmp:
         b.line("#include <omp.h>")
     b.lines(_preamble(variables, types))
-    if any(isinstance(w, ListWorkspace) for w in workspaces.values()):
+    if any(isinstance(w, (ListWorkspace, HashedWorkspace)) for w in workspaces.values()):
         b.lines(ORDER_HELPER)
     for workspace in workspaces.values():
         b.lines(workspace.helpers())

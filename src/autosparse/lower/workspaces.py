@@ -186,13 +186,10 @@ class ListWorkspace(Workspace):
 
 
 ORDER_HELPER = """
-/* Put the n touched coordinates of `list` in ascending order. Short lists:
-   insertion sort. Lists whose range spans fewer summary words than entries: set their bits in a
-   two-level bitmap (`bits`: a bit per coordinate below `dim`, then a bit per word of those) and read
-   the nonzero words back in order, clearing them as they go. Otherwise (few entries spread wide) an LSD radix sort of the
-   offsets from the smallest through `spare`, in as many passes as the range needs (8-bit digits for
+/* Sort n coordinates ascending. Short lists: insertion sort. Otherwise an LSD radix sort of the offsets
+   from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits for
    short lists, 11-bit ones for long). */
-static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
+static void sort_coordinates(int64_t *list, int64_t n, int64_t *spare) {
     if (n <= 32) {
         for (int64_t k = 1; k < n; k++) {
             int64_t v = list[k], m = k - 1;
@@ -205,29 +202,6 @@ static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bi
     for (int64_t k = 1; k < n; k++) {
         lo = list[k] < lo ? list[k] : lo;
         hi = list[k] > hi ? list[k] : hi;
-    }
-    if ((hi >> 12) - (lo >> 12) < n) {
-        uint64_t *summary = bits + (dim >> 6) + 1;
-        for (int64_t k = 0; k < n; k++) {
-            int64_t j = list[k];
-            bits[j >> 6] |= (uint64_t)1 << (j & 63);
-            summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
-        }
-        int64_t m = 0;
-        for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
-            uint64_t words = summary[s];
-            summary[s] = 0;
-            while (words) {
-                int64_t at = (s << 6) + __builtin_ctzll(words);
-                words &= words - 1;
-                uint64_t w = bits[at];
-                bits[at] = 0;
-                const int64_t base = at << 6;
-                list[m++] = base + __builtin_ctzll(w);
-                for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
-            }
-        }
-        return;
     }
     const int digit = n < 4096 ? 8 : 11;
     const int64_t buckets = (int64_t)1 << digit, mask = buckets - 1;
@@ -242,6 +216,41 @@ static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bi
         int64_t *t = from; from = to; to = t;
     }
     for (int64_t k = 0; k < n; k++) list[k] = from[k] + lo;
+}
+/* Put the n touched coordinates of `list` (all below `dim`) in ascending order. Lists whose range spans
+   fewer summary words than entries: set their bits in a two-level bitmap (`bits`: a bit per coordinate
+   below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
+   they go. Otherwise (short lists, or few entries spread wide) sort_coordinates. */
+static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
+    int64_t lo = n ? list[0] : 0, hi = lo;
+    for (int64_t k = 1; k < n && n > 32; k++) {
+        lo = list[k] < lo ? list[k] : lo;
+        hi = list[k] > hi ? list[k] : hi;
+    }
+    if (n <= 32 || (hi >> 12) - (lo >> 12) >= n) {
+        sort_coordinates(list, n, spare);
+        return;
+    }
+    uint64_t *summary = bits + (dim >> 6) + 1;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = list[k];
+        bits[j >> 6] |= (uint64_t)1 << (j & 63);
+        summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
+    }
+    int64_t m = 0;
+    for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
+        uint64_t words = summary[s];
+        summary[s] = 0;
+        while (words) {
+            int64_t at = (s << 6) + __builtin_ctzll(words);
+            words &= words - 1;
+            uint64_t w = bits[at];
+            bits[at] = 0;
+            const int64_t base = at << 6;
+            list[m++] = base + __builtin_ctzll(w);
+            for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
+        }
+    }
 }
 """
 
@@ -274,9 +283,10 @@ class _SortedLevel(ReadLevel):
 
 @dataclass(frozen=True)
 class HashedWorkspace(Workspace):
-    """Keys are the coordinates linearised in level order; `table` holds them (-1: empty) with values in
-    `table_vals`, `slots` lists the occupied slots in insertion order. Before the consumer runs, the
-    entries are copied out sorted into `keys` / `vals`, which its levels step through."""
+    """Keys are the coordinates linearised in level order; `table` holds entries of a key (-1: empty)
+    beside its value, so that a probe touches one cache line, and `slots` lists the occupied slots in
+    insertion order. Before the consumer runs, the entries are copied out sorted into `keys` / `vals`,
+    which its levels step through."""
 
     flag_free = False
     name: str
@@ -290,49 +300,45 @@ class HashedWorkspace(Workspace):
     def allocate(self, b: CBuilder) -> None:
         t, vt = self._ident, self.value_type
         b.line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
-        b.line(f"int64_t *{t('table')} = malloc(16 * sizeof(int64_t));")
-        b.line(f"{vt} *{t('table_vals')} = calloc(16, sizeof({vt}));")
+        b.line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
         b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
         b.line(f"int64_t *{self.keys} = NULL;")
         b.line(f"{vt} *{names.vals(self.name)} = NULL;")
-        b.fail(f"!{t('table')} || !{t('table_vals')} || !{t('slots')}", 1)
-        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s] = -1;")
+        b.fail(f"!{t('table')} || !{t('slots')}", 1)
+        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s] = ({t('entry')}){{-1, 0}};")
 
     def helpers(self) -> str:
         t, vt = self._ident, self.value_type
         return f"""
 typedef struct {{ int64_t key; {vt} val; }} {t('entry')};
-static int {t('entry_order')}(const void *a, const void *b) {{
-    int64_t x = (({t('entry')} *)a)->key, y = (({t('entry')} *)b)->key;
-    return (x > y) - (x < y);
+/* The slot holding `key` in a table of `cap` slots, or the empty one where it would go. */
+static inline uint64_t {t('probe')}(const {t('entry')} *table, int64_t cap, int64_t key) {{
+    uint64_t mask = (uint64_t)cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+    while (table[s].key != key && table[s].key >= 0) s = (s + 1) & mask;
+    return s;
 }}
-/* The slot of `key` in the workspace table, inserted if new (growing the table past half full);
-   -1 when memory runs out. */
-static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int64_t *cap, int64_t *count,
-                             int64_t key) {{
-    uint64_t mask = (uint64_t)*cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while ((*table)[s] != key) {{
-        if ((*table)[s] < 0) break;
-        s = (s + 1) & mask;
-    }}
-    if ((*table)[s] == key) return (int64_t)s;
+/* The slot of `key` in the workspace table, inserted (its value zero) if new, growing the table past
+   half full; -1 when memory runs out. */
+static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap, int64_t *count, int64_t key) {{
+    uint64_t s = {t('probe')}(*table, *cap, key);
+    if ((*table)[s].key == key) return (int64_t)s;
     if (2 * (*count + 1) > *cap) {{
         int64_t grown = 2 * *cap;
-        int64_t *t2 = malloc((size_t)grown * sizeof(int64_t)), *s2 = malloc((size_t)grown * sizeof(int64_t));
-        {vt} *v2 = calloc((size_t)grown, sizeof({vt}));
-        if (!t2 || !s2 || !v2) return -1;
-        for (int64_t k = 0; k < grown; k++) t2[k] = -1;
+        {t('entry')} *t2 = malloc((size_t)grown * sizeof({t('entry')}));
+        int64_t *s2 = malloc((size_t)grown * sizeof(int64_t));
+        if (!t2 || !s2) return -1;
+        for (int64_t k = 0; k < grown; k++) t2[k].key = -1;
         for (int64_t k = 0; k < *count; k++) {{
-            int64_t old = (*slots)[k], key2 = (*table)[old];
-            uint64_t h = (((uint64_t)key2 * 0x9E3779B97F4A7C15ULL) >> 32) & (uint64_t)(grown - 1);
-            while (t2[h] >= 0) h = (h + 1) & (uint64_t)(grown - 1);
-            t2[h] = key2; v2[h] = (*vals)[old]; s2[k] = (int64_t)h;
+            const {t('entry')} old = (*table)[(*slots)[k]];
+            uint64_t h = {t('probe')}(t2, grown, old.key);
+            t2[h] = old;
+            s2[k] = (int64_t)h;
         }}
-        free(*table); free(*vals); free(*slots);
-        *table = t2; *vals = v2; *slots = s2; *cap = grown;
-        return {t('insert')}(table, vals, slots, cap, count, key);
+        free(*table); free(*slots);
+        *table = t2; *slots = s2; *cap = grown;
+        return {t('insert')}(table, slots, cap, count, key);
     }}
-    (*table)[s] = key;
+    (*table)[s] = ({t('entry')}){{key, 0}};
     (*slots)[(*count)++] = (int64_t)s;
     return (int64_t)s;
 }}
@@ -343,8 +349,8 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
 
     def _insert(self, position: Position, b: CBuilder) -> None:
         t = self._ident
-        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('table_vals')}, &{t('slots')}, &{t('cap')}, "
-               f"&{self.count}, {position.begin});")
+        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
+               f"{position.begin});")
         b.fail("slot < 0", 1)
 
     def mark(self, position: Position, b: CBuilder) -> None:
@@ -354,40 +360,34 @@ static int64_t {t('insert')}(int64_t **table, {vt} **vals, int64_t **slots, int6
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
         with b.block():
             self._insert(position, b)
-            b.line(f"{self._ident('table_vals')}[slot] {op} {value};")
+            b.line(f"{self._ident('table')}[slot].val {op} {value};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
+        """The keys sorted (sort_coordinates, the second half of `keys` its spare), then each one's value
+        found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
         with b.block(f"if ({self.count} > {t('sorted_cap')})"):
             b.line(f"free({self.keys}); free({vals});")
-            b.line(f"{self.keys} = malloc((size_t)(2 * {self.count}) * sizeof(int64_t));")
+            b.line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
             b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
             b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
             b.fail(f"!{self.keys} || !{vals}", 1)
-        with b.block():
-            b.line(f"{t('entry')} *entries = malloc((size_t)({self.count} + 1) * sizeof({t('entry')}));")
-            b.fail("!entries", 1)
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"entries[q].key = {t('table')}[{t('slots')}[q]];")
-                b.line(f"entries[q].val = {t('table_vals')}[{t('slots')}[q]];")
-            b.line(f"qsort(entries, (size_t){self.count}, sizeof({t('entry')}), {t('entry_order')});")
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"{self.keys}[q] = entries[q].key;")
-                b.line(f"{vals}[q] = entries[q].val;")
-            b.line("free(entries);")
+        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
+        b.line(f"sort_coordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
+        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
-        t = self._ident
+        """Every slot this producer filled is emptied (its value zeroed when it is filled again)."""
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{t('table')}[{t('slots')}[q]] = -1;")
-            if values:
-                b.line(f"{t('table_vals')}[{t('slots')}[q]] = 0;")
+            b.line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
         b.line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
-        for part in ("table", "table_vals", "slots", "keys"):
+        for part in ("table", "slots", "keys"):
             b.line(f"free({self._ident(part)});")
         b.line(f"free({names.vals(self.name)});")
