@@ -222,12 +222,16 @@ static void sort_coordinates(int64_t *list, int64_t n, int64_t *spare) {
    below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
    they go. Otherwise (short lists, or few entries spread wide) sort_coordinates. */
 static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
-    int64_t lo = n ? list[0] : 0, hi = lo;
-    for (int64_t k = 1; k < n && n > 32; k++) {
+    if (n <= 32) {
+        sort_coordinates(list, n, spare);
+        return;
+    }
+    int64_t lo = list[0], hi = list[0];
+    for (int64_t k = 1; k < n; k++) {
         lo = list[k] < lo ? list[k] : lo;
         hi = list[k] > hi ? list[k] : hi;
     }
-    if (n <= 32 || (hi >> 12) - (lo >> 12) >= n) {
+    if ((hi >> 12) - (lo >> 12) >= n) {
         sort_coordinates(list, n, spare);
         return;
     }
@@ -305,7 +309,7 @@ class HashedWorkspace(Workspace):
         b.line(f"int64_t *{self.keys} = NULL;")
         b.line(f"{vt} *{names.vals(self.name)} = NULL;")
         b.fail(f"!{t('table')} || !{t('slots')}", 1)
-        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s] = ({t('entry')}){{-1, 0}};")
+        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
 
     def helpers(self) -> str:
         t, vt = self._ident, self.value_type
