@@ -54,16 +54,27 @@ class Candidate:
         return self.model.cost(self._realised.running)
 
     @cached_property
-    def hashed_cost(self) -> Cost:
-        """The part of `running_cost` that accesses hash tables (each access an order of magnitude
-        dearer than an array's, which selection weighs in)."""
-        return self.model.cost_touching(self._realised.running, self._realised.hashed)
+    def table_cost(self) -> Cost:
+        """The part of `running_cost` that builds or reads hash-table temporaries (each access one or
+        two orders of magnitude dearer than an array's: selection weighs it in)."""
+        return self.model.cost_touching(self._realised.running, self._realised.tables)
+
+    @cached_property
+    def probe_cost(self) -> Cost:
+        """The part of `running_cost` that reads operands stored with hashed levels (a hash and a probe
+        into a table only as large as one slice)."""
+        return self.model.cost_touching(self._realised.running, self._realised.probed)
 
     @property
     def transposes(self) -> dict[str, Format]:
         """Operands the kernel reads in a format other than the one they were given in."""
         return {name: fmt for name, fmt in self.formats.items()
                 if name in self.user_formats and fmt != self.user_formats[name]}
+
+    @property
+    def temporaries(self) -> list[str]:
+        """The workspaces and staged results the CIN introduces."""
+        return [name for name in self.formats if name not in self.user_formats]
 
     def kernel_schedule(self) -> tuple[str, dict[str, Format]]:
         """The CIN text and the formats `compile` needs for it."""

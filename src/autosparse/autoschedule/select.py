@@ -7,12 +7,14 @@ atoms over the same variables are intersected, a join is counted from per-key mu
 variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
 operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
 (`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
-the sketch promised, and the part of that work which accesses hash tables weighs HASH_WEIGHT times
-(`Candidate.hashed_cost`): the one constant factor large enough to turn an asymptotic win into a loss
-(a schedule that skips empty slices by scattering into a 2-D hash table against one that appends row
-after row through dense vectors). The candidate with the least work wins (optional tuning times the
+the sketch promised, and the part of that work which builds hash-table temporaries weighs TABLE_WEIGHT
+times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
+loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
+row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). The candidate with the least work wins (optional tuning times the
 few best estimated instead, off by default); ties (the frontier keeps equal costs) go to the one with
-fewer hashed levels, then fewer operands to reformat.
+fewer hashed levels, then fewer temporaries (a workspace written and read back does the same work
+twice, which a union of task sets cannot see), then fewer operands to reformat.
 """
 
 from __future__ import annotations
@@ -32,9 +34,16 @@ from .asymptotic.realise import hash_levels
 #: A join with more rows than this is sampled instead of materialised.
 EXACT_ROWS = 1 << 20
 SAMPLES = 256
-#: What a task that accesses a hash table costs, in tasks that access arrays: a probe, and a cache miss
-#: where an array access would stream (SpGEMM2 at n=1,024 inserting into a 2-D table: about 25×).
-HASH_WEIGHT = 16
+#: What a task that accesses a hash-table temporary costs, in tasks that access arrays: a probe, a cache
+#: miss where an array access would stream, an insert in each of the bound and fill phases, and the
+#: keys sorted back into order. Measured on SpGEMMH (the 2-D table of `∀k ∀j ∀i t0(i,j) += …` against
+#: merging through dense vectors, 2.6 ns per merge step): about 110× on uniform n=4,096 (69 K entries),
+#: 75× on power-law 2^12 (0.9 M entries); 64 keeps every input of that kernel on the faster side.
+TABLE_WEIGHT = 64
+#: What locating into an operand's hashed level costs, in array tasks. Measured on SpGEMMH on bcsstk13
+#: (`C(j,k@locate) * D(j,k@locate)`, D's columns hashed, 42 entries each): 1.65 ns a task against 1.6 ns
+#: a merge step; 2 leaves room for slices that outgrow the cache.
+PROBE_WEIGHT = 2
 
 
 def select(front, operands: Mapping[str, object], tune: int = 0):
@@ -45,7 +54,8 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
     work = _estimator(front, operands)
-    ranked = sorted(front, key=lambda c: (work(c), hash_levels(c.formats), len(c.transposes), str(c.cin)))
+    ranked = sorted(front, key=lambda c: (work(c), hash_levels(c.formats), len(c.temporaries),
+                                          len(c.transposes), str(c.cin)))
     if tune <= 1:
         return ranked[0]
     return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
@@ -75,21 +85,25 @@ def estimates(front, operands: Mapping[str, object]) -> list[float]:
 
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
-    hash tables counted HASH_WEIGHT times."""
+    hash-table temporaries counted TABLE_WEIGHT times and those that probe hashed operands PROBE_WEIGHT
+    times."""
     size = _sizer(*_patterns(front, operands))
-    return lambda cand: size(cand.running_cost) + (HASH_WEIGHT - 1) * size(cand.hashed_cost)
+    return lambda cand: (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
+                         + (PROBE_WEIGHT - 1) * size(cand.probe_cost))
 
 
 def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
     """A cost's estimated size on these operands: the sum of its queries' sizes (within a constant
     factor of the union's, since a cost has a bounded number of queries), each query sized once
-    (candidates share most of their queries, the sunk costs among them)."""
+    (candidates share most of their queries, the sunk costs among them), and each operand's
+    projections, sorts and slices computed once for all queries (`_Relation.memo`)."""
     sizes: dict[Query, float] = {}
+    memo: dict = {}
 
     def size(cost: Cost) -> float:
         for query in cost.queries:
             if query not in sizes:
-                sizes[query] = query_size(query, patterns, extents)
+                sizes[query] = query_size(query, patterns, extents, memo)
         return float(sum(sizes[q] for q in cost.queries))
 
     return size
@@ -116,65 +130,93 @@ def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     return patterns, extents
 
 
-def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]) -> float:
+def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int],
+               memo: dict | None = None) -> float:
     """How many head tuples of `query` the operands satisfy (exact or sampled, see the module)."""
     dims = [extents[d] for d in query.dims]
-    relations = [_Relation(args, patterns[t]) for t, args in query.atoms]
+    memo = {} if memo is None else memo
+    relations = [_Relation.atom(t, args, patterns[t], memo) for t, args in query.atoms]
     return _count(relations, set(range(query.head_size)), dims, np.random.default_rng(0))
 
 
 class _Relation:
-    """An atom's satisfying bindings: one column per distinct variable."""
+    """Bindings of some variables: one column per distinct variable. A relation drawn from an operand
+    alone (an atom, or a projection of one) has an `origin` that names its rows whatever the variables
+    are called, so queries over the same operand share its sorts, projections and slices in `memo`."""
 
-    def __init__(self, variables, rows: np.ndarray):
+    def __init__(self, variables, rows: np.ndarray, origin=None, memo: dict | None = None):
+        self.variables, self.rows = tuple(variables), rows
+        self.origin, self.memo = origin, ({} if origin is None or memo is None else memo)
+
+    @staticmethod
+    def atom(tensor: str, variables, rows: np.ndarray, memo: dict) -> "_Relation":
+        """The rows of `tensor` where the modes given the same variable agree (B(i,i): the diagonal)."""
         variables = list(variables)
-        keep = []
-        for n, v in enumerate(variables):
-            if v in variables[:n]:  # a repeated variable: keep the rows where both columns agree
-                rows = rows[rows[:, variables.index(v)] == rows[:, n]]
-            else:
-                keep.append(n)
-        self.variables = tuple(variables[n] for n in keep)
-        self.rows = rows[:, keep] if rows.size else rows.reshape(0, len(keep))
+        firsts = tuple(variables.index(v) for v in variables)
+        keep = [n for n, first in enumerate(firsts) if first == n]
+        origin = (tensor, firsts)
+        if ("atom", origin) not in memo:
+            for n, first in enumerate(firsts):
+                if first != n:
+                    rows = rows[rows[:, first] == rows[:, n]]
+            memo[("atom", origin)] = (rows if len(keep) == len(firsts) else rows[:, keep] if rows.size
+                                      else rows.reshape(0, len(keep)))
+        return _Relation(tuple(variables[n] for n in keep), memo[("atom", origin)], origin, memo)
 
     @staticmethod
     def of(variables, rows) -> "_Relation":
-        relation = _Relation.__new__(_Relation)
-        relation.variables, relation.rows = tuple(variables), rows
-        return relation
+        return _Relation(variables, rows)
+
+    def _memoised(self, key, compute):
+        """`compute()`, shared by every relation of the same origin (per object otherwise)."""
+        key = (key, self.origin)
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     def sorted_on(self, variables: tuple) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
         """Keys of `variables`' columns (bounded by their largest values), sorted, and the sorting
         permutation: kept, since a sampled count joins the same operand once per sample."""
-        cache = self.__dict__.setdefault("_sorted", {})
-        if variables not in cache:
-            columns = self.rows[:, [self.variables.index(v) for v in variables]]
-            bounds = tuple(int(x) + 1 for x in columns.max(axis=0))
-            keys = _keys(columns, bounds)
+        columns = tuple(self.variables.index(v) for v in variables)
+
+        def compute():
+            selected = self.rows[:, list(columns)]
+            bounds = tuple(int(x) + 1 for x in selected.max(axis=0))
+            keys = _keys(selected, bounds)
             order = np.argsort(keys, kind="stable")
-            cache[variables] = (bounds, keys[order], order)
-        return cache[variables]
+            return bounds, keys[order], order
+
+        return self._memoised(("sorted", columns), compute)
 
     def project(self, variables) -> "_Relation":
-        columns = [self.variables.index(v) for v in variables]
-        rows = self.rows[:, columns]
-        if not len(rows) or not columns:
-            return _Relation.of(variables, rows[:1])
-        bounds = tuple(int(b) + 1 for b in rows.max(axis=0))
-        if prod(bounds) >= 1 << 62:
-            return _Relation.of(variables, np.unique(rows, axis=0))
-        keys = np.unique(_keys(rows, bounds))
-        return _Relation.of(variables, np.stack(np.unravel_index(keys, bounds), axis=1).astype(np.int64))
+        columns = tuple(self.variables.index(v) for v in variables)
+
+        def compute():
+            rows = self.rows[:, list(columns)]
+            if not len(rows) or not columns:
+                return rows[:1]
+            bounds = tuple(int(b) + 1 for b in rows.max(axis=0))
+            if prod(bounds) >= 1 << 62:
+                return np.unique(rows, axis=0)
+            keys = np.unique(_keys(rows, bounds))
+            return np.stack(np.unravel_index(keys, bounds), axis=1).astype(np.int64)
+
+        rows = self._memoised(("project", columns), compute)
+        origin = None if self.origin is None else (self.origin, columns)
+        return _Relation(variables, rows, origin, self.memo)
 
     def slicer(self, variable):
         """value -> this relation restricted to `variable` = value, without that column; sorted once,
         so each restriction is a binary search and a slice rather than a scan."""
         column = self.variables.index(variable)
-        order = np.argsort(self.rows[:, column], kind="stable")
-        keys = self.rows[order, column]
         others = [n for n in range(len(self.variables)) if n != column]
-        rest = self.rows[order][:, others]
         names = tuple(self.variables[n] for n in others)
+
+        def compute():
+            order = np.argsort(self.rows[:, column], kind="stable")
+            return self.rows[order, column], self.rows[order][:, others]
+
+        keys, rest = self._memoised(("slice", column), compute)
 
         def restricted(value) -> "_Relation":
             return _Relation.of(names, rest[np.searchsorted(keys, value, "left"):np.searchsorted(keys, value, "right")])

@@ -42,7 +42,8 @@ class Realised:
     cin: cin.Stmt
     formats: dict[str, Format]  # operands and temporaries (the result keeps the user's format)
     running: Stmt
-    hashed: frozenset[str]  # the tensors of `running` stored in hash tables (the result when staged in one)
+    tables: frozenset[str]  # temporaries of `running` built in hash tables (the result when staged in one)
+    probed: frozenset[str]  # operands of `running` reformatted with a hashed level, only read
 
 
 def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realised:
@@ -52,10 +53,12 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
     variables = {name: cin.TensorVar(name, fmt, temporary=name not in formats) for name, fmt in chosen.items()}
     variables[result] = cin.TensorVar(result, formats[result])
     running = _as_stored(sketch, {name: fmt for name, fmt in chosen.items() if fmt.order > 1 or name in formats})
-    hashed = frozenset(result if name == layout.staging else name for name, fmt in chosen.items()
-                       if any(level.letter == "h" for level in fmt.levels))
+    hashed = {result if name == layout.staging else name for name, fmt in chosen.items()
+              if any(level.letter == "h" for level in fmt.levels)}
+    probed = frozenset(hashed & set(formats)) - {result}
+    tables = frozenset(hashed) - probed
     if layout.staging is None:
-        return Realised(_converted(sketch, variables), chosen, running, hashed)
+        return Realised(_converted(sketch, variables), chosen, running, tables, probed)
     staging, prefix, rest = layout.staging, layout.prefix, layout.rest
     body = sketch
     for _ in prefix:
@@ -74,7 +77,7 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
                                cin.default_access(variables[staging], tuple(IndexVar(i) for i in rest),
                                                   write=False)))
     return Realised(cin.nest(tuple(IndexVar(i) for i in prefix), cin.Where(copy, producer)), chosen, running,
-                    hashed)
+                    tables, probed)
 
 
 def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> int:
