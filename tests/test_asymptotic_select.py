@@ -137,3 +137,74 @@ def test_selection_costs_a_stepped_mode_stored_dense_as_visited_whole():
     cand = Candidate(sketch, model.cost(sketch), parse(expression), formats, model)
     assert cand.formats["w0"].is_dense
     assert cand.cost <= cand.running_cost and not cand.running_cost <= cand.cost
+
+
+@settings(max_examples=25, deadline=None)
+@given(queries=st.lists(st.tuples(st.sets(st.sampled_from("ijk"), max_size=3), st.lists(ATOMS, min_size=1, max_size=3)),
+                        min_size=2, max_size=6), seed=st.integers(0, 1000))
+def test_queries_sized_with_a_shared_memo_equal_brute_force(queries, seed):
+    """Selection sizes every query of a call against one memo of the operands' projections, sorts and
+    slices: a query must not see what another query's variable names made of the same operand."""
+    rng = np.random.default_rng(seed)
+    dense = {name: rng.random((4, 4)) < 0.4 for name in "BCD"}
+    patterns = {n: np.argwhere(d).astype(np.int64) for n, d in dense.items()}
+    extents = {"i": 4, "j": 4, "k": 4}
+    memo = {}
+    old = selection.EXACT_ROWS
+    try:
+        for exact_rows in (old, 1):
+            selection.EXACT_ROWS = exact_rows
+            for head, atoms in queries:
+                renamed = [(t, tuple(v if v in head or v in "xy" else v + "_" for v in args)) for t, args in atoms]
+                query = Query.of([(v, v) for v in sorted(head)], [Atom(t, a) for t, a in renamed])
+                assert selection.query_size(query, patterns, extents, memo) == brute_size(query, dense, extents)
+    finally:
+        selection.EXACT_ROWS = old
+
+
+def test_ties_go_to_fewer_hashed_levels_then_fewer_temporaries(monkeypatch):
+    """With every estimate equal, the choice is the candidate with the fewest hash-table levels and, among
+    those, the fewest workspaces (writing one and reading it back repeats work a task set cannot see)."""
+    from autosparse.autoschedule.asymptotic.realise import hash_levels
+
+    front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k) * D(j,k)", formats={n: "ds" for n in "ABCD"}, taco=True)
+    monkeypatch.setattr(selection, "_estimator", lambda f, operands: lambda cand: 1.0)
+    chosen = front.select(**{name: sp.random(6, 6, 0.5, format="csr", random_state=seed)
+                             for seed, name in enumerate("BCD")})
+    fewest = min((hash_levels(c.formats), len(c.temporaries)) for c in front)
+    assert (hash_levels(chosen.formats), len(chosen.temporaries)) == fewest
+    assert any(hash_levels(c.formats) == fewest[0] and len(c.temporaries) > fewest[1] for c in front)
+
+
+@pytest.fixture(scope="module")
+def spgemmh_front():
+    return asp.autoschedule("A(i,j) = B(i,k) * C(j,k) * D(j,k)", formats={n: "ds" for n in "ABCD"})
+
+
+def test_hash_tables_built_are_weighed_apart_from_hashed_operands_probed(spgemmh_front):
+    tables = [c for c in spgemmh_front if c.table_cost.queries]
+    probes = [c for c in spgemmh_front if c.probe_cost.queries]
+    assert tables and probes
+    for cand in tables:
+        assert any(level.letter == "h" for name in cand.temporaries for level in cand.formats[name].levels)
+    for cand in probes:
+        assert any(level.letter == "h" for name in cand.transposes for level in cand.formats[name].levels)
+        assert not set(cand._realised.probed) & set(cand.temporaries)
+
+
+@pytest.mark.slow
+def test_spgemmh_scatters_into_a_hash_table_only_where_the_table_stays_small(spgemmh_front):
+    """Measured (docs/benchmarks.md): on uniform n=1,024 the 2-D table of `∀j ∀k ∀i t0(i,j) += …` is the
+    fastest schedule; on an R-MAT 2^12 matrix its 0.9 M-entry table makes it about 2× slower than
+    building rows through dense vectors, which selection must see without running anything."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from asymptotic_select import power_law_inputs, uniform_inputs
+
+    rng = np.random.default_rng(0)
+    uniform = spgemmh_front.select(**uniform_inputs("SpGEMMH", rng, 1024))
+    assert uniform.table_cost.queries
+    skewed = spgemmh_front.select(**power_law_inputs("SpGEMMH", rng, 12))
+    assert not skewed.table_cost.queries and skewed.sketch.index == "i"
