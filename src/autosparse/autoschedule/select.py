@@ -183,7 +183,7 @@ class _Relation:
             selected = self.rows[:, list(columns)]
             bounds = tuple(int(x) + 1 for x in selected.max(axis=0))
             keys = _keys(selected, bounds)
-            order = np.argsort(keys, kind="stable")
+            order = _stable_order(keys)
             return bounds, keys[order], order
 
         return self._memoised(("sorted", columns), compute)
@@ -213,7 +213,7 @@ class _Relation:
         names = tuple(self.variables[n] for n in others)
 
         def compute():
-            order = np.argsort(self.rows[:, column], kind="stable")
+            order = _stable_order(self.rows[:, column])
             return self.rows[order, column], self.rows[order][:, others]
 
         keys, rest = self._memoised(("slice", column), compute)
@@ -368,6 +368,14 @@ def _join(a: _Relation, b: _Relation) -> _Relation | None:
     columns = [b.variables.index(v) for v in extra]
     rows = np.hstack([a.rows[left], b.rows[right][:, columns]]) if total else np.empty((0, len(a.variables) + len(extra)), np.int64)
     return _Relation.of((*a.variables, *extra), rows)
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """The stable sorting permutation of `keys`, without a sort when they are in order already (an
+    operand's coordinates sorted by its first levels)."""
+    if len(keys) < 2 or bool(np.all(keys[1:] >= keys[:-1])):
+        return np.arange(len(keys))
+    return np.argsort(keys, kind="stable")
 
 
 def _keys(columns: np.ndarray, bounds: tuple[int, ...]) -> np.ndarray:
