@@ -170,14 +170,17 @@ def in_child(work, timeout):
     return json.loads(b"".join(chunks))
 
 
-def timed(kernel, operands):
+def timed(kernel, operands, limit=None):
     """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long, but always
     one: a first call pays for faulting in fresh result and workspace pages, which can take several
     times a warm call; a call under 10 ms is sampled as the mean of a batch lasting about 20 ms), and
-    a checksum of the result."""
+    a checksum of the result. A warm-up call past 3 × `limit` ends the timing there ("cut"), without the
+    samples that could not bring it under the limit."""
     start = time.perf_counter()
     result = kernel(**operands)
     first = time.perf_counter() - start
+    if limit is not None and first > 3 * limit:
+        return {"seconds": first, "cut": True}
     batch = max(1, int(0.02 / first)) if first < 0.01 else 1
     samples = []
     for _ in range(5 if first < 0.2 else 3 if first < 2 else 1):
@@ -256,9 +259,11 @@ def measure_input(name, front, operands, args):
         kernel = compiled_for(asp.compile(expression, formats={k: str(v) for k, v in cand.formats.items()
                                                                if k in formats}, schedule=cand), ready)
         limit = args.timeout if best is None else max(0.2, 5 * best)
-        outcome = in_child(lambda: timed(kernel, ready), 4 * limit + 1)
+        outcome = in_child(lambda: timed(kernel, ready, limit), 4 * limit + 1)
         if isinstance(outcome, dict):
-            if isinstance(default, dict) and not agrees(outcome, default):
+            if outcome.get("cut"):
+                outcome = "timeout"
+            elif isinstance(default, dict) and not agrees(outcome, default):
                 outcome = f"failed: result differs from the default's ({outcome['sum']} vs {default['sum']})"
             elif outcome["seconds"] > limit:
                 outcome = "timeout"
