@@ -11,10 +11,11 @@ the sketch promised, and the part of that work which builds hash-table temporari
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
 loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
 row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
-into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). The candidate with the least work wins (optional tuning times the
-few best estimated instead, off by default); ties (the frontier keeps equal costs) go to the one with
-fewer hashed levels, then fewer temporaries (a workspace written and read back does the same work
-twice, which a union of task sets cannot see), then fewer operands to reformat.
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). The candidate with
+the least work wins (optional tuning times the few best estimated instead, off by default); ties (the
+frontier keeps equal costs) go to the one with fewer hashed levels, then fewer temporaries (a workspace
+written and read back does the same work twice, which a union of task sets cannot see), then fewer
+operands to reformat.
 """
 
 from __future__ import annotations
@@ -159,13 +160,8 @@ class _Relation:
             for n, first in enumerate(firsts):
                 if first != n:
                     rows = rows[rows[:, first] == rows[:, n]]
-            memo[("atom", origin)] = (rows if len(keep) == len(firsts) else rows[:, keep] if rows.size
-                                      else rows.reshape(0, len(keep)))
+            memo[("atom", origin)] = rows if len(keep) == len(firsts) else rows[:, keep]
         return _Relation(tuple(variables[n] for n in keep), memo[("atom", origin)], origin, memo)
-
-    @staticmethod
-    def of(variables, rows) -> "_Relation":
-        return _Relation(variables, rows)
 
     def _memoised(self, key, compute):
         """`compute()`, shared by every relation of the same origin (per object otherwise)."""
@@ -219,7 +215,7 @@ class _Relation:
         keys, rest = self._memoised(("slice", column), compute)
 
         def restricted(value) -> "_Relation":
-            return _Relation.of(names, rest[np.searchsorted(keys, value, "left"):np.searchsorted(keys, value, "right")])
+            return _Relation(names, rest[np.searchsorted(keys, value, "left"):np.searchsorted(keys, value, "right")])
 
         return restricted
 
@@ -320,7 +316,7 @@ def _component_size(relations, head, dims, rng) -> float:
 def _split(relations, variable) -> tuple[int, int]:
     """How well fixing `variable` breaks a join up: the independent parts left (each counted on its own,
     their sizes multiplied), then the relations it restricts."""
-    rest = [_Relation.of(tuple(u for u in r.variables if u != variable), r.rows[:0]) for r in relations]
+    rest = [_Relation(tuple(u for u in r.variables if u != variable), r.rows[:0]) for r in relations]
     return len(_components([r for r in rest if r.variables])), sum(variable in r.variables for r in relations)
 
 
@@ -346,14 +342,14 @@ def _join(a: _Relation, b: _Relation) -> _Relation | None:
             return None
         rows = np.hstack([np.repeat(a.rows, len(b.rows), axis=0), np.tile(b.rows[:, [b.variables.index(v) for v in extra]],
                                                                           (len(a.rows), 1))])
-        return _Relation.of((*a.variables, *extra), rows)
+        return _Relation((*a.variables, *extra), rows)
     if not len(b.rows):
-        return _Relation.of((*a.variables, *extra), np.empty((0, len(a.variables) + len(extra)), np.int64))
+        return _Relation((*a.variables, *extra), np.empty((0, len(a.variables) + len(extra)), np.int64))
     bounds, kb_sorted, order = b.sorted_on(tuple(shared))
     ca = a.rows[:, [a.variables.index(v) for v in shared]]
     inside = np.all(ca < np.asarray(bounds), axis=1)  # a key past b's largest cannot match
     if not inside.all():
-        a = _Relation.of(a.variables, a.rows[inside])
+        a = _Relation(a.variables, a.rows[inside])
         ca = ca[inside]
     ka = _keys(ca, bounds)
     lo = np.searchsorted(kb_sorted, ka, side="left")
@@ -367,7 +363,7 @@ def _join(a: _Relation, b: _Relation) -> _Relation | None:
     right = order[offsets]
     columns = [b.variables.index(v) for v in extra]
     rows = np.hstack([a.rows[left], b.rows[right][:, columns]]) if total else np.empty((0, len(a.variables) + len(extra)), np.int64)
-    return _Relation.of((*a.variables, *extra), rows)
+    return _Relation((*a.variables, *extra), rows)
 
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:

@@ -55,7 +55,7 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
     running = _as_stored(sketch, {name: fmt for name, fmt in chosen.items() if fmt.order > 1 or name in formats})
     hashed = {result if name == layout.staging else name for name, fmt in chosen.items()
               if any(level.letter == "h" for level in fmt.levels)}
-    probed = frozenset(hashed & set(formats)) - {result}
+    probed = frozenset(name for name in hashed if name in formats and name != result)
     tables = frozenset(hashed) - probed
     if layout.staging is None:
         return Realised(_converted(sketch, variables), chosen, running, tables, probed)
