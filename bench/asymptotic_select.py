@@ -11,11 +11,13 @@ tensor whose coordinates crowd towards zero in every mode; the shipped real matr
 ../shared/data (a kernel's matrices are all the one matrix; SpMTTKRP reads a real tensor with random
 factor matrices of --rank rows at density 0.01).
 
-Each kernel runs in a child process forked from this one, so that a candidate that is asymptotically
-fine but slow on these inputs, or that runs out of memory, is cut off (after --timeout for the default,
-after max(0.2 s, 5 × the fastest so far) for a candidate) without losing the run; a cut candidate is
-slower than 5× the fastest and cannot be the fastest. Candidates are timed in the order of select's
-estimates, so the selected one is timed first. Times are medians of up to 5 calls after a warm-up call on
+Each candidate runs in a child process forked from this one, so that a candidate that is asymptotically
+fine but slow on these inputs, or that runs out of memory, is cut off (after --timeout for the default
+and the selected candidate; for the others once a warm-up call passes 3 × their limit or a timed call
+passes their limit, max(0.05 s, 1.5 × the fastest so far)) without losing the run; a cut candidate is
+slower than the fastest and cannot be the fastest. Candidates are timed in the order of select's
+estimates, so the selected one is timed first. With --jobs 2 the kernels are shared out between two
+worker processes (longest first), which print their rows as they finish them; the summary counts all. Times are medians of up to 5 calls after a warm-up call on
 operands already in the candidate's formats; reformatting the operands into those formats (transposes)
 is timed on its own and reported beside. Every timed result is checked against the default's (sum and
 sum of squares of the values) where the default finished. The default, the selected and the fastest
@@ -32,12 +34,16 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import multiprocessing  # noqa: E402
 import resource  # noqa: E402
 import select as poll  # noqa: E402
 import signal  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from contextlib import nullcontext  # noqa: E402
+from itertools import repeat  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -53,6 +59,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REAL_MATRICES = ("CollegeMsg", "bcsstk13", "facebook_combined", "Wiki-Vote", "4elt")
 REAL_TENSORS = ("yelp", "CollegeMsg", "med")
 CHILD_MEMORY = 12 << 30  # address space a timed child may add to what it inherits
+SLOWEST_FIRST = ("SpMTTKRP", "SpGEMMH", "SpGEMM2", "SpMV2", "SpGEMM", "SpMV")
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -125,9 +132,8 @@ def real_inputs(name, rng, dataset, rank):
     if name == "SpMTTKRP":
         tensor = asp.read(DATA / f"{dataset}.tns.gz", format="dss")
         shapes = dict(zip(("i", "k", "l"), tensor.shape), j=rank)
-        found = operands_for(name, shapes, rng, lambda _, shape: uniform(rng, shape, 0.01))
-        found["B"] = tensor
-        return found
+        return operands_for(name, shapes, rng,
+                            lambda name, shape: tensor.to_coo() if name == "B" else uniform(rng, shape, 0.01))
     matrix = asp.read(DATA / f"{dataset}.mtx.gz", format="ds")
     n = matrix.shape[0]
     if matrix.shape[0] != matrix.shape[1]:
@@ -174,8 +180,8 @@ def timed(kernel, operands, limit=None):
     """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long, but always
     one: a first call pays for faulting in fresh result and workspace pages, which can take several
     times a warm call; a call under 10 ms is sampled as the mean of a batch lasting about 20 ms), and
-    a checksum of the result. A warm-up call past 3 × `limit` ends the timing there ("cut"), without the
-    samples that could not bring it under the limit."""
+    a checksum of the result. A warm-up call past 3 × `limit`, or a sample past `limit`, ends the timing
+    there ("cut"): the candidate is slower than the limit, and the samples left cannot change that."""
     start = time.perf_counter()
     result = kernel(**operands)
     first = time.perf_counter() - start
@@ -189,6 +195,8 @@ def timed(kernel, operands, limit=None):
         for _ in range(batch):
             result = kernel(**operands)
         samples.append((time.perf_counter() - start) / batch)
+        if limit is not None and samples[-1] > limit:
+            return {"seconds": samples[-1], "cut": True}
     values = np.asarray(result.vals if isinstance(result, asp.Tensor) else result, dtype=float)
     return {"seconds": statistics.median(samples), "sum": float(values.sum()),
             "squares": float((values * values).sum())}
@@ -258,7 +266,7 @@ def measure_input(name, front, operands, args):
         ready, transposes = reformatted(operands, cand.formats, conversions)
         kernel = compiled_for(asp.compile(expression, formats={k: str(v) for k, v in cand.formats.items()
                                                                if k in formats}, schedule=cand), ready)
-        limit = args.timeout if best is None else max(0.2, 5 * best)
+        limit = args.timeout if best is None else max(0.05, 1.5 * best)
         outcome = in_child(lambda: timed(kernel, ready, limit), 4 * limit + 1)
         if isinstance(outcome, dict):
             if outcome.get("cut"):
@@ -338,6 +346,35 @@ def report(name, label, operands, result, rows, failures):
     return isinstance(default, dict) and default["seconds"]
 
 
+def measure_kernel(name, args):
+    """Every input's row of kernel `name`, printed as it is measured; the rows' verdicts and the failed
+    candidates returned."""
+    rows, failures = [], []
+    expression, formats = KERNELS[name]
+    front = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
+    rng = np.random.default_rng(0)
+    n = args.start
+    while n <= args.max_n:
+        operands = uniform_inputs(name, rng, n)
+        if nnz_of(operands) > args.max_nnz:
+            break
+        seconds = report(name, f"uniform n={n}", operands, measure_input(name, front, operands, args),
+                         rows, failures)
+        if not seconds or seconds > 1.0:
+            break
+        n *= 2
+    for scale in args.scales:
+        operands = power_law_inputs(name, rng, scale)
+        report(name, f"power-law n=2^{scale}", operands, measure_input(name, front, operands, args), rows,
+               failures)
+    if not args.no_real:
+        for dataset in (REAL_TENSORS if name == "SpMTTKRP" else args.matrices):
+            operands = real_inputs(name, rng, dataset, args.rank)
+            if operands is not None:
+                report(name, dataset, operands, measure_input(name, front, operands, args), rows, failures)
+    return rows, failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", nargs="+", default=list(KERNELS), choices=list(KERNELS))
@@ -351,36 +388,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before the default is cut off")
     parser.add_argument("--search-limit", type=float, default=120.0,
                         help="seconds of autoscheduling (SpMTTKRP's full search is anytime)")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
+                        help="worker processes measuring kernels side by side")
     global ARGS
     ARGS = args = parser.parse_args()
     print("| kernel | input | nnz | default s | selected s | its transposes s | speedup | with transposes | "
           "fastest candidate s | selected / fastest | the same, transposes included | candidates timed | select ms | "
           "selected CIN |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)  # before workers fork
     rows, failures = [], []
-    for name in args.kernel:
-        expression, formats = KERNELS[name]
-        front = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
-        rng = np.random.default_rng(0)
-        n = args.start
-        while n <= args.max_n:
-            operands = uniform_inputs(name, rng, n)
-            if nnz_of(operands) > args.max_nnz:
-                break
-            seconds = report(name, f"uniform n={n}", operands, measure_input(name, front, operands, args),
-                             rows, failures)
-            if not seconds or seconds > 1.0:
-                break
-            n *= 2
-        for scale in args.scales:
-            operands = power_law_inputs(name, rng, scale)
-            report(name, f"power-law n=2^{scale}", operands, measure_input(name, front, operands, args), rows,
-                   failures)
-        if not args.no_real:
-            for dataset in (REAL_TENSORS if name == "SpMTTKRP" else args.matrices):
-                operands = real_inputs(name, rng, dataset, args.rank)
-                if operands is not None:
-                    report(name, dataset, operands, measure_input(name, front, operands, args), rows, failures)
+    kernels = sorted(args.kernel, key=SLOWEST_FIRST.index)
+    workers = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) if args.jobs > 1 else None
+    with workers or nullcontext():
+        for found_rows, found_failures in (workers.map if workers else map)(measure_kernel, kernels, repeat(args)):
+            rows += found_rows
+            failures += found_failures
     within = sum(ok for _, _, ok, _ in rows)
     print(f"\nselect within 1.25× of the fastest frontier candidate on {within} of {len(rows)} inputs "
           f"({100 * within / max(len(rows), 1):.0f} %); not within: "

@@ -41,10 +41,12 @@ SAMPLES = 256
 #: merging through dense vectors, 2.6 ns per merge step): about 110× on uniform n=4,096 (69 K entries),
 #: 75× on power-law 2^12 (0.9 M entries); 64 keeps every input of that kernel on the faster side.
 TABLE_WEIGHT = 64
-#: What locating into an operand's hashed level costs, in array tasks. Measured on SpGEMMH on bcsstk13
-#: (`C(j,k@locate) * D(j,k@locate)`, D's columns hashed, 42 entries each): 1.65 ns a task against 1.6 ns
-#: a merge step; 2 leaves room for slices that outgrow the cache.
-PROBE_WEIGHT = 2
+#: What locating into an operand's hashed level costs, in array tasks. Measured against the array tasks
+#: of a kernel on the same input: SpGEMMH on bcsstk13 (`C(j,k@locate) * D(j,k@locate)`, D's columns
+#: hashed, 42 entries each), 1.65 ns a probe against 1.6 ns a merge step; SpMTTKRP on power-law 2^12
+#: (`D(j,l)` hashed per row, a different row's table at each probe), about 38 ns against 13 ns. 3 takes
+#: the dearer case, which is where a probe's price decides between schedules.
+PROBE_WEIGHT = 3
 
 
 def select(front, operands: Mapping[str, object], tune: int = 0):
