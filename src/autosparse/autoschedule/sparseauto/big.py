@@ -1,0 +1,163 @@
+"""Branched iteration graphs (Dias et al. §4): loop nests whose statements may split into a producer
+that fills a dense temporary and a consumer that reads it, recursively.
+
+A `Compute` is one statement `lhs += f1 * … * fn`; a `Loop` visits one index; a `Where` runs its
+producer into `temporary` (zeroed each time the `Where` runs) and then its consumer. A *linear section*
+is a chain of loops ending in a `Compute`; a path of 0s (producer) and 1s (consumer) names one from the
+root, passing any loops on the way: `()` is the root, `(1,)` the first split's consumer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Union
+
+from ...errors import ScheduleError
+from ...format import Format
+
+
+@dataclass(frozen=True, order=True)
+class Factor:
+    """A tensor read or written at `indices`; a temporary of no indices is a scalar."""
+
+    tensor: str
+    indices: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.tensor}({','.join(self.indices)})"
+
+
+@dataclass(frozen=True)
+class Compute:
+    lhs: Factor
+    factors: tuple[Factor, ...]
+
+    @property
+    def indices(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(i for f in (self.lhs, *self.factors) for i in f.indices))
+
+    def __str__(self) -> str:
+        return f"{self.lhs} += {' * '.join(map(str, self.factors))}"
+
+
+@dataclass(frozen=True)
+class Loop:
+    index: str
+    body: "Node"
+
+
+@dataclass(frozen=True)
+class Where:
+    temporary: Factor
+    consumer: "Node"
+    producer: "Node"
+
+
+Node = Union[Compute, Loop, Where]
+
+
+def nest(indices, body: Node) -> Node:
+    for index in reversed(tuple(indices)):
+        body = Loop(index, body)
+    return body
+
+
+def unnest(node: Node) -> tuple[tuple[str, ...], Node]:
+    """The loops at the top of `node`, outermost first, and what they enclose."""
+    loops = []
+    while isinstance(node, Loop):
+        loops.append(node.index)
+        node = node.body
+    return tuple(loops), node
+
+
+def show(node: Node) -> str:
+    """The paper's compact notation: `i,j⟨t; k: t += …, l: A += …⟩` (temporary; producer, consumer)."""
+    loops, inner = unnest(node)
+    head = ",".join(loops)
+    if isinstance(inner, Compute):
+        body = str(inner)
+        return f"{head}: {body}" if head else body
+    body = f"⟨{inner.temporary}; {show(inner.producer)}, {show(inner.consumer)}⟩"
+    return f"{head}{body}"
+
+
+def computes(node: Node) -> Iterator[Compute]:
+    if isinstance(node, Compute):
+        yield node
+    elif isinstance(node, Loop):
+        yield from computes(node.body)
+    else:
+        yield from computes(node.producer)
+        yield from computes(node.consumer)
+
+
+def temporaries(node: Node) -> Iterator[Factor]:
+    if isinstance(node, Loop):
+        yield from temporaries(node.body)
+    elif isinstance(node, Where):
+        yield node.temporary
+        yield from temporaries(node.producer)
+        yield from temporaries(node.consumer)
+
+
+def section(node: Node, path: tuple[int, ...], command: str) -> tuple[tuple[str, ...], Node]:
+    """The linear section at `path`, and the loops around it (bound there)."""
+    bound: list[str] = []
+    for step in (*path, None):
+        loops, inner = unnest(node)
+        if step is None:
+            if not isinstance(inner, Compute):
+                raise ScheduleError(f"{command}: expected path {list(path)} to name a linear section, but it "
+                                    f"names a split one ({show(node)}); extend the path with 0 (producer) or 1 "
+                                    f"(consumer)")
+            return tuple(bound), node
+        if not isinstance(inner, Where):
+            raise ScheduleError(f"{command}: expected a split at step {step} of path {list(path)}, but "
+                                f"{show(node)} is linear")
+        if step not in (0, 1):
+            raise ScheduleError(f"{command}: expected path steps 0 (producer) or 1 (consumer), but found {step}")
+        bound += loops
+        node = inner.producer if step == 0 else inner.consumer
+    raise AssertionError("unreachable")
+
+
+def replace_section(node: Node, path: tuple[int, ...], new: Node) -> Node:
+    if not path:
+        return new
+    loops, inner = unnest(node)
+    assert isinstance(inner, Where)
+    if path[0] == 0:
+        inner = Where(inner.temporary, inner.consumer, replace_section(inner.producer, path[1:], new))
+    else:
+        inner = Where(inner.temporary, replace_section(inner.consumer, path[1:], new), inner.producer)
+    return nest(loops, inner)
+
+
+def level_order(fmt: Format, factor: Factor) -> tuple[str, ...]:
+    """The factor's indices in its format's storage order."""
+    return tuple(factor.indices[m] for m in fmt.mode_order)
+
+
+def sparse_levels(formats: Mapping[str, Format], factor: Factor) -> tuple[str, ...]:
+    """The indices a sparse factor must be iterated in, outermost first: its storage order up to its
+    last compressed level (below that, every level is dense and may be visited in any order); nothing
+    for a dense tensor or a temporary."""
+    fmt = formats.get(factor.tensor)
+    if fmt is None or fmt.is_dense:
+        return ()
+    letters = [level.letter for level in fmt.levels]
+    last = max(d for d, letter in enumerate(letters) if letter != "d")
+    return level_order(fmt, factor)[:last + 1]
+
+
+def respects_storage(order: tuple[str, ...], bound: tuple[str, ...], factors, formats) -> str | None:
+    """Why visiting `order` below loops `bound` breaks a sparse factor's storage order (None if it
+    doesn't): a level's loop must sit inside those of the levels above it."""
+    position = {i: n for n, i in enumerate((*bound, *order))}
+    for factor in factors:
+        levels = sparse_levels(formats, factor)
+        for outer, inner in zip(levels, levels[1:]):
+            if position[outer] > position[inner]:
+                return f"{factor} is stored {','.join(levels)}, so loop {outer} must enclose loop {inner}"
+    return None
