@@ -1,0 +1,107 @@
+"""Compile-time pruning, stages 1–3 of SparseAuto (Dias et al. §5.3).
+
+Stage 1 drops schedules whose largest temporary has `max_memory_depth` + 1 or more dimensions; stage 2
+keeps the schedules whose (loop depth, memory depth) no other schedule beats in one and ties or beats
+in the other; both work on the space's histograms (`space.py`). Stage 3 groups the survivors by their
+symbolic (time, memory) and drops a group that another group dominates, deciding with Z3 over the
+sizes the constraints allow.
+
+Two readings of "dominates" are offered. The default, `"everywhere"`, drops `s` when some `c` is no
+worse in time and in memory for every allowed size and strictly worse somewhere: the paper's prose
+("for all possible loop bounds and sparsities … and there is no set … for which s is better"). The
+paper's Listing 1, `"literal"`, drops `s` when `c` beats it somewhere and `s` never beats `c`; as
+written, a schedule with no temporary then removes every schedule with one that is not faster
+everywhere — on the Listing's own pair it removes Fig. 5(e), the fastest schedule of the paper's first
+motivating case — so it is available to reproduce that behaviour, not as the default. A solver answer
+of `unknown` (or a timeout) keeps both groups.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ...errors import AutosparseError
+from ...format import Format
+from .big import Factor
+from .constraints import inferred, parse_constraint
+from .poly import Poly, Symbol
+
+RULES = ("everywhere", "literal")
+
+
+def pareto_depths(histogram: Mapping[tuple[int, int], int], max_memory_depth: int) -> set[tuple[int, int]]:
+    """Stages 1 and 2 on (loop depth, memory depth) pairs."""
+    kept = [d for d, n in histogram.items() if n and d[1] <= max_memory_depth]
+    return {d for d in kept if not any((o[0] < d[0] and o[1] <= d[1]) or (o[0] <= d[0] and o[1] < d[1])
+                                       for o in kept)}
+
+
+class Solver:
+    """Z3 over the sizes of one expression: a Real per size symbol, every size at least 1, the
+    inferred facts of the sparse tensors' levels and the user's constraints. Counts its queries and
+    the answers it could not give in `timeout_ms`."""
+
+    def __init__(self, sparse: Mapping[str, Factor], formats: Mapping[str, Format], indices: Sequence[str],
+                 constraints: Sequence[str] = (), timeout_ms: int = 2000):
+        import z3
+
+        self.z3 = z3
+        self.timeout_ms = timeout_ms
+        self.queries = self.unknown = 0
+        self._variables: dict[Symbol, object] = {}
+        self._positive: list = []
+        self._facts = [parse_constraint(c, sparse, formats, indices, self.term) for c in constraints]
+        self._facts += inferred(sparse, formats, self.term)
+        if self.satisfiable() is False:
+            raise AutosparseError(f"Expected constraints some sizes satisfy, but {list(constraints)} contradict "
+                                  f"each other or the tensors' formats")
+
+    def term(self, poly: Poly):
+        for symbol in poly.symbols - self._variables.keys():
+            self._variables[symbol] = self.z3.Real(str(symbol))
+            self._positive.append(self._variables[symbol] >= 1)
+        return poly.to_z3(self._variables)
+
+    def satisfiable(self, *facts) -> bool | None:
+        """True, False, or None where Z3 cannot tell in time."""
+        solver = self.z3.Solver()
+        solver.set("timeout", self.timeout_ms)
+        solver.add(*self._facts, *facts, *self._positive)
+        self.queries += 1
+        answer = solver.check()
+        if answer == self.z3.unknown:
+            self.unknown += 1
+            return None
+        return answer == self.z3.sat
+
+
+def dominated(groups: Sequence[tuple[Poly, Poly]], solver: Solver, rule: str = "everywhere") -> set[int]:
+    """The positions of the (time, memory) groups stage 3 removes."""
+    if rule not in RULES:
+        raise AutosparseError(f"Expected a stage-3 rule among {RULES}, but found {rule!r}")
+    z3 = solver.z3
+    terms = [(solver.term(t), solver.term(m)) for t, m in groups]
+    removed: set[int] = set()
+    for s, (ts, ms) in enumerate(terms):
+        for c, (tc, mc) in enumerate(terms):
+            if c == s or c in removed or s in removed:
+                continue
+            if rule == "everywhere":
+                if _no_worse_termwise(groups[c], groups[s]) or (
+                        solver.satisfiable(z3.Or(ts < tc, ms < mc)) is False
+                        and solver.satisfiable(z3.Or(ts > tc, ms > mc))):
+                    removed.add(s)
+            else:
+                worse = solver.satisfiable(z3.Or(z3.And(ts >= tc, ms > mc), z3.And(ts > tc, ms >= mc)))
+                better = solver.satisfiable(z3.Or(z3.And(ts < tc, ms <= mc), z3.And(ts <= tc, ms < mc)))
+                if worse and better is False:
+                    removed.add(s)
+                elif worse is False and better:
+                    removed.add(c)
+    return removed
+
+
+def _no_worse_termwise(c: tuple[Poly, Poly], s: tuple[Poly, Poly]) -> bool:
+    """c <= s coefficient by coefficient in time and memory, and c != s: then, with every size at
+    least 1, c is no worse anywhere and strictly better everywhere it differs (no solver needed)."""
+    return c != s and c[0].dominated_termwise_by(s[0]) and c[1].dominated_termwise_by(s[1])
