@@ -30,7 +30,7 @@ from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
-from ..autoschedule import Candidate
+from ..autoschedule.candidate import ScheduleCandidate
 from ..schedule import Schedule
 from ..tensor import Tensor
 from ..tensor import storage as st
@@ -56,7 +56,7 @@ class Kernel:
                  schedule=None, num_threads: int | None = None, instrument: bool = False):
         self.assignment = parse(expression) if isinstance(expression, str) else expression
         formats = dict(formats or {})
-        if isinstance(schedule, Candidate):
+        if isinstance(schedule, ScheduleCandidate):
             # A candidate reads its operands in formats of its own (the call converts them).
             schedule, needed = schedule.kernel_schedule()
             formats.update(needed)

@@ -2,12 +2,13 @@
 
 `autoschedule(expression, formats, model="asymptotic")` runs the asymptotic autoscheduler of Ahrens,
 Kjolstad and Amarasinghe: every minimum-depth program (loop orders, workspaces, protocols), costed as
-task sets, filtered to the undominated ones.
+task sets, filtered to the undominated ones. `model="sparseauto"` runs SparseAuto (Dias et al.):
+branched loop nests by recursive fission and fusion, pruned by depth and, under `constraints`, by Z3.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from ..errors import AutosparseError
 from ..format import Format
@@ -15,13 +16,17 @@ from ..format.spec import as_format
 from ..notation import accesses, parse
 from .asymptotic.pipeline import search
 from .front import Candidate, Front
+from .sparseauto.front import SparseAutoCandidate, SparseAutoFront
+from .sparseauto.pipeline import search as sparseauto_search
 
-MODELS = ("asymptotic",)
+MODELS = ("asymptotic", "sparseauto")
 
 
 def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None = None, model: str = "asymptotic",
                  taco: bool = False, sunk_costs: bool = True, paper: bool = False,
-                 time_limit: float | None = None, progress: Callable[[int, int], None] | None = None) -> Front:
+                 time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
+                 constraints: Sequence[str] = (), rule: str = "everywhere", max_memory_depth: int = 2,
+                 stage1_groups: bool = False) -> "Front | SparseAutoFront":
     """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
     given). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
     compares raw task sets; `time_limit` (seconds) makes the search anytime.
@@ -31,7 +36,13 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     only criterion. By default a workspace's state is that of the current iteration, and a program also
     stays when it needs fewer hash-table levels than the programs asymptotically cheaper than it: the
     paper's frontier would otherwise drop a row-at-a-time schedule with dense workspaces for one that
-    saves work only on inputs with empty slices but stages every write through a 2-D hash table."""
+    saves work only on inputs with empty slices but stages every write through a 2-D hash table.
+
+    For `model="sparseauto"`: `constraints` are inequalities over sizes that stage 3 may assume
+    (`"nnz(B) <= 1e5"`, `"10*j < k"`); `rule` is "everywhere" (drop a schedule another one beats or ties
+    for every allowed size) or "literal" (the paper's Listing 1); stage 1 drops temporaries of more than
+    `max_memory_depth` dimensions; `stage1_groups` also counts stage 1's distinct costs (slow, for the
+    paper's Table 3)."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
@@ -40,9 +51,12 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if unknown:
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format((formats or {}).get(name, "dense"), order) for name, order in orders.items()}
+    if model == "sparseauto":
+        found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups)
+        return SparseAutoFront(assignment, resolved, found)
     found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
                    time_limit=time_limit, progress=progress)
     return Front(assignment, resolved, found)
 
 
-__all__ = ["Candidate", "Front", "autoschedule"]
+__all__ = ["Candidate", "Front", "SparseAutoCandidate", "SparseAutoFront", "autoschedule"]

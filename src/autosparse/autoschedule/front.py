@@ -22,10 +22,11 @@ from .asymptotic.cost import Cost, CostModel
 from .asymptotic.pipeline import Search, Stage
 from .asymptotic.realise import realise
 from .asymptotic.sketch import Stmt
+from .candidate import ScheduleCandidate
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(ScheduleCandidate):
     """One frontier program: its sketch (protocolized CIN before formats), cost, CIN and formats."""
 
     sketch: Stmt

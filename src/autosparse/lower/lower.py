@@ -185,8 +185,12 @@ def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
 
 def _dense_operand(access: Access) -> bool:
     """A dense operand is read at random, from all its coordinates, in whatever order the loops bind
-    them: it never limits the iteration space (it acts as the loop's whole range) nor the loop order."""
-    return not access.tensor.temporary and access.tensor.format.is_dense
+    them: it never limits the iteration space (it acts as the loop's whole range) nor the loop order.
+    So is a dense temporary read by locating every coordinate (a SparseAuto temporary, read in the
+    consumer's loop order, whatever order the producer wrote it in)."""
+    if not access.tensor.format.is_dense:
+        return False
+    return not access.tensor.temporary or all(p is Protocol.LOCATE for p in access.protocols)
 
 
 def _read(access: Access, plan: Plan, scope: Scope, b: CBuilder) -> str:

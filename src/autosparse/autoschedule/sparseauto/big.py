@@ -161,3 +161,21 @@ def respects_storage(order: tuple[str, ...], bound: tuple[str, ...], factors, fo
             if position[outer] > position[inner]:
                 return f"{factor} is stored {','.join(levels)}, so loop {outer} must enclose loop {inner}"
     return None
+
+
+def cin_text(node: Node, formats: Mapping[str, Format]) -> str:
+    """`node` in concrete index notation's text form. Temporaries written in a `where` producer are
+    dense there (a temporary of no indices a scalar); they and dense tensors are located at every
+    index, so any loop order may visit them, while sparse tensors are stepped through in storage order."""
+    if isinstance(node, Loop):
+        return f"∀{node.index} {cin_text(node.body, formats)}"
+    if isinstance(node, Where):
+        return f"where({cin_text(node.consumer, formats)}, {cin_text(node.producer, formats)})"
+
+    def access(factor: Factor) -> str:
+        fmt = formats.get(factor.tensor)
+        if fmt is not None and not fmt.is_dense:
+            return str(factor)
+        return f"{factor.tensor}({','.join(f'{i}@locate' for i in factor.indices)})"
+
+    return f"{access(node.lhs)} += {' * '.join(map(access, node.factors))}"

@@ -1,0 +1,110 @@
+"""What `asp.autoschedule(..., model="sparseauto")` returns: stage 3's schedules, each one `compile`
+accepts, and `select` (stages 4 and 5) for the operands at hand.
+
+    front = asp.autoschedule("A(i,l) = B(i,j) * C(j,k) * D(k,l)", formats={"B": "csr"}, model="sparseauto",
+                             constraints=["j <= 1e5"])
+    for cand in front: print(cand, cand.cost.time, cand.cost.memory)
+    best = front.select(B=B, C=C, D=D)
+
+SparseAuto never changes a tensor's format: its candidates read operands as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Mapping
+
+from ...errors import AutosparseError, ShapeError
+from ...format import Format
+from ...notation import ast as notation
+from ..candidate import ScheduleCandidate
+from .big import Node, cin_text, show, temporaries
+from .cost import Costs
+from .pipeline import Search, Stage
+from .runtime import choose, default_budget, sizes
+
+
+@dataclass(frozen=True)
+class SparseAutoCandidate(ScheduleCandidate):
+    big: Node
+    cost: Costs
+    user_formats: Mapping[str, Format] = field(repr=False, compare=False)
+
+    @property
+    def formats(self) -> dict[str, Format]:
+        return dict(self.user_formats)
+
+    @property
+    def transposes(self) -> dict[str, Format]:
+        return {}
+
+    @property
+    def temporaries(self) -> list[str]:
+        return [t.tensor for t in temporaries(self.big)]
+
+    @cached_property
+    def text(self) -> str:
+        return cin_text(self.big, self.user_formats)
+
+    @property
+    def cin(self):
+        from ...cin.parser import parse_cin
+        return parse_cin(self.text, self.user_formats)
+
+    def kernel_schedule(self) -> tuple[str, dict[str, Format]]:
+        return self.text, {}
+
+    def __str__(self) -> str:
+        return show(self.big)
+
+
+class SparseAutoFront:
+    """Stage 3's schedules of one expression, with the statistics of every stage."""
+
+    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
+        self.assignment, self.formats, self.search = assignment, dict(formats), found
+        self.candidates = [SparseAutoCandidate(big, cost, self.formats) for big, cost in found.schedules]
+
+    def __iter__(self):
+        return iter(self.candidates)
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def __getitem__(self, n: int) -> SparseAutoCandidate:
+        return self.candidates[n]
+
+    @property
+    def stages(self) -> list[Stage]:
+        return self.search.stages
+
+    complete = True
+
+    def select(self, memory_budget: int | None = None, **tensors) -> SparseAutoCandidate:
+        """The candidate with the least iteration time on these operands among those whose temporaries
+        fit `memory_budget` bytes (default: half of one core's private caches), ties broken by strides."""
+        from ...api.operands import as_tensor
+
+        if not self.candidates:
+            raise AutosparseError("Expected a front with candidates, but it is empty")
+        compute = self.search.compute
+        extents: dict[str, int] = {}
+        found = {}
+        for factor in compute.factors:
+            if factor.tensor not in tensors:
+                raise AutosparseError(f"Expected operand {factor.tensor} for {self.assignment}, but found "
+                                      f"{sorted(tensors)}")
+            tensor = as_tensor(tensors[factor.tensor], self.formats[factor.tensor], factor.tensor)
+            found[factor.tensor] = tensor
+            if len(tensor.shape) != len(factor.indices):
+                raise ShapeError(f"Expected {factor} to have order {len(factor.indices)}, but its shape is "
+                                 f"{tensor.shape}")
+            for index, extent in zip(factor.indices, tensor.shape):
+                if extents.setdefault(index, extent) != extent:
+                    raise ShapeError(f"Expected index {index} to have one extent, but {factor} gives it {extent} "
+                                     f"and another operand {extents[index]}")
+        values = sizes({f.tensor: f for f in compute.factors}, self.formats, found, extents)
+        budget = default_budget() if memory_budget is None else memory_budget
+        big, _ = choose([(c.big, c.cost) for c in self.candidates], values, self.formats, extents, budget)
+        return next(c for c in self.candidates if c.big is big)

@@ -1,0 +1,99 @@
+"""SparseAuto's compile-time stages end to end (Dias et al. Fig. 8): the space, stages 1–3, with the
+count, the number of distinct (time, memory) groups where it is known, and the time of each."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ...errors import AutosparseError
+from ...format import Format
+from ...notation import ast as notation
+from .big import Compute, Factor, Node
+from .cost import Costs, costs
+from .prune import Solver, dominated, pareto_depths
+from .space import SpaceBuilder, numbered
+
+
+@dataclass
+class Stage:
+    name: str
+    count: int
+    groups: int | None  # distinct (time, memory) pairs, None where not computed
+    seconds: float
+
+
+@dataclass
+class Search:
+    """The final schedules (stage 3's survivors) with their costs, and every stage's statistics."""
+
+    compute: Compute
+    schedules: list[tuple[Node, Costs]]
+    stages: list[Stage] = field(default_factory=list)
+    solver_queries: int = 0
+    solver_unknown: int = 0
+
+
+def as_compute(assignment: notation.Assignment) -> Compute:
+    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3)."""
+    factors = []
+
+    def collect(expr) -> None:
+        if isinstance(expr, notation.Mul):
+            collect(expr.left)
+            collect(expr.right)
+        elif isinstance(expr, notation.Access):
+            factors.append(Factor(expr.tensor, tuple(i.name for i in expr.indices)))
+        else:
+            raise AutosparseError(f"Expected a product of tensors for the sparseauto model (Dias et al. §3), but "
+                                  f"{assignment} has {expr}")
+
+    collect(assignment.rhs)
+    lhs = assignment.lhs
+    return Compute(Factor(lhs.tensor, tuple(i.name for i in lhs.indices)), tuple(factors))
+
+
+def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
+           rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False,
+           partial_fusion: bool = False, timeout_ms: int = 2000) -> Search:
+    """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
+    every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3)."""
+    compute = as_compute(assignment)
+    clock = time.perf_counter()
+    stages: list[Stage] = []
+
+    def stage(name: str, count: int, groups: int | None) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages.append(Stage(name, count, groups, now - clock))
+        clock = now
+
+    sparse = {f.tensor: f for f in compute.factors if not formats[f.tensor].is_dense}
+    solver = Solver(sparse, formats, compute.indices, constraints, timeout_ms)
+    builder = SpaceBuilder(formats, partial_fusion)
+    space = builder.space(compute)
+    stage("generation", space.count, None)
+    shallow = {d for d in space.histogram if d[1] <= max_memory_depth}
+    groups = None
+    if stage1_groups:
+        groups = len({_key(big, formats) for big in builder.build(space, shallow)})
+    stage(f"1 memory depth <= {max_memory_depth}", sum(space.histogram[d] for d in shallow), groups)
+    taken = {f.tensor for f in (compute.lhs, *compute.factors)}
+    survivors = [numbered(big, set(taken)) for big in builder.build(space, pareto_depths(space.histogram,
+                                                                                          max_memory_depth))]
+    by_cost: dict[tuple, list[tuple[Node, Costs]]] = {}
+    for big in survivors:
+        found = costs(big, formats)
+        by_cost.setdefault((found.time, found.memory), []).append((big, found))
+    stage("2 depth poset", len(survivors), len(by_cost))
+    keys = list(by_cost)
+    removed = dominated(keys, solver, rule)
+    final = [entry for n, key in enumerate(keys) if n not in removed for entry in by_cost[key]]
+    stage(f"3 SMT ({rule})", len(final), len(keys) - len(removed))
+    return Search(compute, final, stages, solver.queries, solver.unknown)
+
+
+def _key(big: Node, formats) -> tuple:
+    found = costs(big, formats)
+    return found.time, found.memory
