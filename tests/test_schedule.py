@@ -81,7 +81,7 @@ def test_a_schedule_value_and_its_text_compile_alike():
      ["precompute(q)", "not inside a loop over q"]),
     (SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, "precompute(A(i,k) * B(k,j), j, j, s)",
      ["precompute", "dense or hashed"]),
-    ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "loopfuse(i, 0, 0)", ["loopfuse", "not supported yet"]),
+    ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "loopfuse(i, 0, 0)", ["loopfuse", "expected a path"]),
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "unroll(i, 0)", ["unroll(i", "positive"]),
 ])
 def test_broken_preconditions_are_schedule_errors(expression, formats, schedule, words):

@@ -117,3 +117,36 @@ def test_a_dense_loop_between_sparse_levels_multiplies_the_prefix_above_it():
     assert show(big).startswith("i,j,n⟨t0(); k: t0() += B(i,j,k) * E(k,n), m,l:")
     nnz_ij = Poly.symbol(Symbol("nnz", "B", ("i", "j")))
     assert costs(big, FORMATS).time == N * (NNZ + nnz_ij * L * M)
+
+
+def test_the_directives_run_as_scheduling_commands_written_or_chained():
+    import numpy as np
+
+    import autosparse as asp
+
+    text = "reorder(l, m, n, i, j, k); loopfuse(2, true, []); reorder(m, k, n, j, path=[1]); loopfuse(2, true, [1])"
+    chained = (asp.Schedule().reorder("l", "m", "n", "i", "j", "k").loopfuse(2, True, [])
+               .reorder("m", "k", "n", "j", path=[1]).loopfuse(2, True, [1]))
+    assert asp.Schedule.parse(text) == chained == asp.Schedule.parse(str(chained))
+    rng = np.random.default_rng(3)
+    dense = rng.random((6, 5, 4)) * (rng.random((6, 5, 4)) < 0.3)
+    c, d, e = rng.random((6, 3)), rng.random((5, 4)), rng.random((4, 2))
+    kernel = asp.compile("A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)", formats={"B": "dss"}, schedule=text)
+    assert "where(∀n" in str(kernel.cin) and "t1() +=" in str(kernel.cin)  # Fig. 5(e): the scalar t1
+    result = kernel(B=asp.Tensor.from_numpy(dense, format="dss"), C=c, D=d, E=e).to_numpy()
+    np.testing.assert_allclose(result, np.einsum("ijk,il,jm,kn->lmn", dense, c, d, e))
+
+
+def test_directive_errors_name_the_command():
+    import autosparse as asp
+    from autosparse.errors import ParseError
+
+    expression = "A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)"
+    with pytest.raises(ScheduleError, match=r"loopfuse\(2, maybe, \[\]\): expected true or false"):
+        asp.compile(expression, formats={"B": "dss"}, schedule="loopfuse(2, maybe, [])")
+    with pytest.raises(ParseError, match="0 \\(producer\\) or 1 \\(consumer\\)"):
+        asp.Schedule.parse("loopfuse(2, true, [2])")
+    with pytest.raises(ScheduleError, match="path of 0s"):
+        asp.Schedule().loopfuse(2, True, [3])
+    with pytest.raises(ScheduleError, match="products of tensors|product of tensors"):
+        asp.compile("a(i) = B(i,j) * c(j) + d(i)", formats={"B": "ds"}, schedule="loopfuse(1, true, [])")

@@ -20,7 +20,7 @@ from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub
 _TOKEN = re.compile(r"""\s*(?:
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) |
     (?P<name>[A-Za-z_][A-Za-z_0-9]*) |
-    (?P<op>\+=|[=+\-*(),∀@;]) )""", re.VERBOSE)
+    (?P<op>\+=|[=+\-*(),∀@;\[\]]) )""", re.VERBOSE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 
     "reorder(i, k, j); precompute(A(i,k) * B(k,j), j, j); parallelize(i, cpu_thread, no_races)"
     Schedule().reorder("i", "k", "j").precompute("A(i,k) * B(k,j)", "j", "j")
+    "loopfuse(2, true, []); reorder(m, k, n, j, path=[1]); loopfuse(2, true, [1])"   (SparseAuto's directives)
 
 A schedule does not hold a statement: `apply` replays its commands on a kernel's default schedule
 (before legalisation, which runs after the commands), so one schedule serves every format and dtype
 specialisation of a kernel. Arguments are kept as index-notation nodes: index variables and names are
-bare names, factors are numbers, `precompute`'s first argument is an expression.
+bare names, factors are numbers, `precompute`'s first argument is an expression, a path is a `Path`.
 """
 
 from __future__ import annotations
@@ -19,21 +20,39 @@ from ..errors import ParseError, ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar, Literal
 from ..notation.parser import _Parser
-from . import commands, derive
+from . import branched, commands, derive
 
 #: Commands of the contract that later steps of the scheduling work add.
-NOT_YET = {"coiterate", "loopfuse"}
+NOT_YET = {"coiterate"}
 ARITY = {"reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2), "split": (4, 4),
-         "divide": (4, 4), "collapse": (3, 3), "pos": (3, 3), "coord": (2, 2), "bound": (4, 4)}
+         "divide": (4, 4), "collapse": (3, 3), "pos": (3, 3), "coord": (2, 2), "bound": (4, 4),
+         "loopfuse": (3, 3)}
+
+
+@dataclass(frozen=True)
+class Path:
+    """A section of a branched loop nest: from the root, 0 enters a `where`'s producer, 1 its consumer."""
+
+    steps: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"[{', '.join(map(str, self.steps))}]"
 
 
 @dataclass(frozen=True)
 class Command:
     name: str
     args: tuple  # notation nodes: Access (a bare name is an access without indices), Literal, expressions
+    path: Path | None = None  # reorder's section of a branched nest
 
     def __str__(self) -> str:
-        return f"{self.name}({', '.join(map(str, self.args))})"
+        path = [f"path={self.path}"] if self.path is not None else []
+        return f"{self.name}({', '.join([*map(_text, self.args), *path])})"
+
+
+def _text(arg) -> str:
+    """An argument as written: a bare name without the `()` of the scalar access it parses to."""
+    return arg.tensor if isinstance(arg, notation.Access) and not arg.indices else str(arg)
 
 
 @dataclass(frozen=True)
@@ -47,14 +66,21 @@ class Schedule:
     def parse(text: str) -> "Schedule":
         return Schedule(_CommandParser(text).commands())
 
-    def _then(self, name: str, *args) -> "Schedule":
+    def _then(self, name: str, *args, path=None) -> "Schedule":
         parsed = tuple(_argument(a) for a in args)
-        command = Command(name, parsed)
+        command = Command(name, parsed, None if path is None else _path(path))
         _check_arity(command, str(command), 0)
         return Schedule((*self.commands, command))
 
-    def reorder(self, *indices) -> "Schedule":
-        return self._then("reorder", *indices)
+    def reorder(self, *indices, path=None) -> "Schedule":
+        """The listed loops in this order; with `path`, the whole loop order of that section of a
+        branched nest (the loops fused above it stay)."""
+        return self._then("reorder", *indices, path=path)
+
+    def loopfuse(self, loc: int, pol: bool, path=()) -> "Schedule":
+        """Split the product of the section at `path` after its `loc`-th factor into a producer (the
+        first factors when `pol`, else the rest) and a consumer, fusing the loops both use (SparseAuto)."""
+        return self._then("loopfuse", loc, "true" if pol else "false", _path(path))
 
     def precompute(self, expr, index, workspace_index, fmt=None) -> "Schedule":
         return self._then("precompute", expr, index, workspace_index, *([fmt] if fmt is not None else []))
@@ -97,8 +123,19 @@ class Schedule:
         return attach(stmt, relations)
 
 
+def _path(value) -> Path:
+    if isinstance(value, Path):
+        return value
+    steps = tuple(value)
+    if any(not isinstance(s, int) or isinstance(s, bool) or s not in (0, 1) for s in steps):
+        raise ScheduleError(f"Expected a path of 0s (producer) and 1s (consumer), but found {list(steps)}")
+    return Path(steps)
+
+
 def _argument(value):
     """A method argument as a notation node: text is parsed as an expression, numbers become literals."""
+    if isinstance(value, Path):
+        return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return Literal(value)
     if isinstance(value, IndexVar):
@@ -131,13 +168,22 @@ class _CommandParser(_Parser):
         while True:
             name = self.take("name")
             self.take("(")
-            args = []
+            args, path = [], None
             while self.peek().text != ")":
-                if args:
+                if args or path:
                     self.take(",")
-                args.append(self.expr())
+                if path is not None:
+                    self.take(")")
+                if self.peek().text == "path" and self.tokens[self.at + 1].text == "=":
+                    self.take()
+                    self.take("=")
+                    path = self.path()
+                elif self.peek().text == "[":
+                    args.append(self.path())
+                else:
+                    args.append(self.expr())
             self.take(")")
-            command = Command(name.text, tuple(args))
+            command = Command(name.text, tuple(args), path)
             _check_arity(command, self.text, name.column - 1)
             out.append(command)
             if self.peek().text != ";":
@@ -147,6 +193,21 @@ class _CommandParser(_Parser):
                 break
         self.take("end")
         return tuple(out)
+
+
+    def path(self) -> Path:
+        self.take("[")
+        steps = []
+        while self.peek().text != "]":
+            if steps:
+                self.take(",")
+            token = self.take("number")
+            if token.text not in ("0", "1"):
+                raise ParseError(f"Expected 0 (producer) or 1 (consumer) in a path, but found {token.text}",
+                                 self.text, token.column)
+            steps.append(int(token.text))
+        self.take("]")
+        return Path(tuple(steps))
 
 
 def _name(node, command: Command) -> str:
@@ -176,8 +237,18 @@ def _integer(node, command: Command) -> int:
 
 def _run(command: Command, stmt: Stmt, relations: tuple) -> tuple[Stmt, tuple]:
     args, name = command.args, command.name
+    if name == "reorder" and command.path is not None:
+        order = tuple(_name(a, command) for a in args)
+        return branched.reorder(stmt, order, command.path.steps, str(command)), relations
     if name == "reorder":
         return commands.reorder(stmt, tuple(_index(a, command) for a in args)), relations
+    if name == "loopfuse":
+        if not isinstance(args[2], Path):
+            raise ScheduleError(f"{command}: expected a path such as [] or [1, 0] as the third argument")
+        pol = {"true": True, "false": False}.get(_name(args[1], command))
+        if pol is None:
+            raise ScheduleError(f"{command}: expected true or false (is the producer on the left?)")
+        return branched.loopfuse(stmt, _integer(args[0], command), pol, args[2].steps, str(command)), relations
     if name == "precompute":
         fmt = _name(args[3], command) if len(args) > 3 else None
         return commands.precompute(stmt, args[0], _index(args[1], command), _index(args[2], command), fmt,
