@@ -87,6 +87,19 @@ def test_autoschedule_prints_the_frontier_stats_and_checks_it():
     assert "t0(i,j)" not in ours.output and "t0(i,j)" in paper.output
 
 
+def test_autoschedule_sparseauto_prints_schedules_costs_and_stages():
+    """SpMM then GEMM (the paper's kernel 4): two loop orders of one scalar-temporary schedule survive."""
+    args = ["autoschedule", "A(i,l) = B(i,j) * C(j,k) * D(k,l)", "-f", "B=ds", "--model", "sparseauto",
+            "-c", "j >= 16", "-c", "nnz(B) >= 2*i", "--stats", "--check", "--stage1-groups"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "i,k⟨t0(); j: t0() += B(i,j) * C(j,k), l: A(i,l) += t0() * D(k,l)⟩" in result.output
+    assert "time: I·K·L + K·nnz(B_ij)   memory: 0   loop depth 3, memory depth 0" in result.output
+    assert "3 SMT (everywhere)" in result.output and "compiled and equal to numpy: 2 / 2" in result.output
+    bad = CliRunner().invoke(main, [*args[:8], "-c", "nnz(Q) < 3"])
+    assert bad.exit_code != 0 and "sparse tensor among ['B']" in bad.output
+
+
 def test_autoschedule_names_a_bad_format():
     result = CliRunner().invoke(main, ["autoschedule", "a(i) = B(i,j) * c(j)", "-f", "B=xyz"])
     assert result.exit_code != 0

@@ -178,24 +178,33 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
 @click.argument("expression")
 @click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
               help="A tensor's format, e.g. -f B=csr (dense when not given).")
-@click.option("--model", type=click.Choice(["asymptotic"]), default="asymptotic", show_default=True)
+@click.option("--model", type=click.Choice(["asymptotic", "sparseauto"]), default="asymptotic", show_default=True)
 @click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
 @click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
 @click.option("--paper", is_flag=True, help="The paper's frontier exactly: Fig. 5's workspace analysis, asymptotic "
               "cost the only criterion (reproduces Figure 6).")
 @click.option("--time-limit", type=float, default=None, help="Stop taking programs after this many seconds.")
+@click.option("-c", "--constraint", "constraints", multiple=True, metavar="TEXT",
+              help="sparseauto: what stage 3 may assume, e.g. -c 'nnz(B) <= 1e5' -c '10*j < k'.")
+@click.option("--rule", type=click.Choice(["everywhere", "literal"]), default="everywhere", show_default=True,
+              help="sparseauto: stage 3's dominance (literal: the paper's Listing 1).")
+@click.option("--max-memory-depth", type=int, default=2, show_default=True,
+              help="sparseauto: stage 1 drops temporaries of more dimensions.")
+@click.option("--stage1-groups", is_flag=True, help="sparseauto: also count stage 1's distinct costs (slow).")
 @click.option("--stats", is_flag=True, help="Print the stage-by-stage counts and times.")
 @click.option("--check", is_flag=True, help="Compile every candidate and compare it with numpy.")
 def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, taco_mode: bool,
-                         no_sunk_costs: bool, paper: bool, time_limit: float | None, stats: bool,
-                         check: bool) -> None:
-    """Print EXPRESSION's frontier of schedules: each candidate's CIN and asymptotic cost."""
+                         no_sunk_costs: bool, paper: bool, time_limit: float | None, constraints: tuple[str, ...],
+                         rule: str, max_memory_depth: int, stage1_groups: bool, stats: bool, check: bool) -> None:
+    """Print EXPRESSION's schedules: the asymptotic frontier (each candidate's CIN and cost) or
+    SparseAuto's final set (each schedule, its CIN, symbolic time and memory)."""
     from tqdm import tqdm
 
     from .autoschedule import autoschedule
     from .autoschedule.verify import verify
 
-    bar = tqdm(unit=" programs", leave=False, disable=None, mininterval=0.5)
+    bar = tqdm(unit=" programs" if model == "asymptotic" else " cost groups", leave=False, disable=None,
+               mininterval=0.5)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -203,14 +212,27 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
 
     front = _guarded(lambda: autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
                                           sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
-                                          progress=progress))
+                                          progress=progress, constraints=constraints, rule=rule,
+                                          max_memory_depth=max_memory_depth, stage1_groups=stage1_groups))
     bar.close()
     for number, cand in enumerate(front):
+        if model == "sparseauto":
+            click.echo(f"[{number}] {cand}")
+            click.echo(f"    cin: {cand.text}")
+            click.echo(f"    time: {cand.cost.time}   memory: {cand.cost.memory}   "
+                       f"loop depth {cand.cost.loop_depth}, memory depth {cand.cost.memory_depth}")
+            continue
         click.echo(f"[{number}] {cand.cin}")
         click.echo(f"    cost: {cand.cost}")
         if cand.transposes:
             click.echo("    reformat: " + ", ".join(f"{n} -> {f}" for n, f in cand.transposes.items()))
-    if stats:
+    if stats and model == "sparseauto":
+        click.echo(f"{'stage':28} {'schedules':>14} {'(time, memory) groups':>22} {'seconds':>9}")
+        for stage in front.stages:
+            groups = "—" if stage.groups is None else f"{stage.groups:,}"
+            click.echo(f"{stage.name:28} {stage.count:>14,} {groups:>22} {stage.seconds:>9.3f}")
+        click.echo(f"solver queries: {front.search.solver_queries} ({front.search.solver_unknown} unknown)")
+    elif stats:
         click.echo(f"{'stage':44} {'count':>10} {'seconds':>9}")
         for stage in front.stages:
             click.echo(f"{stage.name:44} {stage.count:>10,} {stage.seconds:>9.3f}")

@@ -52,7 +52,8 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format((formats or {}).get(name, "dense"), order) for name, order in orders.items()}
     if model == "sparseauto":
-        found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups)
+        found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
+                                  progress=progress)
         return SparseAutoFront(assignment, resolved, found)
     found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
                    time_limit=time_limit, progress=progress)

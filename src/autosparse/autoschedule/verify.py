@@ -9,9 +9,10 @@ from ..errors import AutosparseError
 from ..notation import accesses
 from ..tensor import Tensor
 from .front import Front
+from .sparseauto.front import SparseAutoFront
 
 
-def verify(front: Front, extent: int = 7, density: float = 0.35, seed: int = 0) -> tuple[int, list[str]]:
+def verify(front: "Front | SparseAutoFront", extent: int = 7, density: float = 0.35, seed: int = 0) -> tuple[int, list[str]]:
     """(how many candidates compiled and matched, a message per one that did not)."""
     from ..api import compile as compile_kernel
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
 from ...format import Format
@@ -56,7 +56,8 @@ def as_compute(assignment: notation.Assignment) -> Compute:
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
            rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False,
-           partial_fusion: bool = False, timeout_ms: int = 2000) -> Search:
+           partial_fusion: bool = False, timeout_ms: int = 2000,
+           progress: Callable[[int, int], None] | None = None) -> Search:
     """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
     every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3)."""
     compute = as_compute(assignment)
@@ -88,7 +89,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
         by_cost.setdefault((found.time, found.memory), []).append((big, found))
     stage("2 depth poset", len(survivors), len(by_cost))
     keys = list(by_cost)
-    removed = dominated(keys, solver, rule)
+    removed = dominated(keys, solver, rule, progress)
     final = [entry for n, key in enumerate(keys) if n not in removed for entry in by_cost[key]]
     stage(f"3 SMT ({rule})", len(final), len(keys) - len(removed))
     return Search(compute, final, stages, solver.queries, solver.unknown)

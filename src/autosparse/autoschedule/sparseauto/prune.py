@@ -18,7 +18,7 @@ of `unknown` (or a timeout) keeps both groups.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
 from ...format import Format
@@ -75,8 +75,10 @@ class Solver:
         return answer == self.z3.sat
 
 
-def dominated(groups: Sequence[tuple[Poly, Poly]], solver: Solver, rule: str = "everywhere") -> set[int]:
-    """The positions of the (time, memory) groups stage 3 removes."""
+def dominated(groups: Sequence[tuple[Poly, Poly]], solver: Solver, rule: str = "everywhere",
+              progress: Callable[[int, int], None] | None = None) -> set[int]:
+    """The positions of the (time, memory) groups stage 3 removes (`progress(done, total)` after each
+    group is compared with the others)."""
     if rule not in RULES:
         raise AutosparseError(f"Expected a stage-3 rule among {RULES}, but found {rule!r}")
     z3 = solver.z3
@@ -98,6 +100,8 @@ def dominated(groups: Sequence[tuple[Poly, Poly]], solver: Solver, rule: str = "
                     removed.add(s)
                 elif worse is False and better:
                     removed.add(c)
+        if progress is not None:
+            progress(s + 1, len(terms))
     return removed
 
 
