@@ -203,3 +203,60 @@ def test_every_final_schedule_equals_the_dense_reference(number):
         np.testing.assert_allclose(kernel(**operands).to_numpy(), reference, rtol=1e-12, err_msg=str(cand))
     chosen = candidates.select(**operands)
     assert chosen in list(candidates)
+
+
+@pytest.mark.parametrize("number", sorted(KERNELS))
+def test_instrumented_iteration_counts_equal_the_symbolic_costs_on_the_same_inputs(number):
+    """Each loop's instrumented count is its symbolic iteration count evaluated at the operands' sizes
+    and level-prefix nonzeros (loops of one label summed, as the instrumentation sums them); the time
+    cost is the sum over the loops right around statements."""
+    from autosparse.autoschedule.sparseauto.cost import loops
+    from autosparse.autoschedule.sparseauto.runtime import sizes
+    from autosparse.autoschedule.sparseauto.big import Compute as Statement, level_order
+
+    expression, formats = KERNELS[number]
+    rng = np.random.default_rng(10 + number)
+    extents = dict(zip("ijklmn", (9, 8, 7, 5, 4, 3)))
+    operands, _ = dense_operands(expression, formats, rng, extents)
+    candidates = front(number)
+    compute = candidates.search.compute
+    values = sizes({f.tensor: f for f in compute.factors}, candidates.formats, operands, extents)
+    for cand in candidates:
+        expected, statements = {}, 0.0
+        for loop in loops(cand.big, candidates.formats):
+            fmt = candidates.formats.get(loop.driver.tensor) if loop.driver else None
+            stored = fmt is not None and fmt.levels[level_order(fmt, loop.driver).index(loop.index)].letter != "d"
+            label = f"∀{loop.index} over {loop.driver}" if stored else f"∀{loop.index} dense"
+            count = loop.iterations.evaluate(values)
+            expected[label] = expected.get(label, 0) + count
+            statements += count if isinstance(loop.body, Statement) else 0
+        kernel = asp.compile(expression, formats=formats, schedule=cand, instrument=True)
+        kernel(**operands)
+        assert kernel.counts == pytest.approx(expected), str(cand)
+        assert cand.cost.time.evaluate(values) == pytest.approx(statements)
+
+
+def test_evaluate_auto_with_sparseauto_equals_the_reference():
+    rng = np.random.default_rng(5)
+    dense = rng.random((30, 40)) * (rng.random((30, 40)) < 0.1)
+    c, d = rng.random((40, 20)), rng.random((20, 10))
+    got = asp.evaluate("A(i,l) = B(i,j) * C(j,k) * D(k,l)", B=asp.Tensor.from_numpy(dense, format="csr"), C=c, D=d,
+                       schedule="auto", model="sparseauto")
+    np.testing.assert_allclose(got.to_numpy(), dense @ c @ d)
+
+
+def test_the_space_stays_within_the_papers_finiteness_bound():
+    """n! · 2^n · m!^(2^n) · (m+1) schedules at most (§4.5), n tensors and m indices."""
+    from math import factorial
+
+    from autosparse.autoschedule.sparseauto.pipeline import as_compute
+    from autosparse.autoschedule.sparseauto.space import SpaceBuilder
+    from autosparse.format import as_format
+    from autosparse.notation import parse
+
+    for number, (expression, formats) in KERNELS.items():
+        compute = as_compute(parse(expression))
+        orders = {f.tensor: len(f.indices) for f in (compute.lhs, *compute.factors)}
+        space = SpaceBuilder({n: as_format(f, orders[n]) for n, f in formats.items()}).space(compute)
+        n, m = len(compute.factors), len(compute.indices)
+        assert 0 < space.count <= factorial(n) * 2 ** n * factorial(m) ** (2 ** n) * (m + 1), number

@@ -19,16 +19,17 @@ def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None
 
 
 def evaluate(expression: str, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
-             **operands):
+             model: str = "asymptotic", **operands):
     """Compute `expression` from the operands (Tensors keep their formats; arrays are dense, scipy
     matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0.
-    `schedule="auto"` runs the asymptotic autoscheduler and selects a candidate for these operands."""
+    `schedule="auto"` runs the autoscheduler `model` ("asymptotic" or "sparseauto") and selects a
+    candidate for these operands."""
     assignment = parse(expression)
     formats = _operand_formats(assignment, operands)
     if format is not None:
         formats[assignment.lhs.tensor] = format
     if isinstance(schedule, str) and schedule.strip() == "auto":
-        schedule = chosen_schedule(assignment, formats, operands)
+        schedule = chosen_schedule(assignment, formats, operands, model)
     return Kernel(assignment, formats, schedule, instrument=instrument)(**operands)
 
 

@@ -1,4 +1,5 @@
-"""`schedule="auto"`: the asymptotic frontier of an expression, selected from for the operands at hand.
+"""`schedule="auto"`: an autoscheduler's candidates for an expression (the asymptotic frontier, or
+SparseAuto's final set), selected from for the operands at hand.
 
 Searching and selecting cost far more than a small kernel call, so both are remembered for the process:
 the frontier per expression and formats, the choice per size class of the operands as well (each
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..autoschedule import Candidate, Front, autoschedule
+from ..autoschedule import Front, SparseAutoFront, autoschedule
+from ..autoschedule.candidate import ScheduleCandidate
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
 from .operands import as_tensor
@@ -19,17 +21,19 @@ from .operands import as_tensor
 #: taken is still a frontier of valid schedules; only SpMTTKRP-sized searches reach it).
 SEARCH_SECONDS = 20.0
 
-_fronts: dict[tuple, Front] = {}
-_choices: dict[tuple, Candidate] = {}
+_fronts: dict[tuple, "Front | SparseAutoFront"] = {}
+_choices: dict[tuple, ScheduleCandidate] = {}
 
 
-def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object]) -> Candidate:
+def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
+                    model: str = "asymptotic") -> ScheduleCandidate:
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     resolved = {name: str(as_format(formats.get(name, "dense"), order)) for name, order in orders.items()}
-    key = (str(assignment), tuple(sorted(resolved.items())))
+    key = (model, str(assignment), tuple(sorted(resolved.items())))
     front = _fronts.get(key)
     if front is None:
-        front = _fronts[key] = autoschedule(str(assignment), resolved, time_limit=SEARCH_SECONDS)
+        limit = {"time_limit": SEARCH_SECONDS} if model == "asymptotic" else {}
+        front = _fronts[key] = autoschedule(str(assignment), resolved, model=model, **limit)
     tensors = {name: as_tensor(value, front.formats[name], name) for name, value in operands.items()
                if name in orders}
     size_class = tuple(sorted((name, tuple(_rounded(n) for n in t.shape), _rounded(t.nnz))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ...format import Format
-from .big import Compute, Factor, Loop, Node, computes, level_order, temporaries
+from .big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
 from .poly import ONE, ZERO, Poly, Symbol
 
 
@@ -35,18 +35,36 @@ def costs(big: Node, formats: Mapping[str, Format]) -> Costs:
                  max((len(t.indices) for t in temps), default=0))
 
 
-def time_cost(node: Node, formats: Mapping[str, Format], bound: tuple[str, ...] = (),
-              extent: Poly = ONE) -> Poly:
-    if isinstance(node, Compute):
-        return extent
+def time_cost(node: Node, formats: Mapping[str, Format]) -> Poly:
+    """How many times the statements run: the iterations of the loops right around them."""
+    total = ONE if isinstance(node, Compute) else ZERO
+    for loop in loops(node, formats):
+        if isinstance(loop.body, Compute):
+            total = total + loop.iterations
+    return total
+
+
+@dataclass(frozen=True)
+class LoopCount:
+    index: str
+    driver: Factor | None  # the sparse factor whose positions the loop visits; None for a dense loop
+    iterations: Poly  # how many times the loop's body runs, in all
+    body: Node
+
+
+def loops(node: Node, formats: Mapping[str, Format], bound: tuple[str, ...] = (), extent: Poly = ONE):
+    """Every loop of `node` with its driver and total iterations (what an instrumented kernel counts)."""
     if isinstance(node, Loop):
         readers = [f for c in computes(node.body) for f in c.factors]
-        step = _loop_extent(node.index, bound, readers, formats)
-        return time_cost(node.body, formats, (*bound, node.index), extent * step)
-    return time_cost(node.producer, formats, bound, extent) + time_cost(node.consumer, formats, bound, extent)
+        driver, step = _loop_extent(node.index, bound, readers, formats)
+        yield LoopCount(node.index, driver, extent * step, node.body)
+        yield from loops(node.body, formats, (*bound, node.index), extent * step)
+    elif isinstance(node, Where):
+        yield from loops(node.producer, formats, bound, extent)
+        yield from loops(node.consumer, formats, bound, extent)
 
 
-def _loop_extent(index: str, bound: tuple[str, ...], readers: list[Factor], formats) -> Poly:
+def _loop_extent(index: str, bound: tuple[str, ...], readers: list[Factor], formats) -> tuple[Factor | None, Poly]:
     for factor in readers:
         fmt = formats.get(factor.tensor)
         if fmt is None or fmt.is_dense or index not in factor.indices:
@@ -54,8 +72,8 @@ def _loop_extent(index: str, bound: tuple[str, ...], readers: list[Factor], form
         levels = level_order(fmt, factor)
         depth = levels.index(index)
         if all(i in bound for i in levels[:depth]):
-            return prefix_size(fmt, factor, depth + 1) * prefix_size(fmt, factor, depth, power=-1)
-    return dimension(index)
+            return factor, prefix_size(fmt, factor, depth + 1) * prefix_size(fmt, factor, depth, power=-1)
+    return None, dimension(index)
 
 
 def prefix_size(fmt: Format, factor: Factor, depth: int, power: int = 1) -> Poly:
