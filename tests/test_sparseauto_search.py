@@ -4,6 +4,9 @@ and every final schedule compiled against the dense reference."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,34 +15,8 @@ from autosparse.autoschedule.sparseauto.big import Compute, Factor, Loop, Where,
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 
-KERNELS = {
-    1: ("A(i,l) = B(i,j) * C(i,k) * D(j,k) * E(j,l)", {"B": "ds"}),
-    2: ("A(i,m) = B(i,j) * C(i,k) * D(j,k) * E(j,l) * F(l,m)", {"B": "ds"}),
-    3: ("A(i,l) = B(i,j) * C(j,k) * D(j,k) * E(k,l)", {"B": "ds"}),
-    4: ("A(i,l) = B(i,j) * C(j,k) * D(k,l)", {"B": "ds"}),
-    5: ("A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)", {"B": "dss"}),
-    6: ("A(i,l,m) = B(i,j,k) * C(j,l) * D(k,m)", {"B": "dss"}),
-    7: ("A(i,j,m) = B(i,j,k) * C(k,l) * D(l,m)", {"B": "dss", "A": "dsd"}),
-    8: ("A(i,m) = B(i,k,l) * C(l,j) * D(k,j) * E(j,m)", {"B": "dss"}),
-}
-#: Every dimension between 16 and 256 (the range of the paper's §5.3 example), and at least two
-#: nonzeros in each stored row or fiber of B (the paper does not give its ranges; with rows of one
-#: nonzero allowed, a schedule without temporaries ties the ones with somewhere, which Listing 1
-#: read literally counts against them).
-RANGES = [f"{i} {op} {n}" for i in "ijklmn" for op, n in ((">=", 16), ("<=", 256))]
-DENSER = {"ds": ["nnz(B) >= 2*i"], "dss": ["nnz(B, i, {0}) >= 2*i", "nnz(B) >= 2*nnz(B, i, {0})"]}
-
-
-def ranges(expression, formats):
-    used = {c for c in expression.split("=")[1] if c.isalpha() and c.islower()}
-    second = expression.split("B(")[1][2]
-    return [r for r in RANGES if r[0] in used] + [c.format(second) for c in DENSER[formats["B"]]]
-
-
-def front(number, rule="everywhere", extra=()):
-    expression, formats = KERNELS[number]
-    return asp.autoschedule(expression, formats=formats, model="sparseauto", rule=rule,
-                            constraints=ranges(expression, formats) + list(extra))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from sparseauto_counts import KERNELS, front  # noqa: E402
 
 
 def f(name, indices):
