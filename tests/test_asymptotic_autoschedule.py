@@ -303,3 +303,21 @@ def test_bad_requests_are_refused():
         asp.autoschedule("a(i) = B(i,j) * c(j)", model="magic")
     with pytest.raises(asp.AutosparseError, match="formats only"):
         asp.autoschedule("a(i) = B(i,j) * c(j)", formats={"Z": "csr"})
+
+
+def test_four_factor_groupings_never_read_a_workspace_outside_its_loops():
+    """TTMc: with two workspaces, stage 3 once summed j inside w1's producer while w0(m,n,j) was read
+    beside w1 outside any loop over j; such nests are dropped, and the candidates compute TTMc."""
+    from autosparse.autoschedule.asymptotic.shapes import bound_everywhere
+
+    expression = "A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)"
+    front = asp.autoschedule(expression, formats={"B": "dss"}, time_limit=3)
+    assert len(front) and all(bound_everywhere(c.sketch) for c in front)
+    rng = np.random.default_rng(2)
+    dense = rng.random((4, 5, 6)) * (rng.random((4, 5, 6)) < 0.4)
+    c, d, e = rng.random((4, 3)), rng.random((5, 2)), rng.random((6, 3))
+    expected = np.einsum("ijk,il,jm,kn->lmn", dense, c, d, e)
+    for cand in list(front)[:4]:
+        kernel = asp.compile(expression, formats={"B": "dss"}, schedule=cand)
+        got = kernel(B=asp.Tensor.from_numpy(dense, format="dss"), C=c, D=d, E=e)
+        np.testing.assert_allclose(got.to_numpy(), expected, err_msg=str(cand.cin))

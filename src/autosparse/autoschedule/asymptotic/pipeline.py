@@ -21,7 +21,7 @@ from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels
-from .shapes import Block, flatten, groupings, named, orders, placements, rewrites
+from .shapes import Block, bound_everywhere, flatten, groupings, named, orders, placements, rewrites
 from .sketch import Stmt
 
 
@@ -83,6 +83,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     for tree in shallow:
         for stmt in orders(tree):
             program, workspaces = named(stmt, taken, reduce)
+            if not bound_everywhere(program):
+                continue
             if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
                          or not taco_runs(program, result, sparse_result)):
                 continue

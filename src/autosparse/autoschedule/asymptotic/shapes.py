@@ -230,6 +230,19 @@ def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict
     return result, {name: indices for name, indices in workspaces.values()}
 
 
+def bound_everywhere(stmt: Stmt, loops: frozenset[str] = frozenset()) -> bool:
+    """Every access's indices are bound by loops around it. Stage 3 decides where an index sinks from
+    the tensors each side uses, but a pending workspace hides its indices: with four or more factors, a
+    reduction can sink into one workspace's producer while another workspace read beside it is indexed
+    by the same loop (`A += w1 * w0(m,n,j)` with `j` summed inside `w1`'s producer), which is no valid
+    program of the expression."""
+    if isinstance(stmt, Loop):
+        return bound_everywhere(stmt.body, loops | {stmt.index})
+    if isinstance(stmt, Where):
+        return bound_everywhere(stmt.consumer, loops) and bound_everywhere(stmt.producer, loops)
+    return all(set(a.indices) <= loops for a in (stmt.lhs, *reads(stmt.rhs)))
+
+
 def _loops(stmt: Stmt) -> list[str]:
     if isinstance(stmt, Assign):
         return []

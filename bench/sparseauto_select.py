@@ -1,0 +1,203 @@
+"""SparseAuto on real inputs: the schedule `front.select` picks for each of Dias et al.'s eight kernels,
+against the default linear schedule (`schedule=None`) and against the asymptotic autoscheduler's pick,
+timed on the same data; then the §3.1 motivating TTMc cases.
+
+    python bench/sparseauto_select.py                       # every kernel and input, then the cases
+    python bench/sparseauto_select.py --kernel 1 4 --no-cases --timeout 10
+
+Inputs per kernel: two synthetic sparse operands with the dimension ratios and densities of the paper's
+datasets (Table 1), scaled to at most --max-nnz nonzeros (uniform coordinates), and the shipped real
+matrices (kernels 1–4) or tensors (5–8) of ../shared/data. Dense factors have --rank columns (16 for the
+tensor kernels' modes, as in the paper's TTMc runs). Every contender runs in a forked child
+(`asymptotic_select.in_child`): a default schedule that passes --timeout is reported as a lower bound.
+Times are medians after a warm-up call; results are checked against the selected schedule's.
+
+The cases (§3.1, TTMc with the sizes of cases ①–④; the paper's sparsities for ① and ② are 10× what its
+own cost ratios imply, so 0.008 and 0.002 are used, and I is scaled so B has at most --max-nnz
+nonzeros): schedules (a) (no temporary), (b) (a vector over k, fused over l and m) and (d) (a matrix over
+j, k fused over l, then a scalar), each timed, beside the model's predicted order.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autosparse as asp  # noqa: E402
+from autosparse.autoschedule.sparseauto.pipeline import as_compute  # noqa: E402
+from autosparse.autoschedule.sparseauto.runtime import sizes  # noqa: E402
+from autosparse.notation import accesses, parse  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from asymptotic_select import DATA, agrees, in_child, timed  # noqa: E402
+from sparseauto_counts import KERNELS, NAMES, front  # noqa: E402
+
+# name: (shape, nonzeros) of the paper's datasets (Table 1) that the synthetic inputs scale.
+MATRICES = {"bcsstk17": ((10974, 10974), 428650), "scircuit": ((170998, 170998), 958936)}
+TENSORS = {"nell-2": ((12092, 9184, 28818), 76879419), "vast-2015-mc1": ((165427, 11374, 2), 26021945)}
+REAL_MATRICES = ("bcsstk13", "CollegeMsg", "facebook_combined", "Wiki-Vote")
+REAL_TENSORS = ("yelp", "CollegeMsg", "med")
+TTMC = "A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)"
+CASES = {  # I, J, K, L, M, N, sparsity of B (§3.1)
+    "①": (1800, 800, 1000, 64, 16, 32, 0.008), "②": (1800, 1600, 2000, 64, 16, 32, 0.002),
+    "③": (1, 200, 4000, 256, 200, 196, 0.002), "④": (265, 1207, 479, 251, 234, 42, 0.0033)}
+FIGURE_2 = {"(a)": "reorder(l, m, n, i, j, k)", "(b)": "reorder(l, m, n, i, j, k); loopfuse(3, true, [])",
+            "(d)": "reorder(l, m, n, i, j, k); loopfuse(2, true, []); reorder(m, k, n, j, path=[1]); "
+                   "loopfuse(2, true, [1])"}
+
+
+def scaled(shape, nnz, max_nnz):
+    """The shape with every mode shrunk by one factor so that, at the same density, the nonzeros fit
+    `max_nnz` (modes of 2 or fewer stay)."""
+    if nnz <= max_nnz:
+        return shape, nnz
+    big = [d for d in shape if d > 2]
+    factor = (nnz / max_nnz) ** (1 / len(big))
+    new = tuple(max(2, int(d / factor)) if d > 2 else d for d in shape)
+    density = nnz / np.prod(shape, dtype=float)
+    return new, int(density * np.prod(new, dtype=float))
+
+
+def uniform(rng, shape, nnz):
+    size = int(np.prod(shape, dtype=np.int64))
+    flat = np.unique(rng.integers(0, size, int(nnz * 1.02) + 16, dtype=np.int64))[:nnz]
+    return np.stack(np.unravel_index(np.sort(flat), shape)), 1.0 - rng.random(len(flat))
+
+
+def operands(number, rng, sparse, rank):
+    """Kernel `number`'s operands around the sparse B (coordinates, values, shape): dense factors random,
+    every index not of B ranging over `rank`."""
+    expression, formats = KERNELS[number]
+    coords, values, shape = sparse
+    b = next(a for a in accesses(parse(expression).rhs) if a.tensor == "B")
+    extents = {i.name: n for i, n in zip(b.indices, shape)}
+    found = {"B": asp.Tensor.from_coo(coords, values, shape, format=formats["B"])}
+    for access in accesses(parse(expression).rhs):
+        if access.tensor != "B":
+            found[access.tensor] = rng.random(tuple(extents.setdefault(i.name, rank) for i in access.indices))
+    return found
+
+
+def inputs(number, rng, args):
+    matrix = len(next(a for a in accesses(parse(KERNELS[number][0]).rhs) if a.tensor == "B").indices) == 2
+    rank = args.rank if matrix else args.mode_rank
+    for name, (shape, nnz) in (MATRICES if matrix else TENSORS).items():
+        shape, nnz = scaled(shape, nnz, args.max_nnz)
+        coords, values = uniform(rng, shape, nnz)
+        yield f"{name}-like {'×'.join(map(str, shape))}", operands(number, rng, (coords, values, shape), rank)
+    if args.no_real:
+        return
+    for name in (REAL_MATRICES if matrix else REAL_TENSORS):
+        tensor = asp.read(DATA / f"{name}.{'mtx' if matrix else 'tns'}.gz")
+        coords, values = tensor.to_coo()
+        yield name, operands(number, rng, (coords, values, tensor.shape), rank)
+
+
+def measure(kernel, ready, timeout):
+    outcome = in_child(lambda: timed(kernel, ready), timeout + 30)
+    return outcome if isinstance(outcome, dict) else None
+
+
+def fmt(outcome, timeout):
+    return f"{outcome['seconds']:.4g}" if outcome else f"> {timeout:g}"
+
+
+def run_kernels(args):
+    print("| # | kernel | input | nnz(B) | default s | selected s | speedup | asymptotic pick s | selected / asymptotic | "
+          "select ms | selected schedule |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    rng = np.random.default_rng(0)
+    for number in args.kernel:
+        expression, formats = KERNELS[number]
+        candidates = front(number)
+        asymptotic = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
+        for label, found in inputs(number, rng, args):
+            start = time.perf_counter()
+            chosen = candidates.select(**found)
+            select_ms = 1e3 * (time.perf_counter() - start)
+            picked = asp.compile(expression, formats=formats, schedule=chosen)
+            selected = measure(picked, found, args.timeout)
+            default = measure(asp.compile(expression, formats=formats), found, args.timeout)
+            theirs = asymptotic.select(**found)
+            ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
+            other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
+                                                             if k in formats}, schedule=theirs), ready, args.timeout)
+            for name, outcome in (("default", default), ("asymptotic", other)):
+                if outcome and selected and not agrees(outcome, selected):
+                    print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
+            speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
+                       f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
+            versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
+            print(f"| {number} | {NAMES[number]} | {label} | {found['B'].nnz:,} | {fmt(default, args.timeout)} | "
+                  f"{fmt(selected, args.timeout)} | {speedup} | {fmt(other, args.timeout)} | {versus} | "
+                  f"{select_ms:.1f} | `{chosen}` |", flush=True)
+
+
+def run_cases(args):
+    print("\n| case | I×J×K, L,M,N | nnz(B) | (a) s | (b) s | (d) s | measured order | model's order | selected |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    rng = np.random.default_rng(1)
+    candidates = asp.autoschedule(TTMC, formats={"B": "dss"}, model="sparseauto")
+    compute = as_compute(parse(TTMC))
+    for case, (i, j, k, l, m, n, sparsity) in CASES.items():
+        nnz = int(sparsity * i * j * k)
+        if nnz > args.max_nnz:
+            i = max(1, int(i * args.max_nnz / nnz))
+            nnz = int(sparsity * i * j * k)
+        coords, values = uniform(rng, (i, j, k), nnz)
+        found = {"B": asp.Tensor.from_coo(coords, values, (i, j, k), format="dss"), "C": rng.random((i, l)),
+                 "D": rng.random((j, m)), "E": rng.random((k, n))}
+        extents = dict(zip("ijklmn", (i, j, k, l, m, n)))
+        values_at = sizes({f.tensor: f for f in compute.factors}, candidates.formats, found, extents)
+        times, model = {}, {}
+        for name, schedule in FIGURE_2.items():
+            kernel = asp.compile(TTMC, formats={"B": "dss"}, schedule=schedule)
+            times[name] = measure(kernel, found, args.timeout)
+            big = _big_of(kernel)
+            model[name] = big.time.evaluate(values_at)
+        measured = " < ".join(sorted(times, key=lambda s: times[s]["seconds"] if times[s] else float("inf")))
+        predicted = " < ".join(sorted(model, key=model.get))
+        chosen = candidates.select(**found)
+        print(f"| {case} | {i}×{j}×{k}, {l},{m},{n} | {nnz:,} | " + " | ".join(fmt(times[s], args.timeout)
+                                                                              for s in FIGURE_2)
+              + f" | {measured} | {predicted} | `{chosen}` |", flush=True)
+
+
+def _big_of(kernel):
+    """The symbolic costs of a kernel's CIN read as a branched iteration graph."""
+    from autosparse.autoschedule.sparseauto.bridge import formats_of, to_big
+    from autosparse.autoschedule.sparseauto.cost import costs
+
+    big, found = to_big(kernel.cin, "costs")
+    return costs(big, formats_of(found))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernel", type=int, nargs="+", default=list(KERNELS), choices=list(KERNELS))
+    parser.add_argument("--max-nnz", type=float, default=5e6)
+    parser.add_argument("--rank", type=int, default=32, help="columns of the matrix kernels' dense factors")
+    parser.add_argument("--mode-rank", type=int, default=16, help="the tensor kernels' dense modes")
+    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--search-limit", type=float, default=60.0, help="seconds for the asymptotic search")
+    parser.add_argument("--no-real", action="store_true")
+    parser.add_argument("--no-cases", action="store_true")
+    parser.add_argument("--cases-only", action="store_true")
+    args = parser.parse_args()
+    if not args.cases_only:
+        run_kernels(args)
+    if not args.no_cases:
+        run_cases(args)
+
+
+if __name__ == "__main__":
+    main()
