@@ -164,7 +164,9 @@ def run_cases(args):
             times[name] = measure(kernel, found, args.timeout)
             big = _big_of(kernel)
             model[name] = big.time.evaluate(values_at)
-        measured = " < ".join(sorted(times, key=lambda s: times[s]["seconds"] if times[s] else float("inf")))
+        finished = sorted((s for s in times if times[s]), key=lambda s: times[s]["seconds"])
+        cut = [s for s in times if not times[s]]
+        measured = " < ".join(finished) + (f" (then {', '.join(cut)}: > {args.timeout:g} s)" if cut else "")
         predicted = " < ".join(sorted(model, key=model.get))
         chosen = candidates.select(**found)
         print(f"| {case} | {i}×{j}×{k}, {l},{m},{n} | {nnz:,} | " + " | ".join(fmt(times[s], args.timeout)
