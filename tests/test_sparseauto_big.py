@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autosparse.autoschedule.sparseauto.big import Compute, Factor, nest, section, show
+from autosparse.autoschedule.sparseauto.big import Compute, Factor, nest, show
 from autosparse.autoschedule.sparseauto.cost import costs
 from autosparse.autoschedule.sparseauto.poly import Poly, Symbol
 from autosparse.autoschedule.sparseauto.transform import linearise, loopfuse, reorder, split

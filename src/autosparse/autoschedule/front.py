@@ -19,10 +19,10 @@ from ..cin import ast as cin_ast
 from ..format import Format
 from ..notation import ast as notation
 from .asymptotic.cost import Cost, CostModel
-from .asymptotic.pipeline import Search, Stage
+from .asymptotic.pipeline import Search
 from .asymptotic.realise import realise
 from .asymptotic.sketch import Stmt
-from .candidate import ScheduleCandidate
+from .candidate import Candidates, ScheduleCandidate
 
 
 @dataclass(frozen=True)
@@ -85,26 +85,13 @@ class Candidate(ScheduleCandidate):
         return str(self.sketch)
 
 
-class Front:
+class Front(Candidates):
     """The undominated candidates of an expression, with the search's statistics and witnesses."""
 
     def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
         self.candidates = [Candidate(sketch, cost, assignment, self.formats, found.model)
                            for sketch, cost in found.frontier]
-
-    def __iter__(self):
-        return iter(self.candidates)
-
-    def __len__(self) -> int:
-        return len(self.candidates)
-
-    def __getitem__(self, n: int) -> Candidate:
-        return self.candidates[n]
-
-    @property
-    def stages(self) -> list[Stage]:
-        return self.search.stages
 
     @property
     def complete(self) -> bool:

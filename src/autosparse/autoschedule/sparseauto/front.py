@@ -18,10 +18,10 @@ from typing import Mapping
 from ...errors import AutosparseError, ShapeError
 from ...format import Format
 from ...notation import ast as notation
-from ..candidate import ScheduleCandidate
+from ..candidate import Candidates, ScheduleCandidate
 from .big import Node, cin_text, show, temporaries
 from .cost import Costs
-from .pipeline import Search, Stage
+from .pipeline import Search
 from .runtime import choose, default_budget, sizes
 
 
@@ -59,25 +59,12 @@ class SparseAutoCandidate(ScheduleCandidate):
         return show(self.big)
 
 
-class SparseAutoFront:
+class SparseAutoFront(Candidates):
     """Stage 3's schedules of one expression, with the statistics of every stage."""
 
     def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
         self.candidates = [SparseAutoCandidate(big, cost, self.formats) for big, cost in found.schedules]
-
-    def __iter__(self):
-        return iter(self.candidates)
-
-    def __len__(self) -> int:
-        return len(self.candidates)
-
-    def __getitem__(self, n: int) -> SparseAutoCandidate:
-        return self.candidates[n]
-
-    @property
-    def stages(self) -> list[Stage]:
-        return self.search.stages
 
     complete = True
 
