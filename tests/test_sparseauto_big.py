@@ -150,3 +150,19 @@ def test_directive_errors_name_the_command():
         asp.Schedule().loopfuse(2, True, [3])
     with pytest.raises(ScheduleError, match="products of tensors|product of tensors"):
         asp.compile("a(i) = B(i,j) * c(j) + d(i)", formats={"B": "ds"}, schedule="loopfuse(1, true, [])")
+
+
+def test_the_poset_example_stage_2_removes_c_and_stage_3_removes_e():
+    """§5.3 on Figure 2's schedules: (c) has the loop depth of (b) and the memory depth of (d), so the
+    poset drops it; (e) costs what (d) does in time with more memory, so Z3 drops it; a, b, d stay."""
+    from collections import Counter
+
+    from autosparse.autoschedule.sparseauto.prune import Solver, dominated, pareto_depths
+
+    found = {name: costs(big, FORMATS) for name, big in fig2().items()}
+    depths = Counter((c.loop_depth, c.memory_depth) for c in found.values())
+    kept = [name for name, c in found.items() if (c.loop_depth, c.memory_depth) in pareto_depths(depths, 2)]
+    assert kept == ["a", "b", "d", "e"]
+    solver = Solver({"B": B}, FORMATS, "ijklmn")
+    removed = dominated([(found[n].time, found[n].memory) for n in kept], solver)
+    assert [kept[n] for n in sorted(removed)] == ["e"]
