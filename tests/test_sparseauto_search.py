@@ -237,3 +237,27 @@ def test_the_space_stays_within_the_papers_finiteness_bound():
         space = SpaceBuilder({n: as_format(f, orders[n]) for n, f in formats.items()}).space(compute)
         n, m = len(compute.factors), len(compute.indices)
         assert 0 < space.count <= factorial(n) * 2 ** n * factorial(m) ** (2 ** n) * (m + 1), number
+
+
+def test_select_takes_the_least_time_that_fits_the_budget_then_the_smallest_strides():
+    """Stage 4 on TTMc: an ample budget gets the least evaluated time; a budget nothing with a
+    temporary fits gets the least memory; among equal times, stage 5 takes the least stride cost."""
+    from autosparse.autoschedule.sparseauto.runtime import VALUE_BYTES, sizes, stride_cost
+
+    candidates = front(5)
+    rng = np.random.default_rng(7)
+    extents = dict(zip("ijklmn", (40, 30, 20, 8, 6, 4)))
+    operands, _ = dense_operands(KERNELS[5][0], KERNELS[5][1], rng, extents)
+    values = sizes({f.tensor: f for f in candidates.search.compute.factors}, candidates.formats, operands, extents)
+    times = {id(c): c.cost.time.evaluate(values) for c in candidates}
+    roomy = candidates.select(memory_budget=1 << 40, **operands)
+    assert times[id(roomy)] == min(times.values())
+    tied = [c for c in candidates if times[id(c)] == times[id(roomy)]]
+    assert stride_cost(roomy.big, candidates.formats, extents) == min(
+        stride_cost(c.big, candidates.formats, extents) for c in tied)
+    tight = candidates.select(memory_budget=VALUE_BYTES, **operands)  # room for scalars only
+    assert tight.cost.memory.evaluate(values) == 0
+    with pytest.raises(asp.ShapeError, match="index i"):
+        candidates.select(**{**operands, "C": np.ones((3, 8))})
+    with pytest.raises(AutosparseError, match="Expected operand E"):
+        candidates.select(**{k: v for k, v in operands.items() if k != "E"})
