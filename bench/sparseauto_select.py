@@ -127,18 +127,21 @@ def run_kernels(args):
             picked = asp.compile(expression, formats=formats, schedule=chosen)
             selected = measure(picked, found, args.timeout)
             default = measure(asp.compile(expression, formats=formats), found, args.timeout)
-            theirs = asymptotic.select(**found)
-            ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
-            other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
-                                                             if k in formats}, schedule=theirs), ready, args.timeout)
+            other = None  # the asymptotic search may take no program within its limit
+            if len(asymptotic):
+                theirs = asymptotic.select(**found)
+                ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
+                other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
+                                                                 if k in formats}, schedule=theirs), ready, args.timeout)
             for name, outcome in (("default", default), ("asymptotic", other)):
                 if outcome and selected and not agrees(outcome, selected):
                     print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
             speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
                        f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
             versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
+            theirs_text = fmt(other, args.timeout) if len(asymptotic) else "no candidate"
             print(f"| {number} | {NAMES[number]} | {label} | {found['B'].nnz:,} | {fmt(default, args.timeout)} | "
-                  f"{fmt(selected, args.timeout)} | {speedup} | {fmt(other, args.timeout)} | {versus} | "
+                  f"{fmt(selected, args.timeout)} | {speedup} | {theirs_text} | {versus} | "
                   f"{select_ms:.1f} | `{chosen}` |", flush=True)
 
 
