@@ -26,8 +26,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from contextlib import nullcontext  # noqa: E402
+from itertools import repeat  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -114,35 +118,42 @@ def fmt(outcome, timeout):
 def run_kernels(args):
     print("| # | kernel | input | nnz(B) | default s | selected s | speedup | asymptotic pick s | selected / asymptotic | "
           "select ms | selected schedule |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
-    rng = np.random.default_rng(0)
-    for number in args.kernel:
-        expression, formats = KERNELS[number]
-        candidates = front(number)
-        asymptotic = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
-        for label, found in inputs(number, rng, args):
-            start = time.perf_counter()
-            chosen = candidates.select(**found)
-            select_ms = 1e3 * (time.perf_counter() - start)
-            picked = asp.compile(expression, formats=formats, schedule=chosen)
-            selected = measure(picked, found, args.timeout)
-            default = measure(asp.compile(expression, formats=formats), found, args.timeout)
-            other = None  # the asymptotic search may take no program within its limit
-            if len(asymptotic):
-                theirs = asymptotic.select(**found)
-                ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
-                other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
-                                                                 if k in formats}, schedule=theirs), ready, args.timeout)
-            for name, outcome in (("default", default), ("asymptotic", other)):
-                if outcome and selected and not agrees(outcome, selected):
-                    print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
-            speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
-                       f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
-            versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
-            theirs_text = fmt(other, args.timeout) if len(asymptotic) else "no candidate"
-            print(f"| {number} | {NAMES[number]} | {label} | {found['B'].nnz:,} | {fmt(default, args.timeout)} | "
-                  f"{fmt(selected, args.timeout)} | {speedup} | {theirs_text} | {versus} | "
-                  f"{select_ms:.1f} | `{chosen}` |", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)  # before workers fork
+    workers = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) if args.jobs > 1 else None
+    with workers or nullcontext():
+        list((workers.map if workers else map)(run_kernel, args.kernel, repeat(args)))
+
+
+def run_kernel(number, args):
+    """Kernel `number`'s rows, printed as they are measured (inputs drawn from a generator of the
+    kernel's own, so a row does not depend on which worker ran which kernel)."""
+    rng = np.random.default_rng(number)
+    expression, formats = KERNELS[number]
+    candidates = front(number)
+    asymptotic = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
+    for label, found in inputs(number, rng, args):
+        start = time.perf_counter()
+        chosen = candidates.select(**found)
+        select_ms = 1e3 * (time.perf_counter() - start)
+        picked = asp.compile(expression, formats=formats, schedule=chosen)
+        selected = measure(picked, found, args.timeout)
+        default = measure(asp.compile(expression, formats=formats), found, args.timeout)
+        other = None  # the asymptotic search may take no program within its limit
+        if len(asymptotic):
+            theirs = asymptotic.select(**found)
+            ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
+            other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
+                                                             if k in formats}, schedule=theirs), ready, args.timeout)
+        for name, outcome in (("default", default), ("asymptotic", other)):
+            if outcome and selected and not agrees(outcome, selected):
+                print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
+        speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
+                   f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
+        versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
+        theirs_text = fmt(other, args.timeout) if len(asymptotic) else "no candidate"
+        print(f"| {number} | {NAMES[number]} | {label} | {found['B'].nnz:,} | {fmt(default, args.timeout)} | "
+              f"{fmt(selected, args.timeout)} | {speedup} | {theirs_text} | {versus} | "
+              f"{select_ms:.1f} | `{chosen}` |", flush=True)
 
 
 def run_cases(args):
@@ -197,6 +208,8 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--no-cases", action="store_true")
     parser.add_argument("--cases-only", action="store_true")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
+                        help="worker processes measuring kernels side by side (the cases run after them)")
     args = parser.parse_args()
     if not args.cases_only:
         run_kernels(args)
