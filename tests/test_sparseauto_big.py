@@ -166,3 +166,18 @@ def test_the_poset_example_stage_2_removes_c_and_stage_3_removes_e():
     solver = Solver({"B": B}, FORMATS, "ijklmn")
     removed = dominated([(found[n].time, found[n].memory) for n in kept], solver)
     assert [kept[n] for n in sorted(removed)] == ["e"]
+
+
+def test_a_solver_that_cannot_tell_keeps_both_schedules(monkeypatch):
+    """Stage 3 removes a group only on answers it has: `unknown` (a timeout) keeps both, under either
+    rule; the termwise shortcut needs no solver and still applies."""
+    from autosparse.autoschedule.sparseauto.prune import Solver, dominated
+
+    found = {name: costs(big, FORMATS) for name, big in fig2().items()}
+    groups = [(found[n].time, found[n].memory) for n in ("a", "b", "d")]
+    solver = Solver({"B": B}, FORMATS, "ijklmn")
+    monkeypatch.setattr(Solver, "satisfiable", lambda self, *facts: None)
+    assert dominated(groups, solver, "everywhere") == set()
+    assert dominated(groups, solver, "literal") == set()
+    e = (found["e"].time, found["e"].memory)
+    assert dominated([groups[2], e], solver, "everywhere") == {1}  # (e) ≥ (d) term by term
