@@ -55,8 +55,7 @@ def as_compute(assignment: notation.Assignment) -> Compute:
 
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
-           rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False,
-           partial_fusion: bool = False, timeout_ms: int = 2000,
+           rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False, timeout_ms: int = 2000,
            progress: Callable[[int, int], None] | None = None) -> Search:
     """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
     every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3)."""
@@ -72,7 +71,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
 
     sparse = {f.tensor: f for f in compute.factors if not formats[f.tensor].is_dense}
     solver = Solver(sparse, formats, compute.indices, constraints, timeout_ms)
-    builder = SpaceBuilder(formats, partial_fusion)
+    builder = SpaceBuilder(formats)
     space = builder.space(compute)
     stage("generation", space.count, None)
     shallow = {d for d in space.histogram if d[1] <= max_memory_depth}

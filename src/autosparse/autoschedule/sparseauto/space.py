@@ -62,9 +62,8 @@ class Space:
 class SpaceBuilder:
     """Builds the space of each sub-problem once (`memo`), for tensors stored in `formats`."""
 
-    def __init__(self, formats: Mapping[str, Format], partial_fusion: bool = False):
+    def __init__(self, formats: Mapping[str, Format]):
         self.formats = formats
-        self.partial_fusion = partial_fusion
         self.memo: dict[Problem, Space] = {}
 
     def space(self, compute: Compute, bound: tuple[str, ...] = ()) -> Space:
@@ -134,8 +133,7 @@ class SpaceBuilder:
                 if i not in temp:
                     break
                 prefix.append(i)
-            for n in (range(1, len(prefix) + 1) if self.partial_fusion else (len(prefix),)):
-                prefixes[tuple(prefix[:n])] = None
+            prefixes[tuple(prefix)] = None
         for fused in prefixes:
             if not made - set(fused) or not needed - set(bound) - set(fused):
                 continue  # a side with no loops of its own: the statement split within one iteration
