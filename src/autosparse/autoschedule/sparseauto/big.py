@@ -151,6 +151,24 @@ def sparse_levels(formats: Mapping[str, Format], factor: Factor) -> tuple[str, .
     return level_order(fmt, factor)[:last + 1]
 
 
+def storage_precedences(factors, formats: Mapping[str, Format], indices) -> dict[str, set[str]]:
+    """For each of `indices`, the indices whose loops must enclose its loop: those of the levels above
+    it in each sparse factor."""
+    before: dict[str, set[str]] = {i: set() for i in indices}
+    for factor in factors:
+        levels = sparse_levels(formats, factor)
+        for n, inner in enumerate(levels):
+            if inner in before:
+                before[inner] |= set(levels[:n])
+    return before
+
+
+def fresh_temporary(names) -> str:
+    """The first of t0, t1, … not among `names`."""
+    taken = set(names)
+    return next(name for name in (f"t{n}" for n in range(len(taken) + 1)) if name not in taken)
+
+
 def respects_storage(order: tuple[str, ...], bound: tuple[str, ...], factors, formats) -> str | None:
     """Why visiting `order` below loops `bound` breaks a sparse factor's storage order (None if it
     doesn't): a level's loop must sit inside those of the levels above it."""

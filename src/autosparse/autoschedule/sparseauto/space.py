@@ -26,7 +26,7 @@ from itertools import combinations, permutations
 from typing import Iterator, Mapping
 
 from ...format import Format
-from .big import Compute, Factor, Loop, Node, Where, nest, sparse_levels
+from .big import Compute, Factor, Loop, Node, Where, fresh_temporary, nest, sparse_levels, storage_precedences
 
 
 @dataclass(frozen=True)
@@ -84,14 +84,9 @@ class SpaceBuilder:
         """The loops each free index's loop must be nested in: those of the levels above it in every
         sparse factor, and, for a sparse result, those of its compressed levels above every index it
         does not have (a reduction loop above them would revisit appended coordinates)."""
-        before: dict[str, set[str]] = {i: set() for i in free}
-        for factor in (compute.lhs, *compute.factors):
-            levels = sparse_levels(self.formats, factor)
-            for n, inner in enumerate(levels):
-                if inner in before:
-                    before[inner] |= set(levels[:n])
+        before = storage_precedences((compute.lhs, *compute.factors), self.formats, free)
         result = sparse_levels(self.formats, compute.lhs)
-        if result and compute.lhs.tensor in self.formats:
+        if result:
             for i in free:
                 if i not in compute.lhs.indices:
                     before[i] |= set(result)
@@ -125,7 +120,7 @@ class SpaceBuilder:
             return  # a copy, not a reduction
         if not self._shared_order_agrees(producer, consumer, temp):
             return
-        name = _fresh(compute)
+        name = fresh_temporary(f.tensor for f in (compute.lhs, *compute.factors))
         prefixes = {(): None}
         for order in orders:
             prefix = []
@@ -187,7 +182,3 @@ def numbered(node: Node, taken: set[str], renames: dict[str, str] | None = None)
     consumer = numbered(node.consumer, taken, renames)
     return Where(factor(node.temporary), consumer, producer)
 
-
-def _fresh(compute: Compute) -> str:
-    taken = {f.tensor for f in (compute.lhs, *compute.factors)}
-    return next(name for name in (f"t{n}" for n in range(len(taken) + 1)) if name not in taken)

@@ -16,8 +16,8 @@ from typing import Mapping
 
 from ...errors import ScheduleError
 from ...format import Format
-from .big import (Compute, Factor, Loop, Node, Where, computes, nest, replace_section, respects_storage, section,
-                  sparse_levels, temporaries, unnest)
+from .big import (Compute, Factor, Loop, Node, Where, computes, fresh_temporary, nest, replace_section,
+                  respects_storage, section, storage_precedences, temporaries, unnest)
 
 
 def loopfuse(big: Node, loc: int, pol: bool, path: tuple[int, ...]) -> Node:
@@ -30,7 +30,8 @@ def loopfuse(big: Node, loc: int, pol: bool, path: tuple[int, ...]) -> Node:
                             f"found {loc}")
     left, right = factors[:loc], factors[loc:]
     producer, consumer = (left, right) if pol else (right, left)
-    new = split(loops, compute.lhs, producer, consumer, pol, _fresh(big), fuse=True)
+    name = fresh_temporary(f.tensor for c in computes(big) for f in (c.lhs, *c.factors))
+    new = split(loops, compute.lhs, producer, consumer, pol, name, fuse=True)
     return replace_section(big, path, new)
 
 
@@ -102,17 +103,8 @@ def _loops_met(node: Node):
 
 
 def _storage_sorted(met: list[str], factors, formats) -> tuple[str, ...]:
-    before = {i: set() for i in met}
-    for factor in factors:
-        levels = sparse_levels(formats, factor)
-        for n, inner in enumerate(levels):
-            before[inner] |= set(levels[:n])
+    before = storage_precedences(factors, formats, met)
     order: list[str] = []
     while len(order) < len(met):
         order.append(next(i for i in met if i not in order and before[i] <= set(order)))
     return tuple(order)
-
-
-def _fresh(big: Node) -> str:
-    taken = {f.tensor for c in computes(big) for f in (c.lhs, *c.factors)}
-    return next(name for name in (f"t{n}" for n in range(len(taken) + 1)) if name not in taken)
