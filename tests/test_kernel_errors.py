@@ -146,8 +146,8 @@ def test_an_operand_of_an_unknown_type(value):
 # ----- ScheduleError ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("schedule", ["reorder(j,i)", "precompute(A(i,j)*x(j), k, k)", "split(i, i0, i1, 0)",
-                                      "coiterate(j, merge)", "auto", 42, ("reorder", "i", "j")],
-                         ids=["reorder", "precompute", "split-by-0", "not-yet", "auto", "int", "tuple"])
+                                      "coiterate(j, sideways)", "auto", 42, ("reorder", "i", "j")],
+                         ids=["reorder", "precompute", "split-by-0", "unknown-strategy", "auto", "int", "tuple"])
 def test_illegal_or_unsupported_schedules_are_schedule_errors(schedule):
     with pytest.raises(asp.ScheduleError):
         asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, schedule=schedule)

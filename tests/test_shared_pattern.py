@@ -123,3 +123,33 @@ def test_loop_invariant_factors_are_multiplied_once_per_sum():
     c, d = np.arange(24.0).reshape(8, 3), np.arange(27.0).reshape(3, 9)
     A = kernel(B=asp.Tensor.from_scipy(m), C=c, D=d)
     np.testing.assert_allclose(A.to_numpy(), m.toarray() * (c @ d))
+
+
+TTM = "C(i,j,r) = A(i,j,k) * B(k,r)"
+
+
+@pytest.mark.parametrize("schedule", [None, "parallelize(i, cpu_thread, no_races)",
+                                      "parallelize(j, cpu_thread, no_races)"])
+@pytest.mark.parametrize("shape, nnz", [((6, 5, 7), 40), ((1, 1, 4), 2), ((5, 6, 1), 9), ((4, 3, 5), 0),
+                                        ((4, 3, 5), 1)])
+@pytest.mark.parametrize("formats", [("sss", "ssd"), ("dss", "dsd")])
+def test_ttm_result_shares_the_first_two_levels_and_runs_in_parallel(formats, shape, nnz, schedule):
+    """Zhao et al.'s TTM: C's first two levels are A's (copied), its last is dense below them, and the
+    threads of a loop over A's stored slices write disjoint blocks of C."""
+    a_format, c_format = formats
+    A, dense = _random3(shape, nnz, 3, a_format)
+    B = np.random.default_rng(4).random((shape[2], 3))
+    kernel = asp.compile(TTM, formats={"A": a_format, "B": "dense", "C": c_format}, schedule=schedule,
+                         num_threads=2)
+    C = kernel(A=A, B=B)
+    np.testing.assert_allclose(C.to_numpy(), np.einsum("ijk,kr->ijr", dense, B), atol=1e-12)
+    assert _stored(C, 2) == _stored(A, 2)
+    assert _shared(kernel)
+    if schedule is not None:
+        assert "#pragma omp parallel for" in kernel.source
+
+
+def test_a_parallel_loop_over_positions_steps_one_operand():
+    with pytest.raises(asp.ScheduleError, match="carry"):
+        asp.compile("z(i) = a(i) * b(i)", formats={"a": "s", "b": "s", "z": "d"},
+                    schedule="parallelize(i, cpu_thread, no_races)").source

@@ -30,6 +30,7 @@ from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
+from ..autoschedule import coiterate
 from ..autoschedule.candidate import ScheduleCandidate
 from ..schedule import Schedule
 from ..tensor import Tensor
@@ -75,6 +76,8 @@ class Kernel:
             raise ScheduleError(f"Expected num_threads to be None or a positive integer, but found {num_threads!r}")
         self.num_threads = num_threads
         self._cin = self._schedule({})
+        self._auto = coiterate.has_auto(self._cin)  # coiterate(i, auto): chosen per call, from the operands
+        self._chosen: Stmt | None = None
         self._derived = _derived_indices(self._cin, self.assignment)
         self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
         self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
@@ -94,7 +97,18 @@ class Kernel:
 
     @property
     def source(self) -> str:
+        """The C code (for a schedule with `auto` strategies: of the last call's choice)."""
+        if self._auto:
+            if self._chosen is None:
+                raise ScheduleError("coiterate(..., auto) chooses per call, from the operands: call the kernel "
+                                    "before reading its source")
+            return self._specialise(self._chosen, self._default_types()).source.source
         return self._specialise(self._cin, self._default_types()).source.source
+
+    @property
+    def chosen(self) -> Stmt | None:
+        """For a schedule with `auto` strategies, the CIN the last call ran (None before any call)."""
+        return self._chosen
 
     # --- the pipeline ---
 
@@ -154,7 +168,8 @@ class Kernel:
     def _signature(self, operands) -> tuple | None:
         """What a call's bound specialisation depends on, when every operand can be passed as it is (a
         Tensor in its compiled format, or a C-ordered numpy array of a kept dtype for a dense operand):
-        shapes, dtypes and index dtypes. None sends the call down the general path."""
+        shapes, dtypes and index dtypes (and, where a strategy is `auto`, the stored-entry count, so
+        operands of another size are chosen for afresh). None sends the call down the general path."""
         if len(operands) != len(self._operand_order):
             return None
         parts = []
@@ -164,7 +179,7 @@ class Kernel:
                 kind = value.kind
                 if kind[0] is not self.formats[name] and kind[0] != self.formats[name]:
                     return None
-                parts.append(kind)
+                parts.append((kind, value.nnz) if self._auto else kind)
             elif type(value) is np.ndarray and name in self._plain_arrays and value.flags.c_contiguous \
                     and promote_value_dtype(value.dtype) == value.dtype:
                 parts.append((value.shape, value.dtype))
@@ -181,8 +196,9 @@ class Kernel:
         extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
         value_dtype = result_value_dtype(tensors_in, self._literals)
         index_dtype = result_index_dtype(tensors_in, extents.values())
+        cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
         while True:
-            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype).bind(extents)
+            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin).bind(extents)
             outcome = bound.run(tensors_in)
             if outcome is not _INDEX_OVERFLOW:
                 break
@@ -200,14 +216,15 @@ class Kernel:
             return tensor
         return tensor.to_format(self.result_format, tensor.index_dtype)
 
-    def _call_for(self, tensors_in, extents, value_dtype, index_dtype) -> "_Call":
+    def _call_for(self, tensors_in, extents, value_dtype, index_dtype, cin: Stmt | None = None) -> "_Call":
         """The specialisation for these dtypes (and, under the default schedule, for whether a dense
-        workspace would fit these extents), built once per Kernel."""
+        workspace would fit these extents; for a schedule with `auto` strategies, `cin` resolves them),
+        built once per Kernel."""
         wide = tuple(e > DENSE_WORKSPACE_LIMIT for e in extents.values()) if self.schedule is None else ()
-        key = (wide, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
+        key = (wide, cin, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
         call = self._calls.get(key)
         if call is None:
-            cin = self._cin if self.schedule is not None else self._schedule(extents)
+            cin = cin or (self._cin if self.schedule is not None else self._schedule(extents))
             result = self.assignment.lhs.tensor
             types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
                           {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
@@ -255,6 +272,8 @@ class _Call:
         for workspace in self.workspaces:
             check_allocation(prod(extents[i] for i in workspace.indices) * workspace.nbytes_per_entry,
                              f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
+        for index in self.source.bitmaps:
+            check_allocation((extents[index] + 1) * 8, f"the co-iteration bitmap over {index}")
         shape = tuple(extents[i] for i in self.result_indices)
         if not self.source.assembled:
             check_allocation(prod(shape) * self.value_dtype.itemsize,

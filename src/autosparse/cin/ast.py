@@ -162,14 +162,61 @@ class Parallel:
         return f"@parallel({self.unit.value}, {self.race.value})"
 
 
+class Strategy(enum.Enum):
+    """How a loop meets an operand's stored coordinates (Zhao et al.): all stepped together in order
+    (`merge`, the two-finger walk), or, for operands other than the one the loop walks (the driver),
+    found one coordinate at a time — by a search that resumes where the last one stopped and leaps
+    ahead exponentially (`gallop`), by binary search of the segment (`binary`), in a hash table or a
+    dense bitmap of the segment, built once per segment (`hash`, `bitmap`); `auto` chooses per call
+    from the operands."""
+
+    MERGE = "merge"
+    GALLOP = "gallop"
+    BINARY = "binary"
+    HASH = "hash"
+    BITMAP = "bitmap"
+    AUTO = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Coiteration:
+    """A loop's co-iteration strategies: `default` for every operand, `operands` for named tensors."""
+
+    default: Strategy = Strategy.MERGE
+    operands: tuple[tuple[str, Strategy], ...] = ()
+
+    def strategy(self, tensor: str) -> Strategy:
+        return dict(self.operands).get(tensor, self.default)
+
+    def with_strategy(self, strategy: Strategy, tensor: str | None = None) -> "Coiteration":
+        if tensor is None:
+            return Coiteration(strategy, self.operands)
+        named = {**dict(self.operands), tensor: strategy}
+        return Coiteration(self.default, tuple(sorted(named.items())))
+
+    def resolved(self, choose) -> "Coiteration":
+        """Every `auto` replaced by `choose(tensor or None)`."""
+        pick = lambda s, t: choose(t) if s is Strategy.AUTO else s
+        return Coiteration(pick(self.default, None), tuple((t, pick(s, t)) for t, s in self.operands))
+
+    @property
+    def strategies(self) -> frozenset[Strategy]:
+        return frozenset({self.default, *(s for _, s in self.operands)})
+
+    def __str__(self) -> str:
+        return f"@coiterate({', '.join([self.default.value, *(f'{t}={s.value}' for t, s in self.operands)])})"
+
+
 @dataclass(frozen=True, slots=True)
 class Forall:
-    """∀index body; scheduling may mark the loop parallel or unrolled (printed after the index)."""
+    """∀index body; scheduling may mark the loop parallel or unrolled, or choose how it co-iterates its
+    operands (printed after the index)."""
 
     index: IndexVar
     body: "Stmt"
     parallel: Parallel | None = None
     unroll: int = 0  # 0: as the compiler likes
+    coiterate: Coiteration | None = None  # None: merge
 
     def children(self) -> tuple:
         return (self.body,)
@@ -178,7 +225,8 @@ class Forall:
         return self if children == (self.body,) else replace(self, body=children[0])
 
     def __str__(self) -> str:
-        marks = (f" {self.parallel}" if self.parallel else "") + (f" @unroll({self.unroll})" if self.unroll else "")
+        marks = (f" {self.parallel}" if self.parallel else "") + (f" @unroll({self.unroll})" if self.unroll else "") \
+            + (f" {self.coiterate}" if self.coiterate else "")
         return f"∀{self.index}{marks} {self.body}"
 
 

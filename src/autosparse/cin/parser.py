@@ -6,6 +6,7 @@
             | access ("=" | "+=") expr
     access := NAME "(" [index ("," index)*] ")"      index := NAME ["@" ("step"|"locate"|"append"|"insert")]
     mark   := "@" "parallel" "(" UNIT "," RACE ")" | "@" "unroll" "(" NUMBER ")"
+            | "@" "coiterate" "(" STRATEGY ("," NAME "=" STRATEGY)* ")"
 
 Expressions are the index notation's. Each tensor's format comes from `formats`; a tensor written inside
 a `where` producer is a temporary (dense unless `formats` says otherwise). Omitted protocols take their
@@ -22,8 +23,8 @@ from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
 from ..notation.parser import _Parser
-from .ast import (Access, Assign, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence, Stmt, TensorVar, Where,
-                  default_protocol, walk)
+from .ast import (Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence, Stmt,
+                  Strategy, TensorVar, Where, default_protocol, walk)
 
 _KEYWORDS = {"forall", "where", "sequence"}
 
@@ -39,19 +40,26 @@ class _CinParser(_Parser):
         if token.text in ("∀", "forall"):
             self.take()
             index = IndexVar(self.take("name").text)
-            parallel, unroll = None, 0
+            parallel, unroll, coiterate = None, 0, None
             while self.peek().text == "@":
                 self.take()
-                mark = self.take("parallel", "unroll")
+                mark = self.take("parallel", "unroll", "coiterate")
                 self.take("(")
                 if mark.text == "parallel":
                     unit = self.choice(ParallelUnit, "a parallel unit")
                     self.take(",")
                     parallel = Parallel(unit, self.choice(Race, "a race strategy"))
+                elif mark.text == "coiterate":
+                    coiterate = Coiteration(self.choice(Strategy, "a co-iteration strategy"))
+                    while self.peek().text == ",":
+                        self.take()
+                        tensor = self.take("name").text
+                        self.take("=")
+                        coiterate = coiterate.with_strategy(self.choice(Strategy, "a co-iteration strategy"), tensor)
                 else:
                     unroll = int(self.take("number").text)
                 self.take(")")
-            return Forall(index, self.statement(), parallel, unroll)
+            return Forall(index, self.statement(), parallel, unroll, coiterate)
         if token.text in ("where", "sequence"):
             self.take()
             self.take("(")

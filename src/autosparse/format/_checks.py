@@ -39,22 +39,37 @@ def check_in_range(crd: np.ndarray, dim: int, *, lowest: int = 0) -> None:
         raise FormatError(f"Expected crd in [{lowest}, {dim}), but crd[{q}] = {crd[q]}")
 
 
-def check_sibling_order(crd: np.ndarray, siblings: np.ndarray, *, ordered: bool, unique: bool) -> None:
-    """Where siblings[q] says q and q-1 share a parent path, enforce the level's order and uniqueness."""
+def check_sibling_order(crd: np.ndarray, siblings: np.ndarray, *, ordered: bool, unique: bool,
+                        descending: bool = False) -> None:
+    """Where siblings[q] says q and q-1 share a parent path, enforce the level's order (increasing, or
+    decreasing when `descending`) and uniqueness."""
     if len(crd) < 2 or not (ordered or unique):
         return
     previous, current = crd[:-1], crd[1:]
     same_parent = siblings[1:]
     if ordered:
-        bad = np.flatnonzero(same_parent & (current < previous))
+        bad = np.flatnonzero(same_parent & ((current > previous) if descending else (current < previous)))
         if len(bad):
             q = int(bad[0]) + 1
-            raise FormatError(f"Expected sorted coordinates, but crd[{q - 1}] = {crd[q - 1]} > crd[{q}] = {crd[q]}")
+            way, sign = ("coordinates sorted decreasing", "<") if descending else ("sorted coordinates", ">")
+            raise FormatError(f"Expected {way}, but crd[{q - 1}] = {crd[q - 1]} {sign} crd[{q}] = {crd[q]}")
     if unique:
         bad = np.flatnonzero(same_parent & (current == previous))
         if len(bad):
             q = int(bad[0]) + 1
             raise FormatError(f"Expected unique coordinates, but crd[{q - 1}] == crd[{q}] == {crd[q]}")
+
+
+def check_unique_unordered(crd: np.ndarray, parent: np.ndarray) -> None:
+    """No coordinate twice below one parent, in whatever order the siblings come."""
+    if len(crd) < 2:
+        return
+    order = np.lexsort((crd, parent))
+    same = (parent[order][1:] == parent[order][:-1]) & (crd[order][1:] == crd[order][:-1])
+    if np.any(same):
+        k = int(np.flatnonzero(same)[0])
+        first, second = sorted((int(order[k]), int(order[k + 1])))
+        raise FormatError(f"Expected unique coordinates, but crd[{first}] == crd[{second}] == {crd[first]}")
 
 
 def segment_starts(pos: np.ndarray, ncrd: int) -> np.ndarray:

@@ -2,6 +2,11 @@
 
 Unique (`s`) levels store each coordinate once per parent; non-unique (`u`) levels give every entry a
 position of its own, so the singleton levels below (COO) can tell duplicates of a prefix apart.
+
+Siblings are stored in increasing coordinate order unless the spelling says otherwise: `s-` stores them
+decreasing, `s~` (and `u~`, unsorted COO) in no particular order. Level formats of other compilers
+cannot say either; the co-iteration strategies (Zhao et al.) are what make them usable: a decreasing
+level is searched backwards, an unordered one through a hash table or a bitmap.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import check_in_range, expand_ranges, check_pos, check_sibling_order, new_runs, path_repeats, siblings
+from ._checks import (check_in_range, check_pos, check_sibling_order, check_unique_unordered, expand_ranges, new_runs,
+                      path_repeats, siblings)
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -30,17 +36,31 @@ def children_of(pos: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.nd
     return expand_ranges(pos[parents].astype(np.int64), pos[parents + 1].astype(np.int64))
 
 
+#: The spelling mark of each sibling order.
+ORDER_MARKS = {"increasing": "", "decreasing": "-", "unordered": "~"}
+
+
 @dataclass(frozen=True, slots=True)
 class Compressed(Level):
     unique: bool = True
+    order: str = "increasing"  # of siblings: increasing, decreasing or unordered
+
+    def __post_init__(self):
+        if self.order not in ORDER_MARKS:
+            raise ValueError(f"Expected a sibling order in {sorted(ORDER_MARKS)}, but found {self.order!r}")
 
     @property
     def letter(self) -> str:
         return "s" if self.unique else "u"
 
     @property
+    def spelling(self) -> str:
+        return self.letter + ORDER_MARKS[self.order]
+
+    @property
     def properties(self) -> LevelProperties:
-        return LevelProperties(full=False, ordered=True, unique=self.unique, branchless=False, compact=True)
+        return LevelProperties(full=False, ordered=self.order == "increasing", unique=self.unique, branchless=False,
+                               compact=True, descending=self.order == "decreasing")
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -62,8 +82,28 @@ class Compressed(Level):
             child = np.arange(len(coord))
             crd, owners = coord, parent
         pos = pos_from_counts(owners, nparents, index_dtype)
+        if self.order != "increasing":
+            placed = self._placement(pos, owners, crd)
+            child = placed[child]
+            crd = np.empty_like(crd)
+            crd[placed] = coord[fresh] if self.unique else coord
         arrays = {"pos": pos, "crd": crd.astype(index_dtype, copy=False)}
         return Packed(arrays=arrays, child=child, nchildren=len(crd))
+
+    def _placement(self, pos: np.ndarray, owners: np.ndarray, crd: np.ndarray) -> np.ndarray:
+        """Where each child of the increasing layout goes: its mirror in its parent's segment when
+        decreasing; when unordered, a scramble of the segment (by a multiplicative hash of coordinate and rank),
+        so that nothing that reads the level can lean on an order it does not promise."""
+        starts = pos[:-1].astype(np.int64)[owners]
+        ends = pos[1:].astype(np.int64)[owners]
+        rank = np.arange(len(crd)) - starts
+        if self.order == "decreasing":
+            return ends - 1 - rank
+        mixed = crd.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + rank.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+        scramble = mixed >> np.uint64(33)
+        placement = np.empty(len(crd), dtype=np.int64)
+        placement[np.lexsort((scramble, owners))] = np.arange(len(crd))
+        return placement
 
     def unpack(self, arrays: Mapping[str, np.ndarray], parents: np.ndarray, dim: int) -> Unpacked:
         owner, child = children_of(arrays["pos"], parents)
@@ -76,8 +116,17 @@ class Compressed(Level):
         check_pos(pos, nparents, len(crd))
         check_in_range(crd, dim)
         parent = np.repeat(np.arange(nparents), np.diff(pos))
-        check_sibling_order(crd, siblings(parent, parent_repeats), ordered=True, unique=self.unique)
-        return Validated(nchildren=len(crd), repeats=None if self.unique else path_repeats(parent, parent_repeats, crd))
+        if self.order == "unordered":
+            if self.unique:
+                check_unique_unordered(crd, parent)
+        else:
+            check_sibling_order(crd, siblings(parent, parent_repeats), ordered=True, unique=self.unique,
+                                descending=self.order == "decreasing")
+        if self.unique:
+            return Validated(nchildren=len(crd), repeats=None)
+        if self.order != "increasing":  # entries sharing a prefix need not be neighbours: none counts as a repeat
+            return Validated(nchildren=len(crd), repeats=np.zeros(len(crd), dtype=bool))
+        return Validated(nchildren=len(crd), repeats=path_repeats(parent, parent_repeats, crd))
 
     def position_range(self, arrays, begin, end) -> tuple[str, str]:
         return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"

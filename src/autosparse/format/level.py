@@ -35,7 +35,8 @@ class LevelProperties:
 
     full: every coordinate of the dimension is stored. ordered: coordinates appear in increasing order.
     unique: no coordinate appears twice among siblings. branchless: each parent has exactly one child.
-    compact: positions are contiguous (no unused slots).
+    compact: positions are contiguous (no unused slots). descending: coordinates appear in decreasing
+    order (then `ordered` is False: everything that merges in increasing order must refuse the level).
     """
 
     full: bool
@@ -43,6 +44,7 @@ class LevelProperties:
     unique: bool
     branchless: bool
     compact: bool
+    descending: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,11 @@ class Level(ABC):
     @abstractmethod
     def letter(self) -> str:
         """The format-string letter that spells this level."""
+
+    @property
+    def spelling(self) -> str:
+        """How format strings spell this level: its letter, and the mark of a variant (`s-`, `s~`)."""
+        return self.letter
 
     @property
     @abstractmethod
@@ -160,4 +167,4 @@ class Level(ABC):
         return ""
 
     def __str__(self) -> str:
-        return self.letter
+        return self.spelling

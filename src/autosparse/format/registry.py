@@ -13,8 +13,10 @@ from .level import Level
 from .singleton import Singleton
 
 _LEVELS: dict[str, Level] = {
-    level.letter: level
-    for level in (Dense(), Compressed(), Compressed(unique=False), Singleton(), Singleton(unique=False), Hashed())
+    level.spelling: level
+    for level in (Dense(), Compressed(), Compressed(unique=False), Singleton(), Singleton(unique=False), Hashed(),
+                  Compressed(order="decreasing"), Compressed(order="unordered"),
+                  Compressed(unique=False, order="decreasing"), Compressed(unique=False, order="unordered"))
 }
 
 
@@ -28,9 +30,15 @@ def register_level(level: Level) -> None:
     _LEVELS[letter] = level
 
 
-def level_for(letter: str) -> Level | None:
-    return _LEVELS.get(letter)
+def level_for(spelling: str) -> Level | None:
+    """The level a letter, with its variant's mark if any (`s-`), spells."""
+    return _LEVELS.get(spelling)
 
 
 def known_letters() -> str:
-    return "".join(sorted(_LEVELS))
+    return "".join(sorted(s for s in _LEVELS if len(s) == 1))
+
+
+def known_marks(letter: str) -> str:
+    """The variant marks that may follow `letter`."""
+    return "".join(sorted(s[1:] for s in _LEVELS if len(s) > 1 and s[0] == letter))

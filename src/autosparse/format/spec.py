@@ -1,6 +1,7 @@
 """Formats: a tensor's storage levels, top to bottom, and the mode each level stores.
 
-Spelling: one letter per level, optionally followed by the 0-based mode it stores ("d1s0" is CSC); a
+Spelling: one letter per level, optionally followed by the 0-based mode it stores ("d1s0" is CSC) and by
+a variant's mark ("ds-": CSR with each row's columns decreasing; "ds~": unsorted; "u~q": unsorted COO); a
 name for the common formats ("csr", "csc", "dcsr", "dcsc", and, for any order, "dense", "coo", "csf").
 """
 
@@ -11,7 +12,7 @@ from typing import Iterator, Sequence
 
 from ..errors import FormatError
 from .level import Level
-from .registry import known_letters, level_for
+from .registry import known_letters, known_marks, level_for
 
 _FIXED_NAMES = {"csr": "ds", "csc": "d1s0", "dcsr": "ss", "dcsc": "s1s0"}
 
@@ -22,7 +23,7 @@ def _coo_letters(order: int) -> str:
 
 
 _ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
-_TOKEN = re.compile(r"([a-z])(\d*)")
+_TOKEN = re.compile(r"([a-z])(\d*)([^a-z\d]?)")
 
 
 class Format:
@@ -101,10 +102,9 @@ class Format:
         return hash((self._levels, self._mode_order))
 
     def __str__(self) -> str:
-        letters = [level.letter for level in self._levels]
         if self._mode_order == tuple(range(self.order)):
-            return "".join(letters)
-        return "".join(f"{letter}{mode}" for letter, mode in zip(letters, self._mode_order))
+            return "".join(level.spelling for level in self._levels)
+        return "".join(f"{level.letter}{mode}{level.spelling[1:]}" for level, mode in zip(self._levels, self._mode_order))
 
     def __repr__(self) -> str:
         return f"Format({str(self)!r})"
@@ -133,10 +133,15 @@ def _parse(spec: str, order: int | None) -> tuple[tuple[Level, ...], tuple[int, 
         if match is None:
             raise FormatError(f"Expected a level letter at column {column + 1} of {spec!r}, "
                               f"but found {text[column]!r}")
-        level = level_for(match.group(1))
-        if level is None:
+        if level_for(match.group(1)) is None:
             raise FormatError(f"Expected a level letter ({known_letters()}) at column {column + 1} of {spec!r}, "
                               f"but found {match.group(1)!r}")
+        level = level_for(match.group(1) + match.group(3))
+        if level is None:
+            marks = known_marks(match.group(1))
+            raise FormatError(f"Expected {f'one of the marks {marks!r} or ' if marks else ''}no mark after level "
+                              f"letter {match.group(1)!r} at column {match.start(3) + 1} of {spec!r}, but found "
+                              f"{match.group(3)!r}")
         levels.append(level)
         modes.append(int(match.group(2)) if match.group(2) else None)
         column = match.end()

@@ -17,8 +17,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, TensorVar, accesses, assignments,
-                       tensors, unnest, walk)
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, Strategy, TensorVar, accesses,
+                       assignments, tensors, unnest, walk)
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
@@ -26,6 +26,7 @@ from ..format.level import Level
 from ..cin.provenance import Provenance, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
+from . import finds
 from .lower import Plan, Scope, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
@@ -53,6 +54,7 @@ class KernelSource:
     indices: tuple[IndexVar, ...]
     counters: tuple[str, ...] | None
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
+    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
 
 
 def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: int | None = None) -> KernelSource:
@@ -99,10 +101,12 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     threaded = {name for node in walk(stmt) if isinstance(node, Forall) and node.parallel is not None
                 and node.parallel.unit is ParallelUnit.CPU_THREAD for name in temporaries_inside(node)}
 
+    tables: finds.Tables = {}  # every phase's, built once per segment for the whole call
+
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
-                    None if counting else counters, counting, bounding, num_threads, region)
+                    None if counting else counters, counting, bounding, num_threads, region, tables)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())
         with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
@@ -127,6 +131,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         b.lines(ORDER_HELPER)
     for workspace in workspaces.values():
         b.lines(workspace.helpers())
+    if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
+        b.lines(finds.HASH_HELPER)
     with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
                  f"int64_t *restrict counters)"):
         for k, index in enumerate(indices):
@@ -143,6 +149,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         for name, workspace in workspaces.items():
             if name not in threaded:
                 workspace.allocate(b)
+        finds.declare_tables(tables, b)
         if region is not None:
             phases = (bounding if bounding != counting else None, counting, filling)
             _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
@@ -167,6 +174,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         for name, workspace in workspaces.items():
             if name not in threaded:
                 workspace.release(b)
+        finds.release_tables(tables, b)
         if assembled:
             result_target.finish(b)
             lengths = result_target.lengths()
@@ -176,8 +184,9 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                     b.line(f"args[{k}] = {ident};")
                     b.line(f"sizes[{k}] = {lengths[slot]};")
         b.line("return 0;")
+    bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
     return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
-                        tuple(counters) if counters is not None else None, openmp)
+                        tuple(counters) if counters is not None else None, openmp, bitmaps)
 
 
 _FAILED = "failed"  # the flag of the kernel's parallel region
@@ -260,7 +269,7 @@ def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Typ
     itype = names.index_type(types.indices[var.name])
     source = _pattern_source(stmt)
     if source is not None:
-        levels = source.tensor.format.levels[:var.order]
+        levels = source.tensor.format.levels[:_shared_levels(var.format)]
         arrays = tuple({a: names.array(source.tensor.name, k, a) for a in level.array_names}
                        for k, level in enumerate(levels))
         return SharedPatternResult(var.name, var.format.levels, dims, itype, value_c, source, levels, arrays)
@@ -271,17 +280,24 @@ def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Typ
                           zero_values=gaps or adds)
 
 
+def _shared_levels(fmt) -> int:
+    """How many of a result's levels can share an operand's positions: up to its last sparse level (the
+    dense levels after it are located below the shared positions)."""
+    return max((k + 1 for k, level in enumerate(fmt.levels) if not level.properties.full), default=0)
+
+
 def _pattern_source(stmt: Stmt) -> Access | None:
-    """The operand whose pattern the result has, when there is one: the result's levels are the same
-    kinds as the operand's first levels, bound by the outermost loops in order, and those loops step the
-    operand alone (every other access reaches their indices by locating them, the operand is a factor of
-    the whole right-hand side). Each of the operand's positions is then visited once, in order, and is the
-    result's position."""
+    """The operand whose pattern the result has, when there is one: the result's levels up to its last
+    sparse one are the same kinds as the operand's first levels, bound by the outermost loops in order,
+    and those loops step the operand alone (every other access reaches their indices by locating them,
+    the operand is a factor of the whole right-hand side). Each of the operand's positions is then
+    visited once, in order, and is the result's position."""
     loops, stmt = unnest(split_relations(stmt)[0])
     if not isinstance(stmt, Assign):
         return None
     lhs, rhs = stmt.lhs, stmt.rhs
-    outer = lhs.level_indices
+    shared = lhs.tensor.format.levels[:_shared_levels(lhs.tensor.format)]
+    outer = lhs.level_indices[:len(shared)]
     if tuple(loops[:len(outer)]) != outer:
         return None
     while isinstance(rhs, Neg):
@@ -292,8 +308,8 @@ def _pattern_source(stmt: Stmt) -> Access | None:
         if source.level_indices[:len(outer)] != outer:
             continue
         if not all(_shares(result, level, protocol, parent_differs) for result, level, protocol, parent_differs
-                   in zip(lhs.tensor.format.levels, source.tensor.format.levels, source.level_protocols,
-                          _parents_differ(lhs.tensor.format.levels, source.tensor.format.levels))):
+                   in zip(shared, source.tensor.format.levels, source.level_protocols,
+                          _parents_differ(shared, source.tensor.format.levels))):
             continue
         others = [a for a in accesses(rhs) if a is not source]
         if all(_located(other, outer) for other in others):

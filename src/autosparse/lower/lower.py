@@ -20,6 +20,7 @@ from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+from . import finds
 from . import lattice as lat
 from .reads import ROOT, Position, ReadLevel
 from .writes import Target
@@ -43,6 +44,8 @@ class Plan:
     #: The parallel loop whose threads assemble the result in chunks, inside a region the kernel opens
     #: around all phases (None: parallel loops open their own).
     region: IndexVar | None = None
+    #: The tables that find-based co-iteration builds (finds.py), declared by the kernel around all phases.
+    tables: finds.Tables = field(default_factory=dict)
 
     @property
     def phase(self) -> str:
@@ -68,6 +71,7 @@ class Scope:
     #: Indices whose coordinate (or position in an access) the loops around already fixed: a forall over
     #: one runs once, there.
     fixed: Mapping[IndexVar, "_Fixed"] = field(default_factory=dict)
+    parallel: bool = False  # a parallel loop is around (its iterations share the kernel's own state)
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
@@ -297,13 +301,19 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
             _dense_loop(stmt, loop, lattice, plan, scope, b)
+        elif stmt.parallel is not None:
+            _parallel_sparse_loop(stmt, loop, lattice, plan, scope, b)
         else:
-            if stmt.parallel is not None:
-                raise ScheduleError(f"parallelize({loop.index}): the loop steps "
-                                    f"{', '.join(str(a) for a in loop.stepped)} through sparse positions; only "
-                                    f"loops over a whole dimension run in parallel so far")
-            for point in lattice:
-                _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
+            command = f"coiterate({loop.index})"
+            level_of = lambda it: plan.read_levels(it.access)[it.level]
+            roles = finds.roles(stmt.coiterate, lattice, lambda it: _moved_by(it, scope), level_of, command)
+            if roles is None:
+                for point in lattice:
+                    _sparse_loop(stmt, loop, lattice, point, plan, scope, b)
+            else:
+                finds.check(roles, lattice, level_of, bool(loop.written), command)
+                for number in range(len(roles.drivers)):
+                    _find_pass(stmt, loop, lattice, roles, number, plan, scope, b)
 
 
 @contextmanager
@@ -524,9 +534,9 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
             sections = (f"{names.vals(n)}[0:{plan.targets[n].reduction_size()}]" for n in copied)
             clauses.append(f"reduction(+: {', '.join(sections)})")
         b.line(f"#pragma omp {' '.join(['simd', *clauses])}")
-        yield scope
+        yield replace(scope, parallel=True)
         return
-    atomic = replace(scope, atomic=race is Race.ATOMICS)
+    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries
         b.line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
         yield atomic
@@ -596,17 +606,46 @@ def _iteration(stmt: Forall, plan: Plan, b: CBuilder) -> Iterator[None]:
         yield
 
 
-def _require_ordered(iterators, loop: _Loop, plan: Plan) -> None:
-    """Merging, or checking coordinates against a dense loop, needs iterators in increasing order."""
+def _require_ordered(iterators, loop: _Loop, plan: Plan, descending: bool = False) -> None:
+    """Merging, or checking coordinates against a dense loop, needs iterators in increasing order (or a
+    merge of iterators that all decrease: `descending`)."""
     for it in iterators:
-        if not plan.read_levels(it.access)[it.level].ordered:
-            raise ScheduleError(f"Expected ordered levels to co-iterate over {loop.index}, but {it.access} is "
-                                f"stepped through an unordered level: locate it instead")
+        level = plan.read_levels(it.access)[it.level]
+        if not (level.descending if descending else level.ordered):
+            raise ScheduleError(f"Expected {'decreasing' if descending else 'increasing'} levels to co-iterate over "
+                                f"{loop.index}, but {it.access} is stepped through a level whose siblings are "
+                                f"{_order_word(level)}: locate it, or find it with coiterate({loop.index}, hash)")
+
+
+def _order_word(level) -> str:
+    return "increasing" if level.ordered else "decreasing" if level.descending else "unordered"
+
+
+def _parallel_sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, scope: Scope,
+                          b: CBuilder) -> None:
+    """A parallel loop over one operand's stored positions (TTM over a CSF tensor's slices): each
+    iteration starts from its own position, so the positions need not carry from one to the next, as a
+    merge's do."""
+    command = f"parallelize({loop.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
+    point = lattice[0]
+    if len(lattice) != 1 or len(point.sparse) != 1 or stmt.coiterate is not None:
+        raise ScheduleError(f"{command}: the loop co-iterates {', '.join(str(a) for a in loop.stepped)}, whose "
+                            f"positions carry from one iteration to the next; a parallel loop over sparse "
+                            f"positions steps one operand alone")
+    it, = point.sparse
+    q = _iterator_names(it, plan)[0]
+    if not plan.read_levels(it.access)[it.level].unique:
+        raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
+                            f"not split")
+    b.line(f"const int64_t {q}_first = {q};")
+    with _parallel(stmt, [], plan, scope, b) as inner:
+        _sparse_loop(stmt, loop, lattice, point, plan, inner, b, first=f"{q}_first")
 
 
 def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Point, plan: Plan, scope: Scope,
-                 b: CBuilder) -> None:
-    """One loop per lattice point: a plain `for` over a lone iterator, else a merge `while`."""
+                 b: CBuilder, first: str | None = None) -> None:
+    """One loop per lattice point: a plain `for` over a lone iterator (from position `first` when the
+    loop is parallel, whose threads each start where their share begins), else a merge `while`."""
     index = names.coordinate(loop.index)
     cases = lat.sub_points(lattice, point)
     iterators = sorted(point.sparse, key=str)
@@ -615,9 +654,16 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
         q, end, c, seg = _iterator_names(it, plan)
         level = plan.read_levels(it.access)[it.level]
         header = f"for (; {q} < {end}; {q}++)" if level.unique else f"while ({q} < {end})"
+        if first is not None:
+            header = f"for (int64_t {q} = {first}; {q} < {end}; {q}++)"
+        if loop.written and not level.ordered:
+            raise ScheduleError(f"Expected the loop over {loop.index}, which appends to "
+                                f"{', '.join(n for n, _ in loop.written)}, to visit coordinates in increasing order, "
+                                f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
+                                f"dense result, or precompute into a workspace")
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with b.block(header):
+        with b.block(header), _iteration(stmt, plan, b):
             _count(plan, b, f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
@@ -628,7 +674,8 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
             if not level.unique:
                 b.line(f"{q} = {seg};")
         return
-    _require_ordered(iterators, loop, plan)
+    descending = all(plan.read_levels(it.access)[it.level].descending for it in iterators) and not loop.written
+    _require_ordered(iterators, loop, plan, descending)
     running = " && ".join(f"{_iterator_names(it, plan)[0]} < {_iterator_names(it, plan)[1]}" for it in iterators)
     with b.block(f"while ({running})"):
         _count(plan, b, f"∀{loop.index} merge")
@@ -636,9 +683,9 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
         for it in iterators:
             _load(it, plan, b, guard=False)
             coordinates.append(_iterator_names(it, plan)[2])
-        smallest = coordinates[0]
+        smallest, sooner = coordinates[0], ">" if descending else "<"
         for c in coordinates[1:]:
-            smallest = f"({c} < {smallest} ? {c} : {smallest})"
+            smallest = f"({c} {sooner} {smallest} ? {c} : {smallest})"
         b.line(f"const int64_t {index} = {smallest};")
         for it in iterators:
             if not plan.read_levels(it.access)[it.level].unique:
@@ -650,23 +697,31 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
 
 
 def _cases(stmt: Forall, loop: _Loop, lattice: lat.Lattice, cases: lat.Lattice, plan: Plan, scope: Scope,
-           b: CBuilder) -> None:
+           b: CBuilder, found: Mapping[lat.Iterator, str] | None = None) -> None:
+    """if (the iterators of the first point are at the coordinate) ... else if (the next point's) ...:
+    merged iterators are when their coordinate is the loop's; `found` ones when their position is found
+    (the driver of a find loop always is)."""
     index = names.coordinate(loop.index)
     for number, point in enumerate(cases):
-        condition = " && ".join(f"{_iterator_names(it, plan)[2]} == {index}" for it in sorted(point.sparse, key=str))
-        if len(cases) == 1 and len(point.sparse) <= 1 and not lat.dense_loop(lattice):
+        present = [f"{found[it]} >= 0" if it in found else "" for it in sorted(point.sparse, key=str)] if found is not None \
+            else [f"{_iterator_names(it, plan)[2]} == {index}" for it in sorted(point.sparse, key=str)]
+        condition = " && ".join(filter(None, present))
+        if found is None and len(cases) == 1 and len(point.sparse) <= 1 and not lat.dense_loop(lattice):
             header = ""
         elif condition:
             header = f"{'else ' if number else ''}if ({condition})"
         else:
             header = "else" if number else ""
         with b.scope(header):
-            _case_body(stmt, loop, point, plan, scope, b)
+            _case_body(stmt, loop, point, plan, scope, b, found or {})
+        if found is not None and not condition:
+            return  # the driver alone: the cases below are never reached
 
 
-def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: Scope, b: CBuilder) -> None:
-    """The body with the iterators outside `point` absent (their accesses read zero), the stepped and
-    located levels positioned, and the written levels entered (then committed)."""
+def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: Scope, b: CBuilder,
+               found: Mapping[lat.Iterator, str] = {}) -> None:
+    """The body with the iterators outside `point` absent (their accesses read zero), the stepped, found
+    and located levels positioned, and the written levels entered (then committed)."""
     index = names.coordinate(loop.index)
     absent = [a for a, it in loop.stepped.items() if it not in point.iterators]
     body = without(stmt.body, absent)
@@ -679,6 +734,8 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
             parent = scope.reads.get((access, it.level - 1), ROOT)
             if it.full:
                 reads[(access, it.level)] = level.locate(parent, index)
+            elif it in found:
+                reads[(access, it.level)] = Position(level.stepped(found[it], index))
             else:
                 q, _, c, seg = _iterator_names(it, plan)
                 reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else seg)
@@ -698,6 +755,55 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
     lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags, loops=(*scope.loops, loop.index)), b)
     for name, level, parent, position, parent_flag in reversed(entered):
         plan.targets[name].leave(level, parent, position, b, parent_flag)
+
+
+def _moved_by(it: lat.Iterator, scope: Scope) -> int:
+    """The depth of the innermost loop around that moves the iterator's segment (-1: none does)."""
+    above = it.access.level_indices[:it.level]
+    return max((depth for depth, index in enumerate(scope.loops) if index in above), default=-1)
+
+
+def _find_pass(stmt: Forall, loop: _Loop, lattice: lat.Lattice, roles: finds.Roles, number: int, plan: Plan,
+               scope: Scope, b: CBuilder) -> None:
+    """One pass of a find loop (finds.py): walk the driver's segment; at each coordinate, skip it when an
+    earlier pass's driver holds it, else find it in the other operands and run the case of those
+    present."""
+    index = names.coordinate(loop.index)
+    driver = roles.drivers[number]
+    q, end, c, seg = _iterator_names(driver, plan)
+    level = plan.read_levels(driver.access)[driver.level]
+    order = finds.order_of(level)
+    with b.block():
+        if number:  # an earlier pass may have searched through the driver
+            b.line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
+        finders = {it: _finder(it, roles.strategy[it], order, loop, plan, scope, b)
+                   for it in finds.sought(roles, lattice, number)}
+        for finder in finders.values():
+            finder.prepare(plan.tables, scope.parallel, b)
+        with b.block(f"while ({q} < {end})"):
+            _count(plan, b, f"∀{loop.index} walk {driver.access}")
+            vacant = level.vacant(q)
+            if vacant:
+                b.line(f"if ({vacant}) {{ {q}++; continue; }}")
+            _load(driver, plan, b, guard=False)
+            b.line(f"const int64_t {index} = {c};")
+            earlier = roles.drivers[:number]
+            found = {it: finders[it].find(index, b) for it in earlier}
+            with b.scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
+                         f"if ({' && '.join(f'{found[it]} < 0' for it in earlier)})"):
+                found.update((it, finder.find(index, b)) for it, finder in finders.items() if it not in found)
+                _cases(stmt, loop, lattice, finds.cases(roles, lattice, number), plan, scope, b, found)
+            b.line(f"{q} = {seg};" if not level.unique else f"{q}++;")
+
+
+def _finder(it: lat.Iterator, strategy, driver_order: int, loop: _Loop, plan: Plan, scope: Scope,
+            b: CBuilder) -> finds.Finder:
+    q, end, _, _ = _iterator_names(it, plan)
+    level = plan.read_levels(it.access)[it.level]
+    begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
+    return finds.Finder(strategy, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
+                        loop.index, driver_order,
+                        lambda what: _count(plan, b, f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
 
 
 def _count(plan: Plan, b: CBuilder, label: str) -> None:

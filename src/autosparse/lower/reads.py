@@ -35,8 +35,9 @@ ROOT = Position("0")
 
 class ReadLevel(ABC):
     full: bool
-    ordered: bool
+    ordered: bool  # siblings increase
     unique: bool
+    descending: bool = False  # siblings decrease
 
     @abstractmethod
     def range(self, parent: Position) -> tuple[str, str]:
@@ -77,6 +78,10 @@ class TensorLevel(ReadLevel):
     @property
     def unique(self) -> bool:
         return self.level.properties.unique
+
+    @property
+    def descending(self) -> bool:
+        return self.level.properties.descending
 
     def range(self, parent: Position) -> tuple[str, str]:
         begin, end = self.level.position_range(self.arrays, parent.begin, parent.last)

@@ -426,7 +426,12 @@ class SharedPatternResult(AssembledResult):
     located instead; the sparse level below it then counts its children per parent from the operand's
     segments, closed by a prefix sum. Nothing is appended or grown; every position of the operand is
     visited and stored exactly once (a position whose reduction is empty stores an explicit zero), and
-    the result's values start zeroed only when dense result levels have positions the operand lacks."""
+    the result's values start zeroed only when dense result levels have positions the operand lacks.
+
+    Dense levels may follow the shared ones (TTM: C(i,j,r) over A(i,j,k)'s first two levels): they are
+    located below the shared positions, and take sums (the reduction over k runs around r), so the
+    values start zeroed. Distinct shared positions own disjoint dense blocks, so threads over the shared
+    levels never meet."""
 
     source: Access | None = None  # the operand whose positions the result shares
     overwrites = True  # each position is stored once, by the one statement that writes the result
@@ -434,12 +439,19 @@ class SharedPatternResult(AssembledResult):
     source_arrays: tuple[Mapping[str, str], ...] = ()  # the C names of its arrays, level by level
 
     def parallel_safe(self) -> bool:
-        return all(self._mirrored(level) for level in range(len(self.levels)))
+        return all(self._mirrored(level) for level in range(len(self.source_levels)))
+
+    @property
+    def _suffix(self) -> bool:
+        """Whether dense levels follow the shared ones."""
+        return len(self.levels) > len(self.source_levels)
 
     def _mirrored(self, level: int) -> bool:
         """Whether the result's positions at `level` are the operand's (the root's always are)."""
         if level < 0:
             return True
+        if level >= len(self.source_levels):
+            return False
         if self.levels[level].properties.full:
             return self.source_levels[level].properties.full and self._mirrored(level - 1)
         return True
@@ -472,11 +484,13 @@ class SharedPatternResult(AssembledResult):
                         b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
         count, vals = self._count(len(self.levels) - 1), names.vals(self.name)
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
-        zeroed = not self._mirrored(len(self.levels) - 1)
+        zeroed = self._suffix or not self._mirrored(len(self.levels) - 1)
         b.line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
         b.fail(f"!{names.vals(self.name)}", 1)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
+        if level >= len(self.source_levels):
+            return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
         source = reads[(self.source, level)]
         if self._mirrored(level):
             if "crd" in self.levels[level].array_names:
@@ -484,15 +498,16 @@ class SharedPatternResult(AssembledResult):
             return source
         position = Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
         below = level + 1
-        if below < len(self.levels) and self._counted(below):
+        if below < len(self.source_levels) and self._counted(below):
             begin, end = self.source_levels[below].position_range(self.source_arrays[below], source.begin,
                                                                   source.last)
             b.line(f"{self._array(below, 'pos')}[{position.begin} + 1] = {end} - {begin};")
         return position
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        """Each position is stored once (a reduction below it is summed in a register first)."""
-        b.line(f"{names.vals(self.name)}[{position.begin}] = {value};")
+        """A shared position is stored once (a reduction below it is summed in a register first); a
+        position of the dense levels below may take a sum."""
+        b.line(f"{names.vals(self.name)}[{position.begin}] {op if self._suffix else '='} {value};")
 
     def finish(self, b: CBuilder) -> None:
         for level in range(len(self.levels)):

@@ -8,14 +8,15 @@ against its storage order) are reported by lowering, also as `ScheduleError`.
     precompute(expr, i, iw[, format])    expr into a temporary indexed by iw, read at i by the rest
     parallelize(i, unit, race)           OpenMP threads or SIMD lanes over loop i, races handled by `race`
     unroll(i, n)                         ask the C compiler to unroll loop i n times
+    coiterate(i, strategy[, tensor])     how loop i meets its operands: merge, gallop, binary, hash, bitmap, auto
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..cin.ast import (Access, Assign, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt, TensorVar, Where,
-                       accesses, assignments, default_access, nest, tensors, unnest_loops, walk)
+from ..cin.ast import (Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt, Strategy,
+                       TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops, walk)
 from ..cin.provenance import Provenance
 from ..cin.rewrite import factors, product, rebuild_expr
 from ..errors import ScheduleError
@@ -136,6 +137,18 @@ def unroll(stmt: Stmt, index: IndexVar, factor: int) -> Stmt:
         raise _fail("unroll", index, f"the factor must be a positive integer, not {factor!r}")
     loop = _loop(stmt, index, f"unroll({index}, {factor})")
     return _replace_chain(stmt, loop, replace(loop, unroll=factor))
+
+
+def coiterate(stmt: Stmt, index: IndexVar, strategy: Strategy, tensor: str | None = None) -> Stmt:
+    """How the loop over `index` meets its operands (Zhao et al.): `strategy` for all of them, or for
+    `tensor`'s alone. Whether the operands' levels allow it is checked when the kernel is generated,
+    where the loop's driver and found operands are known."""
+    command = f"coiterate({index}, {strategy.value}{f', {tensor}' if tensor else ''})"
+    loop = _loop(stmt, index, command)
+    if tensor is not None and tensor not in {a.tensor.name for a in accesses(loop.body)}:
+        raise ScheduleError(f"{command}: {tensor} is not read inside the loop over {index}")
+    current = loop.coiterate or Coiteration()
+    return _replace_chain(stmt, loop, replace(loop, coiterate=current.with_strategy(strategy, tensor)))
 
 
 def _loop(stmt: Stmt, index: IndexVar, command: str) -> Forall:

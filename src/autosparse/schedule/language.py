@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cin.ast import ParallelUnit, Race, Stmt
+from ..cin.ast import ParallelUnit, Race, Stmt, Strategy
 from ..cin.provenance import BoundKind, Provenance, attach, split_relations
 from ..errors import ParseError, ScheduleError
 from ..notation import ast as notation
@@ -22,9 +22,7 @@ from ..notation.ast import IndexVar, Literal
 from ..notation.parser import _Parser
 from . import branched, commands, derive
 
-#: Commands of the contract that later steps of the scheduling work add.
-NOT_YET = {"coiterate"}
-ARITY = {"reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2), "split": (4, 4),
+ARITY = {"coiterate": (2, 3), "reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2), "split": (4, 4),
          "divide": (4, 4), "collapse": (3, 3), "pos": (3, 3), "coord": (2, 2), "bound": (4, 4),
          "loopfuse": (3, 3)}
 
@@ -109,6 +107,9 @@ class Schedule:
     def bound(self, index, bounded, size: int, kind="max_exact") -> "Schedule":
         return self._then("bound", index, bounded, size, kind)
 
+    def coiterate(self, index, strategy="auto", tensor=None) -> "Schedule":
+        return self._then("coiterate", index, strategy, *([tensor] if tensor is not None else []))
+
     def apply(self, stmt: Stmt) -> Stmt:
         """The commands replayed on `stmt`; a SuchThat holding the relations when a command derived
         index variables."""
@@ -150,10 +151,8 @@ def _argument(value):
 
 
 def _check_arity(command: Command, text: str, column: int) -> None:
-    if command.name in NOT_YET:
-        raise ScheduleError(f"{command.name}: this scheduling command is not supported yet")
     if command.name not in ARITY:
-        known = ", ".join(sorted({*ARITY, *NOT_YET}))
+        known = ", ".join(sorted(ARITY))
         raise ParseError(f"Expected a scheduling command ({known}), but found {command.name!r}", text, column + 1)
     low, high = ARITY[command.name]
     if len(command.args) < low or high is not None and len(command.args) > high:
@@ -216,6 +215,11 @@ def _name(node, command: Command) -> str:
     raise ScheduleError(f"{command}: expected a name, but found {node}")
 
 
+def _tensor_name(node, command: Command) -> str:
+    """A tensor named bare (`B`) or by an access (`B(i,j)`)."""
+    return node.tensor if isinstance(node, notation.Access) else _name(node, command)
+
+
 def _index(node, command: Command) -> IndexVar:
     return IndexVar(_name(node, command))
 
@@ -256,6 +260,9 @@ def _run(command: Command, stmt: Stmt, relations: tuple) -> tuple[Stmt, tuple]:
     if name == "parallelize":
         return commands.parallelize(stmt, _index(args[0], command), _choice(ParallelUnit, args[1], command),
                                     _choice(Race, args[2], command), Provenance(relations)), relations
+    if name == "coiterate":
+        tensor = _tensor_name(args[2], command) if len(args) > 2 else None
+        return commands.coiterate(stmt, _index(args[0], command), _choice(Strategy, args[1], command), tensor), relations
     if name == "unroll":
         return commands.unroll(stmt, _index(args[0], command), _integer(args[1], command)), relations
     if name in ("split", "divide"):

@@ -1,0 +1,202 @@
+"""Co-iteration strategies (Zhao et al.) beside each other and beside peers, on the same data in one process.
+
+Why: a sparse matrix times a sparse vector, y(i) = A(i,j) x(j) with A in CSR and x a compressed vector,
+is the kernel where how operands meet decides everything. The two-finger merge (TACO's, and our default)
+steps through x once per row: rows × nnz(x) + nnz(A) steps. Finding A's coordinates in x instead costs
+nnz(A) lookups plus, for a hash table or bitmap, nnz(x) insertions once. `coiterate(j, auto)` chooses
+from the operands' segment lengths, with no trial runs; the claim to check is that it lands within 10%
+of the best fixed strategy on nearly every input and well above the merge default overall.
+
+    python bench/coiteration.py                  # generated and shipped matrices (several minutes)
+    python bench/coiteration.py --quick          # two small generated matrices (smoke test)
+    python bench/coiteration.py --density 0.01   # a sparser vector
+
+Inputs: R-MAT power-law and uniform random matrices (16 entries per row on average), every matrix of
+../shared/data, each with a vector of the given density (10% by default, random positions). Peers:
+scipy.sparse (A @ x with x dense: the work a dense vector would cost; A @ x with x a sparse column,
+scipy's sparse × sparse product), Tensora (TACO's merge, the `ds` × `s` kernel) and pydata sparse.
+Each contender's result is checked against scipy once before anything is timed. Times are medians of
+--repeat samples, interleaved round-robin; a sample is one call, or for calls under 20 ms the mean of
+back-to-back calls lasting about that long; a contender whose first call exceeds --budget seconds is timed
+by that call alone (after one warm-up call, which is never timed). Only calls of compiled kernels on
+converted operands are timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+import sparse
+
+import autosparse as asp
+from kernels import DATA, tensora_tensor  # noqa: E402  (bench/ is on the path when run as a script)
+
+import tensora  # noqa: E402
+
+STRATEGIES = ("merge", "gallop", "binary", "hash", "bitmap")
+SPMSPV = "y(i) = A(i,j) * x(j)"
+MIN_SAMPLE = 0.02
+
+
+def rmat(rng, scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19) -> sp.csr_array:
+    """R-MAT (Graph500 parameters), duplicates merged: a power-law pattern."""
+    edges = edge_factor << scale
+    rows = np.zeros(edges, dtype=np.int64)
+    cols = np.zeros(edges, dtype=np.int64)
+    for bit in range(scale):
+        u = rng.random(edges)
+        rows |= (u >= a + b).astype(np.int64) << bit
+        cols |= (((u >= a) & (u < a + b)) | (u >= a + b + c)).astype(np.int64) << bit
+    return _csr(rows, cols, 1 << scale, rng)
+
+
+def uniform(rng, n: int, per_row: int = 16) -> sp.csr_array:
+    return _csr(rng.integers(0, n, per_row * n), rng.integers(0, n, per_row * n), n, rng)
+
+
+def _csr(rows, cols, n, rng) -> sp.csr_array:
+    matrix = sp.csr_array((rng.random(len(rows)) + 0.5, (rows, cols)), shape=(n, n))
+    matrix.sum_duplicates()
+    return matrix
+
+
+def inputs(args, rng):
+    scales = (12, 14) if args.quick else (14, 16)
+    for scale in scales:
+        yield f"power-law 2^{scale}", rmat(rng, scale)
+        yield f"uniform 2^{scale}", uniform(rng, 1 << scale)
+    if args.quick:
+        return
+    for path in sorted(Path(args.data).glob("*.mtx.gz")):
+        yield path.name.removesuffix(".mtx.gz"), sp.csr_array(scipy.io.mmread(str(path)))
+
+
+def sparse_vector(rng, n: int, density: float) -> np.ndarray:
+    x = np.zeros(n)
+    chosen = rng.choice(n, max(1, int(round(density * n))), replace=False)
+    x[chosen] = rng.random(len(chosen)) + 0.5
+    return x
+
+
+def contenders(A: sp.csr_array, x: np.ndarray) -> dict:
+    """name -> a call computing y (dense), ours first."""
+    ours_A, ours_x = asp.Tensor.from_scipy(A), asp.Tensor.from_numpy(x, format="s")
+    calls = {}
+    for strategy in (*STRATEGIES, "auto"):
+        schedule = None if strategy == "merge" else f"coiterate(j, {strategy})"
+        kernel = asp.compile(SPMSPV, formats={"A": "csr", "x": "s"}, schedule=schedule)
+        calls[strategy] = (lambda k=kernel: k(A=ours_A, x=ours_x)), kernel
+    column = sp.csc_array(x.reshape(-1, 1))
+    calls["scipy (x dense)"] = (lambda: A @ x), None
+    calls["scipy (x sparse)"] = (lambda: A @ column), None
+    coords = np.flatnonzero(x)
+    t_A = tensora_tensor([None, (A.indptr, A.indices)], A.data, A.shape)
+    t_x = tensora_tensor([(np.array([0, len(coords)]), coords)], x[coords], x.shape)
+    method = tensora.tensor_method(SPMSPV, {"A": "ds", "x": "s", "y": "d"}, tensora.BackendCompiler.llvm)
+    calls["tensora"] = (lambda: method(A=t_A, x=t_x)), None
+    p_A, p_x = sparse.GCXS.from_scipy_sparse(A), sparse.COO.from_numpy(x)
+    calls["pydata"] = (lambda: p_A @ p_x), None
+    return calls
+
+
+def dense(result) -> np.ndarray:
+    if isinstance(result, tensora.Tensor):
+        return np.asarray(result.to_numpy())
+    if hasattr(result, "todense"):
+        return np.asarray(result.todense()).ravel()
+    if hasattr(result, "toarray"):
+        return np.asarray(result.toarray()).ravel()
+    return np.asarray(result).ravel()
+
+
+def sample(call) -> float:
+    """Seconds per call: one call, or the mean of a batch lasting about MIN_SAMPLE."""
+    start = time.perf_counter()
+    call()
+    seconds = time.perf_counter() - start
+    if seconds >= MIN_SAMPLE:
+        return seconds
+    batch = max(1, int(MIN_SAMPLE / max(seconds, 1e-7)))
+    start = time.perf_counter()
+    for _ in range(batch):
+        call()
+    return (time.perf_counter() - start) / batch
+
+
+def measure(calls: dict, expected: np.ndarray, repeat: int, budget: float) -> dict[str, float | None]:
+    """Median seconds per contender (None: its result was wrong), samples interleaved round-robin."""
+    times: dict[str, list[float]] = {}
+    slow, wrong = set(), set()
+    for name, (call, _) in calls.items():
+        result = call()  # the warm-up: a JIT's compilation (pydata's numba) is not the kernel's time
+        start = time.perf_counter()
+        call()
+        times[name] = [time.perf_counter() - start]
+        if not np.allclose(dense(result), expected, rtol=1e-9, atol=1e-9):
+            print(f"  FAIL: {name} differs from scipy", file=sys.stderr)
+            wrong.add(name)
+        elif times[name][0] > budget:
+            slow.add(name)  # timed by its first call alone
+    timed = [n for n in calls if n not in slow | wrong]
+    for n in timed:
+        times[n] = []
+    for round_number in range(repeat):
+        shift = round_number % max(len(timed), 1)
+        for name in timed[shift:] + timed[:shift]:
+            times[name].append(sample(calls[name][0]))
+        gc.collect()
+    return {name: None if name in wrong else statistics.median(t) for name, t in times.items()}
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--density", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--budget", type=float, default=2.0)
+    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print(f"# SpMSpV, x {args.density:.0%} dense — `python bench/coiteration.py {' '.join(sys.argv[1:])}`")
+    print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+          f"medians of {args.repeat}, times in ms; ratios are the other's time / auto's\n")
+    names = (*STRATEGIES, "auto", "scipy (x dense)", "scipy (x sparse)", "tensora", "pydata")
+    print("| input | rows | nnz(A) | nnz(x) | " + " | ".join(names) + " | auto chose | best fixed / auto | merge / auto |")
+    print("|" + "---|" * (len(names) + 7))
+    within, speedups, rows_out = 0, [], 0
+    for name, A in inputs(args, rng):
+        x = sparse_vector(rng, A.shape[1], args.density)
+        calls = contenders(A, x)
+        medians = measure(calls, A @ x, args.repeat, args.budget)
+        chosen = calls["auto"][1].chosen.body.coiterate.default.value
+        fixed = {s: medians[s] for s in STRATEGIES if medians[s] is not None}
+        best = min(fixed.values())
+        auto = medians["auto"]
+        cells = " | ".join("FAIL" if medians[n] is None else f"{medians[n] * 1e3:.3f}" for n in names)
+        print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {np.count_nonzero(x):,} | {cells} | {chosen} | "
+              f"{best / auto:.2f} | {medians['merge'] / auto:.2f} |", flush=True)
+        rows_out += 1
+        within += auto <= 1.1 * best
+        speedups.append(medians["merge"] / auto)
+    print(f"\nauto within 10% of the best fixed strategy on {within} of {rows_out} inputs; geometric-mean speedup "
+          f"over the merge default {geomean(speedups):.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""`coiterate(i, auto)`: each loop's co-iteration strategy chosen for the operands of one call, from their
+stored structure alone (segment counts and lengths), with no trial runs.
+
+A loop steps some operands through sparse levels. Each such operand has segments (one per parent
+position) of lengths ℓ. The loop runs E times (the product of the trip counts of the loops around it,
+estimated from the operands); an operand's segment stays the same for V consecutive runs (the trip
+counts of the loops inside the innermost one that moves it). The driver, the operand whose segment
+moves most often (as lowering picks it), walks its coordinates, and each strategy prices finding each
+of them in the other operands, with ℓ_d the driver's segment length and ℓ_f the found one's:
+
+    merge    both stepped through:           ℓ_d + ℓ_f                      per run
+    gallop   leaps, then a bisection:        ℓ_d (1 + 2 log2(1 + ℓ_f / ℓ_d))  per run
+    binary   a bisection of the segment:     ℓ_d log2(2 ℓ_f)                per run
+    hash     a probe per coordinate:         ℓ_d per run, plus ℓ_f insertions whenever the segment changes
+    bitmap   a load per coordinate:          ℓ_d per run, plus 2 ℓ_f writes whenever it changes
+
+each step weighted by its cost on this kind of machine (WEIGHTS, from bench/coiteration.py's runs).
+The driver's lengths are its actual segments' (a power-law row and a short row price differently);
+the others' are their means. The cheapest strategy that lowering would accept wins (legality as
+schedule/findable.py decides it); a bitmap over the memory limit is not a candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import prod
+from typing import Mapping
+
+import numpy as np
+
+from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, walk
+from ..config import memory_limit
+from ..notation.ast import IndexVar
+from ..schedule.findable import findable
+from ..tensor import Tensor
+
+#: The cost of one step of each kind, relative to one step of a merge.
+WEIGHTS = {"merge": 1.0, "gallop": 1.5, "binary": 1.5, "probe": 3.0, "insert": 4.0, "lookup": 1.2, "mark": 1.5}
+CHOICES = (Strategy.MERGE, Strategy.GALLOP, Strategy.BINARY, Strategy.HASH, Strategy.BITMAP)
+
+
+def resolve(stmt: Stmt, tensors: Mapping[str, Tensor], extents: Mapping[IndexVar, int]) -> Stmt:
+    """`stmt` with every `auto` strategy replaced by the cheapest legal one for these operands."""
+    return _resolve(stmt, (), tensors, extents)
+
+
+def has_auto(stmt: Stmt) -> bool:
+    return any(isinstance(n, Forall) and n.coiterate is not None and Strategy.AUTO in n.coiterate.strategies
+               for n in walk(stmt))
+
+
+def _resolve(stmt: Stmt, around: tuple[Forall, ...], tensors, extents) -> Stmt:
+    if isinstance(stmt, Access) or not hasattr(stmt, "with_children"):
+        return stmt
+    if isinstance(stmt, Forall):
+        if stmt.coiterate is not None and Strategy.AUTO in stmt.coiterate.strategies:
+            stmt = replace(stmt, coiterate=choose(stmt, around, tensors, extents))
+        return stmt.with_children((_resolve(stmt.body, (*around, stmt), tensors, extents),))
+    return stmt.with_children(tuple(_resolve(child, around, tensors, extents) for child in stmt.children()))
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """An operand the loop steps: its segment lengths, how its siblings are ordered, and how often the
+    segment changes."""
+
+    access: Access
+    lengths: np.ndarray  # of every segment of its level
+    order: int  # +1 increasing, -1 decreasing, 0 none
+    unique: bool
+    moved_by: int  # the depth of the innermost loop around that moves its segment (-1: none)
+
+    @property
+    def mean(self) -> float:
+        return float(self.lengths.mean()) if len(self.lengths) else 0.0
+
+
+def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiteration:
+    """The loop's co-iteration with `auto` resolved: the strategy whose estimated cost is least."""
+    operands = _stepped(loop, around, tensors)
+    coiteration = loop.coiterate
+    if len(operands) < 2:
+        return coiteration.resolved(lambda tensor: Strategy.MERGE)
+    trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
+    costs = {}
+    for strategy in CHOICES:
+        candidate = coiteration.resolved(lambda tensor: strategy)
+        cost = _cost(candidate, operands, trips, extents[loop.index])
+        if cost is not None:
+            costs[candidate] = cost
+    return min(costs, key=costs.get) if costs else coiteration.resolved(lambda tensor: Strategy.MERGE)
+
+
+def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int) -> float | None:
+    """The estimated steps of the loop over all its runs, or None when lowering would refuse the loop."""
+    strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
+    runs = prod(trips)
+    if all(s is Strategy.MERGE for s in strategy.values()):
+        orders = {op.order for op in operands}
+        if len(orders) != 1 or 0 in orders or not all(op.unique for op in operands):
+            return None
+        return WEIGHTS["merge"] * sum(runs * op.mean for op in operands)
+    driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, -op.moved_by,
+                                           operands.index(op)))
+    # each of the driver's segments is walked runs / (its count) times
+    walked = driver.lengths.astype(np.float64)
+    visits = runs / max(len(walked), 1)
+    total = WEIGHTS["merge"] * visits * walked.sum()
+    for op in operands:
+        if op is driver:
+            continue
+        chosen = strategy[op.access]
+        if not findable(chosen, op.order, op.unique, driver.order):
+            return None
+        if chosen is Strategy.BITMAP and (dim + 1) * 8 > memory_limit():
+            return None
+        length = op.mean
+        changes = runs / max(prod(trips[op.moved_by + 1:]), 1.0)  # how often its segment is replaced
+        if chosen is Strategy.MERGE:
+            total += WEIGHTS["merge"] * runs * length
+        elif chosen is Strategy.GALLOP:
+            total += WEIGHTS["gallop"] * visits * float(np.sum(walked * (1 + 2 * np.log2(1 + length / np.maximum(walked, 1)))))
+        elif chosen is Strategy.BINARY:
+            total += WEIGHTS["binary"] * visits * walked.sum() * np.log2(2 * length + 1)
+        elif chosen is Strategy.HASH:
+            total += WEIGHTS["probe"] * visits * walked.sum() + WEIGHTS["insert"] * changes * length
+        else:
+            total += WEIGHTS["lookup"] * visits * walked.sum() + WEIGHTS["mark"] * 2 * changes * length
+    return total
+
+
+def _stepped(loop: Forall, around: tuple[Forall, ...], tensors) -> list[_Operand]:
+    """The operands the loop steps through sparse levels, in the order they appear."""
+    outer = [f.index for f in around]
+    operands = []
+    for access in dict.fromkeys(accesses(loop.body)):
+        tensor = tensors.get(access.tensor.name)
+        if tensor is None or access.tensor.temporary or loop.index not in access.level_indices:
+            continue
+        level = access.level_indices.index(loop.index)
+        properties = access.tensor.format.levels[level].properties
+        if properties.full or access.level_protocols[level] is not Protocol.STEP:
+            continue
+        moved = max((depth for depth, index in enumerate(outer) if index in access.level_indices[:level]), default=-1)
+        order = 1 if properties.ordered else -1 if properties.descending else 0
+        operands.append(_Operand(access, _lengths(tensor, level), order, properties.unique, moved))
+    return operands
+
+
+def _lengths(tensor: Tensor, level: int) -> np.ndarray:
+    """The length of each segment of a tensor's level (one per parent position)."""
+    arrays = tensor.levels[level]
+    if "pos" in arrays:
+        return np.diff(arrays["pos"])
+    return np.ones(tensor.nnz, dtype=np.int64)
+
+
+def _trips(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> float:
+    """A loop's estimated trip count: the mean segment length of the shortest operand it steps through
+    a sparse level (the loop stops when that one runs out), or its dimension."""
+    stepped = _stepped(loop, around, tensors)
+    return min((op.mean for op in stepped), default=float(extents[loop.index]))
