@@ -8,13 +8,14 @@ counts of the loops inside the innermost one that moves it). The driver, the ope
 moves most often (as lowering picks it), walks its coordinates, and each strategy prices finding each
 of them in the other operands, with ℓ_d the driver's segment length and ℓ_f the found one's:
 
-    merge    both stepped through:           ℓ_d + ℓ_f                      per run
+    merge    both stepped through:           ℓ_d + ℓ_f steps, 2 min(ℓ_d, ℓ_f) of them mispredicted, per run
     gallop   leaps, then a bisection:        ℓ_d (1 + 2 log2(1 + ℓ_f / ℓ_d))  per run
     binary   a bisection of the segment:     ℓ_d log2(2 ℓ_f)                per run
     hash     a probe per coordinate:         ℓ_d per run, plus ℓ_f insertions whenever the segment changes
     bitmap   a load per coordinate:          ℓ_d per run, plus 2 ℓ_f writes whenever it changes
 
-each step weighted by its cost on this kind of machine (WEIGHTS, from bench/coiteration.py's runs).
+(the find strategies also walk the driver: ℓ_d per run), each step weighted by its time on this kind
+of machine (WEIGHTS, from bench/coiteration.py's runs).
 The driver's lengths are its actual segments' (a power-law row and a short row price differently);
 the others' are their means. The cheapest strategy that lowering would accept wins (legality as
 schedule/findable.py decides it); a bitmap over the memory limit is not a candidate.
@@ -34,8 +35,13 @@ from ..notation.ast import IndexVar
 from ..schedule.findable import findable
 from ..tensor import Tensor
 
-#: The cost of one step of each kind, relative to one step of a merge.
-WEIGHTS = {"merge": 1.0, "gallop": 1.5, "binary": 1.5, "probe": 3.0, "insert": 4.0, "lookup": 1.2, "mark": 1.5}
+#: Nanoseconds per step of each kind on this machine, from bench/coiteration.py's SpMSpV runs: a merge
+#: step whose branch the CPU predicts (one operand runs ahead) and one it does not (the operands
+#: interleave, about twice per entry of the shorter); a driver entry walked and multiplied; a gallop
+#: leap; a bisection step; a hash lookup (probing, its branches unpredictable) and insertion; a bitmap
+#: lookup and write.
+WEIGHTS = {"run": 1.2, "switch": 3.0, "walk": 1.5, "leap": 1.5, "bisect": 3.2, "probe": 12.0, "insert": 12.0,
+           "lookup": 1.5, "mark": 2.0}
 CHOICES = (Strategy.MERGE, Strategy.GALLOP, Strategy.BINARY, Strategy.HASH, Strategy.BITMAP)
 
 
@@ -92,23 +98,24 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
 
 
 def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int) -> float | None:
-    """The estimated steps of the loop over all its runs, or None when lowering would refuse the loop."""
+    """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it."""
     strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
     runs = prod(trips)
-    if all(s is Strategy.MERGE for s in strategy.values()):
-        orders = {op.order for op in operands}
-        if len(orders) != 1 or 0 in orders or not all(op.unique for op in operands):
-            return None
-        return WEIGHTS["merge"] * sum(runs * op.mean for op in operands)
     driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, -op.moved_by,
                                            operands.index(op)))
     # each of the driver's segments is walked runs / (its count) times
     walked = driver.lengths.astype(np.float64)
     visits = runs / max(len(walked), 1)
-    total = WEIGHTS["merge"] * visits * walked.sum()
-    for op in operands:
-        if op is driver:
-            continue
+    others = [op for op in operands if op is not driver]
+    if all(s is Strategy.MERGE for s in strategy.values()):
+        orders = {op.order for op in operands}
+        if len(orders) != 1 or 0 in orders or not all(op.unique for op in operands):
+            return None
+        shortest = np.minimum.reduce([walked, *(np.full_like(walked, op.mean) for op in others)])
+        steps = walked + sum(op.mean for op in others)
+        return visits * float(np.sum(WEIGHTS["run"] * steps + 2 * WEIGHTS["switch"] * shortest))
+    total = WEIGHTS["walk"] * visits * walked.sum()
+    for op in others:
         chosen = strategy[op.access]
         if not findable(chosen, op.order, op.unique, driver.order):
             return None
@@ -116,12 +123,13 @@ def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float]
             return None
         length = op.mean
         changes = runs / max(prod(trips[op.moved_by + 1:]), 1.0)  # how often its segment is replaced
-        if chosen is Strategy.MERGE:
-            total += WEIGHTS["merge"] * runs * length
+        if chosen is Strategy.MERGE:  # a resuming scan: its run, and a switch per driver entry
+            total += visits * float(np.sum(WEIGHTS["run"] * length + WEIGHTS["switch"] * np.minimum(walked, length)))
         elif chosen is Strategy.GALLOP:
-            total += WEIGHTS["gallop"] * visits * float(np.sum(walked * (1 + 2 * np.log2(1 + length / np.maximum(walked, 1)))))
+            leaps = 1 + 2 * np.log2(1 + length / np.maximum(walked, 1))
+            total += WEIGHTS["leap"] * visits * float(np.sum(walked * leaps))
         elif chosen is Strategy.BINARY:
-            total += WEIGHTS["binary"] * visits * walked.sum() * np.log2(2 * length + 1)
+            total += WEIGHTS["bisect"] * visits * walked.sum() * np.log2(2 * length + 1)
         elif chosen is Strategy.HASH:
             total += WEIGHTS["probe"] * visits * walked.sum() + WEIGHTS["insert"] * changes * length
         else:

@@ -37,6 +37,8 @@ class LevelProperties:
     unique: no coordinate appears twice among siblings. branchless: each parent has exactly one child.
     compact: positions are contiguous (no unused slots). descending: coordinates appear in decreasing
     order (then `ordered` is False: everything that merges in increasing order must refuse the level).
+    filled: every coordinate of each segment's range is stored, zeros included, as in a dense level
+    (a packed triangle): zeros at such a last level are fill, not entries.
     """
 
     full: bool
@@ -45,6 +47,7 @@ class LevelProperties:
     branchless: bool
     compact: bool
     descending: bool = False
+    filled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,16 @@ class Level(ABC):
     def coordinate(self, arrays: Mapping[str, str], position: str) -> str:
         """The coordinate stored at `position` (POSITION_ITERATION)."""
         raise self._no_code("read a stored coordinate")
+
+    def segment_base(self, arrays: Mapping[str, str], parent: str) -> str | None:
+        """For a level whose coordinate is its position minus a per-segment base (a packed triangle),
+        that base below `parent`; kernels declare it once per segment as `arrays["@base"]`, which
+        `coordinate` then reads. None: coordinates need no base."""
+        return None
+
+    def placement_error(self, depth: int, levels: tuple["Level", ...]) -> str | None:
+        """Why this level cannot be level `depth` of a format with `levels`, or None when it can."""
+        return None
 
     def vacant(self, arrays: Mapping[str, str], position: str) -> str | None:
         """A condition true when `position` holds no coordinate, or None when every position holds one."""

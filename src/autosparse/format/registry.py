@@ -11,12 +11,14 @@ from .dense import Dense
 from .hashed import Hashed
 from .level import Level
 from .singleton import Singleton
+from .triangular import Triangular
 
 _LEVELS: dict[str, Level] = {
     level.spelling: level
     for level in (Dense(), Compressed(), Compressed(unique=False), Singleton(), Singleton(unique=False), Hashed(),
                   Compressed(order="decreasing"), Compressed(order="unordered"),
-                  Compressed(unique=False, order="decreasing"), Compressed(unique=False, order="unordered"))
+                  Compressed(unique=False, order="decreasing"), Compressed(unique=False, order="unordered"),
+                  Triangular(), Triangular(upper=True))
 }
 
 

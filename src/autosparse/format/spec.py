@@ -14,7 +14,7 @@ from ..errors import FormatError
 from .level import Level
 from .registry import known_letters, known_marks, level_for
 
-_FIXED_NAMES = {"csr": "ds", "csc": "d1s0", "dcsr": "ss", "dcsc": "s1s0"}
+_FIXED_NAMES = {"csr": "ds", "csc": "d1s0", "dcsr": "ss", "dcsc": "s1s0", "lower": "dt", "upper": "dt^"}
 
 
 def _coo_letters(order: int) -> str:
@@ -163,6 +163,9 @@ def _check_structure(levels: tuple[Level, ...]) -> None:
     """A branchless (singleton) level needs a non-unique parent, and below a non-unique level only
     singletons follow, to the last level: each entry's path continues one-to-one from there (COO)."""
     for index, level in enumerate(levels):
+        misplaced = level.placement_error(index, levels)
+        if misplaced:
+            raise FormatError(misplaced)
         parent = levels[index - 1] if index else None
         if level.properties.branchless and (parent is None or parent.properties.unique):
             raise FormatError(f"Expected a non-unique level (u or c) above the singleton level {index}, "

@@ -442,9 +442,12 @@ def _declare_iterators(lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuild
     for it in _sparse_iterators(lattice):
         q, end, _, _ = _iterator_names(it, plan)
         parent = scope.reads.get((it.access, it.level - 1), ROOT)
-        begin, last = plan.read_levels(it.access)[it.level].range(parent)
+        level = plan.read_levels(it.access)[it.level]
+        begin, last = level.range(parent)
         b.line(f"int64_t {q} = {begin};")
         b.line(f"const int64_t {end} = {last};")
+        if level.base(parent):
+            b.line("const int64_t {} = {};".format(*level.base(parent)))
 
 
 def _load(it: lat.Iterator, plan: Plan, b: CBuilder, guard: bool, index: str | None = None) -> None:
@@ -983,6 +986,9 @@ def _declare_positions(relation: Pos, plan: Plan, scope: Scope, b: CBuilder) -> 
                             f"for {access.level_indices[depth - 1]}; put it inside that loop")
     levels = plan.read_levels(access)
     parent = scope.reads.get((access, depth - 1), ROOT)
+    if any(level.base(parent) for level in levels[depth:depth + len(roots)]):
+        raise ScheduleError(f"{relation}: a position of {access}'s level for {roots[0]} does not tell its coordinate "
+                            f"without its segment (a packed triangle): loop over the coordinates instead")
     lo, hi = plan.fresh("lo"), plan.fresh("hi")
     if len(roots) == 1:
         begin, end = levels[depth].range(parent)

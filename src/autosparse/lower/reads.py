@@ -50,6 +50,11 @@ class ReadLevel(ABC):
     def vacant(self, q: str) -> str | None:
         return None
 
+    def base(self, parent: Position) -> tuple[str, str] | None:
+        """(name, value) of the variable a segment below `parent` declares for `coordinate` to read, if
+        the level needs one (Level.segment_base)."""
+        return None
+
     def stepped(self, q: str, coordinate: str) -> str:
         """The position that stepping to `q` (holding `coordinate`) leads to."""
         return q
@@ -94,6 +99,10 @@ class TensorLevel(ReadLevel):
 
     def vacant(self, q: str) -> str | None:
         return self.level.vacant(self.arrays, q)
+
+    def base(self, parent: Position) -> tuple[str, str] | None:
+        value = self.level.segment_base(self.arrays, parent.begin)
+        return None if value is None else (self.arrays["@base"], value)
 
     def locate(self, parent: Position, coordinate: str) -> Position:
         found = self.level.locate(self.arrays, parent.begin, coordinate, self.dim)

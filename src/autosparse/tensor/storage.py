@@ -88,7 +88,7 @@ def unpack(fmt: Format, shape: Sequence[int], storage: Storage) -> Entries:
     level holds only because it stores every coordinate."""
     paths, positions = leaves(fmt, shape, storage.levels)
     values = storage.vals if len(positions) == len(storage.vals) else storage.vals[positions]
-    if fmt.levels and fmt.levels[-1].properties.full:
+    if fmt.levels and (fmt.levels[-1].properties.full or fmt.levels[-1].properties.filled):
         kept = values != 0
         return Entries(tuple(p[kept] for p in paths), values[kept])
     return Entries(paths, values)
