@@ -81,3 +81,79 @@ def test_a_triangle_cannot_be_split_by_positions():
     with pytest.raises(asp.ScheduleError, match="segment"):
         asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "lower"},
                     schedule="pos(j, jp, A(i,j))").source
+
+
+# --- blocked CSR -------------------------------------------------------------------------------------------
+
+def _sparse(shape, density, seed):
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(shape) < density, rng.integers(1, 9, shape).astype(float), 0.0)
+
+
+@pytest.mark.parametrize("spec, blocks", [("bcsr(4)", (4, 4)), ("bcsr(2,3)", (2, 3)), ("bcsr(1)", (1, 1)),
+                                          ("bcsr(8,8)", (8, 8))])
+@pytest.mark.parametrize("shape", [(10, 9), (1, 1), (16, 16), (3, 20)])
+def test_bcsr_round_trips(spec, blocks, shape):
+    m = _sparse(shape, 0.3, 1)
+    tensor = asp.Tensor.from_numpy(m, format=spec)
+    assert tensor.format.blocks == blocks and tensor.format.order == 2 and tensor.shape == shape
+    np.testing.assert_array_equal(tensor.to_numpy(), m)
+    np.testing.assert_array_equal(tensor.to_format("csr").to_numpy(), m)
+    np.testing.assert_array_equal(asp.Tensor.from_scipy(tensor.to_scipy(), format=spec).to_numpy(), m)
+    again = asp.Tensor(tensor.shape, spec, tensor.levels, tensor.vals)
+    np.testing.assert_array_equal(again.to_numpy(), m)
+    rows, cols = (-(-shape[0] // blocks[0]), -(-shape[1] // blocks[1]))
+    nonzero_blocks = {(i // blocks[0], j // blocks[1]) for i, j in zip(*np.nonzero(m))}
+    assert len(tensor.levels[1]["crd"]) == len(nonzero_blocks) and len(tensor.levels[1]["pos"]) == rows + 1
+    assert tensor.nnz == len(nonzero_blocks) * blocks[0] * blocks[1]  # blocks are stored whole
+    assert max(tensor.levels[1]["crd"], default=0) < cols
+
+
+@pytest.mark.parametrize("spec", ["bcsr(4)", "bcsr(2,3)", "bcsr(1)", "bcsr(5)"])
+@pytest.mark.parametrize("shape", [(10, 9), (1, 1), (16, 16), (3, 20), (0, 4)])
+def test_spmv_on_bcsr(spec, shape):
+    m = _sparse(shape, 0.3, 2)
+    x = np.random.default_rng(3).random(shape[1])
+    kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": spec})
+    y = kernel(A=asp.Tensor.from_numpy(m, format=spec), x=x)
+    np.testing.assert_allclose(np.asarray(y), m @ x)
+
+
+def test_bcsr_spmv_runs_dense_block_loops():
+    kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "bcsr(4)"})
+    assert str(kernel.cin) == "suchthat(∀iB ∀jB ∀ib ∀jb y(i) += A(iB,jB,ib,jb) * x(j), split(i, iB, ib, 4), " \
+                              "split(j, jB, jb, 4))"
+    source = kernel.source
+    assert "for (int64_t ib = 0; ib < min64(4, N_i - iB * 4); ib++)" in source  # the last block cut short
+    assert "for (int64_t jb = 0; jb < min64(4, N_j - jB * 4); jb++)" in source
+    assert "A_vals[(((pA2 * 4 + ib)) * 4 + jb)]" in source  # a block's values in order
+
+
+SPGEMM_FORMATS = ["coo", "csr", "dcsr", "bcsr(4)"]
+
+
+@pytest.mark.parametrize("fa", SPGEMM_FORMATS)
+@pytest.mark.parametrize("fb", SPGEMM_FORMATS)
+@pytest.mark.parametrize("shape", [(9, 11, 7), (4, 4, 4), (1, 5, 1)])
+def test_spgemm_over_every_pair_of_coo_csr_dcsr_bcsr(fa, fb, shape):
+    m, k, n = shape
+    a, b = _sparse((m, k), 0.3, 4), _sparse((k, n), 0.3, 5)
+    operands = {"A": asp.Tensor.from_numpy(a, format=fa), "B": asp.Tensor.from_numpy(b, format=fb)}
+    dense = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb})
+    np.testing.assert_allclose(np.asarray(dense(**operands)), a @ b)
+    if fa != "bcsr(4)":  # rows of a blocked A's product arrive block column by block column
+        csr = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb, "C": "csr"})
+        np.testing.assert_allclose(csr(**operands).to_numpy(), a @ b)
+
+
+def test_blocked_errors():
+    with pytest.raises(asp.ScheduleError, match="one block size"):
+        asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": "bcsr(4)", "B": "bcsr(2)"}).source
+    with pytest.raises(asp.ScheduleError, match="convert"):
+        asp.compile("C(i,j) = A(i,j)", formats={"A": "csr", "C": "bcsr(4)"}).source
+    with pytest.raises(asp.FormatError, match="positive block"):
+        asp.Format("bcsr(0)")
+    padded = asp.Tensor.from_numpy(np.ones((3, 3)), format="bcsr(2)")
+    vals = np.ones_like(padded.vals)  # a one where the 2x2 blocks reach past the 3x3 shape
+    with pytest.raises(asp.FormatError, match="past the shape"):
+        asp.Tensor((3, 3), "bcsr(2)", padded.levels, vals)

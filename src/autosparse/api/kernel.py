@@ -16,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin import Stmt, assignments, concretize, default_loops, legalise, loop_indices, parse_cin, tensors
+from ..cin import Stmt, assignments, default_loops, legalise, loop_indices, parse_cin, tensors
 from ..cin import accesses as cin_accesses
 from ..cin.check import check_computes
 from ..cin.provenance import Bound, BoundKind, Provenance, split_relations
@@ -32,7 +32,7 @@ from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
 from ..autoschedule import coiterate
 from ..autoschedule.candidate import ScheduleCandidate
-from ..schedule import Schedule
+from ..schedule import Schedule, blocked
 from ..tensor import Tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
@@ -71,6 +71,7 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = _assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
+        self._blocked = {name: fmt for name, fmt in self.formats.items() if fmt.blocks}
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
                                         or num_threads < 1):
             raise ScheduleError(f"Expected num_threads to be None or a positive integer, but found {num_threads!r}")
@@ -117,26 +118,37 @@ class Kernel:
         or their text) replayed on the default schedule before legalisation."""
         schedule = self.schedule
         if schedule is None:
-            return concretize(self.assignment, self.formats, extents)
+            return legalise(self._default_loops(), extents)
         if isinstance(schedule, str):
             text = schedule.strip()
             if text == "auto":
                 raise ScheduleError("schedule='auto' selects for the operands of one call: use evaluate(..., "
                                     "schedule='auto'), or autoschedule(...).select(**operands) as the schedule")
             if text.startswith(("∀", "forall", "where", "sequence")):
+                if self._blocked:
+                    raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
+                                        f"{sorted(self._blocked)}, but found CIN: their block views are the kernel's own")
                 stmt = parse_cin(text, {**self.formats, **self.temporary_formats})
                 check_computes(stmt, self.assignment)
                 return stmt
             schedule = Schedule.parse(text)
         if isinstance(schedule, Schedule):
-            stmt = legalise(schedule.apply(default_loops(self.assignment, self.formats)), extents)
-        elif hasattr(schedule, "children"):
+            stmt = legalise(schedule.apply(self._default_loops()), extents)
+        elif hasattr(schedule, "children") and not self._blocked:
             stmt = schedule
         else:
             raise ScheduleError(f"Expected None, CIN text, scheduling commands or a CIN statement as the schedule, "
                                 f"but found {type(schedule).__name__}")
-        check_computes(stmt, self.assignment)
+        if not self._blocked:  # block views are read at the block variables, not the expression's indices
+            check_computes(stmt, self.assignment)
         return stmt
+
+    def _default_loops(self) -> Stmt:
+        """The default schedule before legalisation; blocked operands read through their block views."""
+        if not self._blocked:
+            return default_loops(self.assignment, self.formats)
+        ordering = {name: blocked.stand_in(fmt) if fmt.blocks else fmt for name, fmt in self.formats.items()}
+        return blocked.unblock(default_loops(self.assignment, ordering), self._blocked)
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]
@@ -355,13 +367,13 @@ def _derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[
     """The loop indices a schedule introduced (precompute's iw), each with an operand mode that gives its
     extent."""
     known = {i for a in (assignment.lhs, *accesses(assignment.rhs)) for i in a.indices}
+    made = Provenance(split_relations(cin)[1]).derived()
     derived = {}
     for access in cin_accesses(cin):
         if not access.tensor.temporary and access.tensor.name != assignment.lhs.tensor:
             for mode, index in enumerate(access.indices):
-                if index not in known:
+                if index not in known and index not in made:
                     derived.setdefault(index, (access.tensor.name, mode))
-    made = Provenance(split_relations(cin)[1]).derived()
     unbound = {i for i in loop_indices(cin) if i not in known and i not in derived and i not in made}
     if unbound:
         raise ScheduleError(f"Expected every loop index to index an operand, but {', '.join(map(str, unbound))} "

@@ -1,5 +1,11 @@
 """Formats: a tensor's storage levels, top to bottom, and the mode each level stores.
 
+Blocked layouts (Zhao et al.'s BCSR) are spelled "bcsr(b)" or "bcsr(br,bc)": a matrix stored as its
+block view, the order-4 tensor V[i // br, j // bc, i % br, j % bc] in format "dsdd" (dense block rows,
+compressed block columns, dense br × bc blocks, zeros of the blocks stored). `Format.blocks` holds the
+block size of each mode, `Format.storage` the view's format; only storage and the kernel front end
+(cin/blocked.py) look at the difference.
+
 Spelling: one letter per level, optionally followed by the 0-based mode it stores ("d1s0" is CSC) and by
 a variant's mark ("ds-": CSR with each row's columns decreasing; "ds~": unsorted; "u~q": unsorted COO); a
 name for the common formats ("csr", "csc", "dcsr", "dcsc", and, for any order, "dense", "coo", "csf").
@@ -24,20 +30,29 @@ def _coo_letters(order: int) -> str:
 
 _ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
 _TOKEN = re.compile(r"([a-z])(\d*)([^a-z\d]?)")
+_BLOCKED = re.compile(r"bcsr\((\d+)(?:,\s*(\d+))?\)")
 
 
 class Format:
     """An immutable storage format: `Format("d1s0")`, `Format("coo", order=3)`, `Format("ds", mode_order=(1, 0))`,
     `Format([Dense(), Compressed()], mode_order=(1, 0))`."""
 
-    __slots__ = ("_levels", "_mode_order")
+    __slots__ = ("_levels", "_mode_order", "_blocks")
 
     def __init__(self, spec: "str | Format | Sequence[Level]", order: int | None = None,
                  mode_order: Sequence[int] | None = None):
+        self._blocks: tuple[int, ...] | None = None
+        blocked = _BLOCKED.fullmatch(spec.strip().lower()) if isinstance(spec, str) else None
         if isinstance(spec, Format):
             if mode_order is not None:
                 raise FormatError(f"Expected a mode_order or a Format, but found both ({spec!r})")
-            levels, modes = spec.levels, spec.mode_order
+            levels, modes, self._blocks = spec.levels, spec.mode_order, spec.blocks
+        elif blocked:
+            rows, cols = int(blocked.group(1)), int(blocked.group(2) or blocked.group(1))
+            if rows < 1 or cols < 1:
+                raise FormatError(f"Expected positive block sizes in {spec!r}")
+            self._blocks = (rows, cols)
+            levels, modes = _parse("dsdd", None)
         elif isinstance(spec, str):
             levels, modes = _parse(spec, order)
             if mode_order is not None:
@@ -52,8 +67,9 @@ class Format:
         self._mode_order: tuple[int, ...] = tuple(int(m) for m in modes)
         _check_modes(self._mode_order, len(self._levels), str(spec))
         _check_structure(self._levels)
-        if order is not None and order != len(self._levels):
-            raise FormatError(f"Expected a format of order {order}, but {str(self)!r} has {len(self._levels)} levels")
+        if order is not None and order != self.order:
+            raise FormatError(f"Expected a format of order {order}, but {str(self)!r} has {self.order} "
+                              f"{'modes' if self._blocks else 'levels'}")
 
     @property
     def levels(self) -> tuple[Level, ...]:
@@ -66,15 +82,27 @@ class Format:
 
     @property
     def order(self) -> int:
-        return len(self._levels)
+        return len(self._blocks) if self._blocks else len(self._levels)
+
+    @property
+    def blocks(self) -> tuple[int, ...] | None:
+        """The block size of each mode of a blocked layout (BCSR), or None."""
+        return self._blocks
+
+    @property
+    def storage(self) -> "Format":
+        """The format of the levels as stored: a blocked layout's block view, else this format."""
+        return Format(self._levels, mode_order=self._mode_order) if self._blocks else self
 
     @property
     def is_dense(self) -> bool:
-        return all(level.properties.full for level in self._levels)
+        return not self._blocks and all(level.properties.full for level in self._levels)
 
     @property
     def name(self) -> str | None:
         """The name of this format ("csr", "coo", ...), or None when it has none."""
+        if self._blocks:
+            return "bcsr"
         text = str(self)
         for name, letters in _FIXED_NAMES.items():
             if letters == text:
@@ -96,12 +124,15 @@ class Format:
                 other = Format(other, order=self.order) if other in _ORDER_NAMES else Format(other)
             except FormatError:
                 return False
-        return isinstance(other, Format) and (self._levels, self._mode_order) == (other._levels, other._mode_order)
+        return isinstance(other, Format) and (self._levels, self._mode_order, self._blocks) == \
+            (other._levels, other._mode_order, other._blocks)
 
     def __hash__(self) -> int:
-        return hash((self._levels, self._mode_order))
+        return hash((self._levels, self._mode_order, self._blocks))
 
     def __str__(self) -> str:
+        if self._blocks:
+            return f"bcsr({','.join(map(str, self._blocks))})"
         if self._mode_order == tuple(range(self.order)):
             return "".join(level.spelling for level in self._levels)
         return "".join(f"{level.letter}{mode}{level.spelling[1:]}" for level, mode in zip(self._levels, self._mode_order))

@@ -23,7 +23,7 @@ from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..format.level import Level
-from ..cin.provenance import Provenance, split_relations
+from ..cin.provenance import Provenance, Split, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
 from . import finds
@@ -69,6 +69,10 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     indices = tuple(dict.fromkeys(root for n in walk(stmt) if isinstance(n, Forall)
                                   for root in provenance.roots(n.index)))
     extent = {index: names.extent(index) for index in indices}
+    for relation in provenance.relations:  # the variables of a split that index levels (a block view)
+        if isinstance(relation, Split) and not relation.divide:
+            extent[relation.outer] = f"(({extent[relation.parent]} + {relation.factor - 1}) / {relation.factor})"
+            extent[relation.inner] = str(relation.factor)
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}
     result_value = value_c[result.name]
     for name, var in variables.items():

@@ -12,8 +12,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping
 
-from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Where, accesses,
-                       assignments, nest, results, unnest, unnest_loops, walk)
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Strategy, Where,
+                       accesses, assignments, nest, results, unnest, unnest_loops, walk)
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split, SuchThat
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
@@ -288,9 +288,13 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     if stmt.index in scope.fixed:
         _fixed_forall(stmt, plan, scope, b)
         return
-    if scope.provenance.defining(stmt.index) is not None:
-        _derived_forall(stmt, plan, scope, b)
-        return
+    bound = None
+    relation = scope.provenance.defining(stmt.index)
+    if relation is not None:
+        if not _indexes_levels(stmt):
+            _derived_forall(stmt, plan, scope, b)
+            return
+        stmt, scope, bound = _blocked_loop(stmt, relation, plan, scope, b)
     loop = _survey(stmt, plan, scope)
     lattice = _lattice(stmt.body, loop, {})
     bounded = _bounded_target(stmt, plan, scope)
@@ -300,7 +304,7 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     with b.block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
-            _dense_loop(stmt, loop, lattice, plan, scope, b)
+            _dense_loop(stmt, loop, lattice, plan, scope, b, bound)
         elif stmt.parallel is not None:
             _parallel_sparse_loop(stmt, loop, lattice, plan, scope, b)
         else:
@@ -405,7 +409,7 @@ def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list
     """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
     multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
     loops, body = unnest_loops(stmt)
-    indices = {root for loop in loops for root in provenance.roots(loop.index)}
+    indices = {index for loop in loops for index in (loop.index, *provenance.roots(loop.index))}
     terms = factors(body.rhs)
     invariant = [t for t in terms
                  if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & indices]
@@ -470,21 +474,46 @@ def _advance(it: lat.Iterator, plan: Plan, index: str) -> str:
     return f"{q} += ({c} == {index});"
 
 
-def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuilder) -> None:
-    """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }"""
+def _indexes_levels(stmt: Forall) -> bool:
+    """Whether some access stores a level by the loop's (derived) index: a blocked layout's block view."""
+    return any(stmt.index in a.level_indices for a in accesses(stmt.body))
+
+
+def _blocked_loop(stmt: Forall, relation, plan: Plan, scope: Scope, b: CBuilder) -> tuple[Forall, Scope, str]:
+    """A loop over a variable of a split that an access's level is indexed by (a block row or a row
+    within a block of BCSR's view): a loop like any other over that level, running to the split's bound
+    (`min64(b, N - b·i0)` cuts the last block short), whose body, once both variables are around,
+    recovers the original coordinate for the accesses indexed by it."""
+    if not isinstance(relation, Split) or relation.divide:
+        raise ScheduleError(f"Expected the loop over {stmt.index}, a level index of "
+                            f"{next(a for a in accesses(stmt.body) if stmt.index in a.level_indices)}, to come from "
+                            f"a split by a block size, but it comes from {relation}")
+    scope, bound, recovered = _derived_range(relation, stmt.index, plan, scope, b)
+    scope = replace(scope, derived=scope.derived | {stmt.index})
+    if recovered is not None:
+        parent, value = recovered
+        scope = replace(scope, fixed={**scope.fixed, parent: _Fixed(value(names.coordinate(stmt.index)))})
+        stmt = replace(stmt, body=Forall(parent, stmt.body))
+    return stmt, scope, bound
+
+
+def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuilder,
+                bound: str | None = None) -> None:
+    """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }
+    (to `bound` instead of the dimension, for a blocked loop)."""
     sparse = _sparse_iterators(lattice)
     _require_ordered(sparse, loop, plan)
     parallel = _parallel(stmt, sparse, plan, scope, b) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
-        _dense_for(stmt, loop, lattice, sparse, plan, scope, b)
+        _dense_for(stmt, loop, lattice, sparse, plan, scope, b, bound or names.extent(loop.index))
 
 
 def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, plan: Plan, scope: Scope,
-               b: CBuilder) -> None:
+               b: CBuilder, bound: str) -> None:
     index = names.coordinate(loop.index)
-    with b.block(f"for (int64_t {index} = 0; {index} < {names.extent(loop.index)}; {index}++)"), \
+    with b.block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
             _iteration(stmt, plan, b):
         _count(plan, b, f"∀{loop.index} dense")
         for it in sparse:
@@ -738,7 +767,8 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
             if it.full:
                 reads[(access, it.level)] = level.locate(parent, index)
             elif it in found:
-                reads[(access, it.level)] = Position(level.stepped(found[it], index))
+                reads[(access, it.level)] = Position(level.stepped(found[it], index),
+                                                     None if level.unique else f"{found[it]}_end")
             else:
                 q, _, c, seg = _iterator_names(it, plan)
                 reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else seg)
@@ -1069,11 +1099,8 @@ def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     sparse = _sparse_iterators(lattice)
     with b.block():
         if fixed.access is None:
-            if sparse:
-                raise ScheduleError(f"{rule}: the loop over {stmt.index} steps {sparse[0].access} through a sparse "
-                                    f"level, which the derived loops cannot enter at a coordinate: use pos on it")
             b.line(f"const int64_t {index} = {fixed.value};")
-            _cases(stmt, loop, lattice, lattice, plan, scope, b)
+            _cases(stmt, loop, lattice, lattice, plan, scope, b, _found_at(sparse, stmt, rule, plan, scope, b))
             return
         it = loop.stepped.get(fixed.access)
         if it is None or it.level != fixed.level:
@@ -1094,6 +1121,34 @@ def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             _load(it, plan, b, guard=False)
             b.line(f"const int64_t {index} = {c};")
         _case_body(stmt, loop, lattice[0], plan, scope, b)
+
+
+def _found_at(sparse: list[lat.Iterator], stmt: Forall, rule, plan: Plan, scope: Scope,
+              b: CBuilder) -> dict[lat.Iterator, str]:
+    """At a coordinate the derived loops fixed, the position of each sparse level that holds it, found by
+    binary search of the level's segment (a non-unique level: the first of its run, `{found}_end` past
+    the last)."""
+    if not sparse:
+        return {}
+    _declare_iterators(tuple(lat.Point(frozenset({it})) for it in sparse), plan, scope, b)
+    found = {}
+    for it in sparse:
+        level = plan.read_levels(it.access)[it.level]
+        if finds.order_of(level) == 0:
+            raise ScheduleError(f"{rule}: the loop over {stmt.index} reaches {it.access} at a coordinate the derived "
+                                f"loops fixed, and its level there has no order to search")
+        q, end, _, _ = _iterator_names(it, plan)
+        begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
+        finder = finds.Finder(Strategy.BINARY, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
+                              stmt.index, 1, lambda what: _count(plan, b, f"∀{stmt.index} {what} {it.access}"),
+                              str(rule))
+        finder.prepare(plan.tables, scope.parallel, b)
+        found[it] = finder.find(names.coordinate(stmt.index), b)
+        if not level.unique:
+            b.line(f"int64_t {found[it]}_end = {found[it]};")
+            b.line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
+                   f"{level.coordinate(f'{found[it]}_end')} == {names.coordinate(stmt.index)}) {found[it]}_end++;")
+    return found
 
 
 def _check_fixed_writes(index: IndexVar, rule, fixed: _Fixed, loop: _Loop, plan: Plan, scope: Scope) -> None:

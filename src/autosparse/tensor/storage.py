@@ -28,8 +28,28 @@ class Storage:
 
 
 def level_dims(fmt: Format, shape: Sequence[int]) -> tuple[int, ...]:
-    """The extent of each storage level."""
+    """The extent of each storage level (of a blocked layout: of its block view)."""
+    if fmt.blocks:
+        shape = (*(-(-n // b) for n, b in zip(shape, fmt.blocks)), *fmt.blocks)
     return tuple(shape[m] for m in fmt.mode_order)
+
+
+def level_paths(fmt: Format, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Each entry's coordinate at each storage level, from its coordinate in each mode."""
+    if fmt.blocks:
+        coords = (*(c // b for c, b in zip(coords, fmt.blocks)), *(c % b for c, b in zip(coords, fmt.blocks)))
+    return tuple(coords[m] for m in fmt.mode_order)
+
+
+def mode_coords(fmt: Format, paths: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Each entry's coordinate in each mode, from its coordinates at the storage levels."""
+    coords: list = [None] * len(paths)
+    for level, mode in enumerate(fmt.mode_order):
+        coords[mode] = paths[level]
+    if fmt.blocks:
+        order = fmt.order
+        return [coords[m] * b + coords[order + m] for m, b in enumerate(fmt.blocks)]
+    return coords
 
 
 def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int, requested: np.dtype | None) -> np.dtype:
@@ -98,8 +118,8 @@ def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, ob
     """Check arrays from outside against the format; return them as read-only numpy arrays."""
     if not isinstance(levels, Sequence) or not all(isinstance(level, Mapping) for level in levels):
         raise FormatError(f"Expected a sequence of one mapping of arrays per level, but found {levels!r:.80}")
-    if len(levels) != fmt.order:
-        raise FormatError(f"Expected {fmt.order} levels of arrays for format {fmt}, but found {len(levels)}")
+    if len(levels) != len(fmt.levels):
+        raise FormatError(f"Expected {len(fmt.levels)} levels of arrays for format {fmt}, but found {len(levels)}")
     arrays = tuple(_level_arrays(fmt, depth, given) for depth, given in enumerate(levels))
     index_dtypes = {a.dtype for level in arrays for a in level.values()}
     if len(index_dtypes) > 1:
@@ -122,7 +142,14 @@ def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, ob
     if vacant is not None and np.any(values[vacant] != 0):
         raise FormatError(f"Expected zero values at positions that hold no coordinate, but vals"
                           f"[{vacant[values[vacant] != 0][0]}] is not zero")
-    return Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
+    storage = Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
+    if fmt.blocks:  # the blocks of the last block row and column reach past the shape: only zeros there
+        entries = unpack(fmt, shape, storage)
+        outside = [c >= n for c, n in zip(mode_coords(fmt, entries.paths), shape)]
+        if len(entries) and np.any(np.logical_or.reduce(outside)):
+            raise FormatError(f"Expected zeros where the blocks of {fmt} reach past the shape {tuple(shape)}, but "
+                              f"found a nonzero value there")
+    return storage
 
 
 def _vacant_children(level, arrays, dim, vacant_parents, own_vacant) -> np.ndarray | None:

@@ -151,7 +151,7 @@ class Tensor:
         constructor once the input has been checked."""
         shape = tuple(shape)
         fmt = as_format(format, len(shape))
-        entries = canonical(Entries(tuple(coords[m] for m in fmt.mode_order), values), st.level_dims(fmt, shape))
+        entries = canonical(Entries(st.level_paths(fmt, coords), values), st.level_dims(fmt, shape))
         index_dtype = st.choose_index_dtype(fmt, shape, len(entries), check_index_dtype(index_dtype))
         return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype))
 
@@ -215,8 +215,7 @@ class Tensor:
         the caller's own arrays."""
         entries = st.unpack(self._format, self._shape, self._storage)
         coords = np.empty((self.order, len(entries)), dtype=self.index_dtype)
-        for level, mode in enumerate(self._format.mode_order):
-            coords[mode] = entries.paths[level]
+        coords[:] = st.mode_coords(self._format, entries.paths) if len(entries.paths) else coords
         values = entries.values
         return coords, (values if values.flags.writeable else values.copy())
 
