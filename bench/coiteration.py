@@ -1,25 +1,30 @@
-"""Co-iteration strategies (Zhao et al.) beside each other and beside peers, on the same data in one process.
+"""Co-iteration strategies and layouts (Zhao et al.) beside each other and beside peers, on the same data
+in one process: the three measurements the paper's evaluation rests on.
 
-Why: a sparse matrix times a sparse vector, y(i) = A(i,j) x(j) with A in CSR and x a compressed vector,
-is the kernel where how operands meet decides everything. The two-finger merge (TACO's, and our default)
-steps through x once per row: rows × nnz(x) + nnz(A) steps. Finding A's coordinates in x instead costs
-nnz(A) lookups plus, for a hash table or bitmap, nnz(x) insertions once. `coiterate(j, auto)` chooses
-from the operands' segment lengths, with no trial runs; the claim to check is that it lands within 10%
-of the best fixed strategy on nearly every input and well above the merge default overall.
+1. SpMSpV, y(i) = A(i,j) x(j), A in CSR and x a compressed vector: how operands meet decides everything.
+   The two-finger merge (TACO's, and our default) steps through x once per row: rows × nnz(x) + nnz(A)
+   steps. Finding A's coordinates in x instead costs nnz(A) lookups plus, for a hash table or bitmap,
+   nnz(x) insertions once. `coiterate(j, auto)` chooses from the operands' segment lengths, with no trial
+   runs; the claim to check is that it lands within 10% of the best fixed strategy on nearly every input
+   and well above the merge default overall. Inputs: R-MAT power-law and uniform random matrices (16
+   entries per row on average) and every matrix of ../shared/data, each with a vector of --density (10%)
+   at random positions. Peers: scipy.sparse (A @ x with x dense: the work a dense vector would cost;
+   A @ x with x a sparse column: its sparse × sparse product), Tensora (TACO's merge) and pydata sparse.
+2. TTM, C(i,j,r) = A(i,j,k) B(k,r) with R = 16, A in CSF and C sharing A's first two levels (dense in r):
+   the loop over A's slices runs in parallel (threads write disjoint blocks of C), which TACO cannot do.
+   Serial against 2 threads, on generated tensors (uniform and skewed) and the shipped .tns files.
+3. SpMV on BCSR: a matrix of dense b × b blocks stored as blocks (one column index per block, dense
+   inner loops) against the same matrix in CSR (ours, scipy's) and scipy's own BSR.
 
-    python bench/coiteration.py                  # generated and shipped matrices (several minutes)
-    python bench/coiteration.py --quick          # two small generated matrices (smoke test)
-    python bench/coiteration.py --density 0.01   # a sparser vector
+    python bench/coiteration.py                  # all three, generated and shipped data (several minutes)
+    python bench/coiteration.py --quick          # small generated inputs only (smoke test)
+    python bench/coiteration.py --only spmspv    # one part: spmspv, ttm or bcsr
 
-Inputs: R-MAT power-law and uniform random matrices (16 entries per row on average), every matrix of
-../shared/data, each with a vector of the given density (10% by default, random positions). Peers:
-scipy.sparse (A @ x with x dense: the work a dense vector would cost; A @ x with x a sparse column,
-scipy's sparse × sparse product), Tensora (TACO's merge, the `ds` × `s` kernel) and pydata sparse.
-Each contender's result is checked against scipy once before anything is timed. Times are medians of
---repeat samples, interleaved round-robin; a sample is one call, or for calls under 20 ms the mean of
-back-to-back calls lasting about that long; a contender whose first call exceeds --budget seconds is timed
-by that call alone (after one warm-up call, which is never timed). Only calls of compiled kernels on
-converted operands are timed.
+Each contender's result is checked against scipy/numpy once before anything is timed. Times are
+medians of --repeat samples, interleaved round-robin; a sample is one call, or for calls under 20 ms the
+mean of back-to-back calls lasting about that long; a contender whose first call exceeds --budget
+seconds is timed by that call alone (after one warm-up call, which is never timed). Only calls of
+compiled kernels on converted operands are timed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import os
 import platform
 import statistics
 import sys
@@ -133,16 +139,17 @@ def sample(call) -> float:
     return (time.perf_counter() - start) / batch
 
 
-def measure(calls: dict, expected: np.ndarray, repeat: int, budget: float) -> dict[str, float | None]:
-    """Median seconds per contender (None: its result was wrong), samples interleaved round-robin."""
+def measure(calls: dict, expected: np.ndarray, repeat: int, budget: float, result=dense) -> dict[str, float | None]:
+    """Median seconds per contender (None: its result was wrong, as `result` reads it), samples
+    interleaved round-robin."""
     times: dict[str, list[float]] = {}
     slow, wrong = set(), set()
     for name, (call, _) in calls.items():
-        result = call()  # the warm-up: a JIT's compilation (pydata's numba) is not the kernel's time
+        outcome = call()  # the warm-up: a JIT's compilation (pydata's numba) is not the kernel's time
         start = time.perf_counter()
         call()
         times[name] = [time.perf_counter() - start]
-        if not np.allclose(dense(result), expected, rtol=1e-9, atol=1e-9):
+        if not np.allclose(result(outcome), expected, rtol=1e-9, atol=1e-9):
             print(f"  FAIL: {name} differs from scipy", file=sys.stderr)
             wrong.add(name)
         elif times[name][0] > budget:
@@ -163,19 +170,8 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--density", type=float, default=0.1)
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--budget", type=float, default=2.0)
-    parser.add_argument("--data", default=str(DATA))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    rng = np.random.default_rng(args.seed)
-    print(f"# SpMSpV, x {args.density:.0%} dense — `python bench/coiteration.py {' '.join(sys.argv[1:])}`")
-    print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-          f"medians of {args.repeat}, times in ms; ratios are the other's time / auto's\n")
+def spmspv(args, rng) -> None:
+    print(f"## SpMSpV, x {args.density:.0%} dense\n")
     names = (*STRATEGIES, "auto", "scipy (x dense)", "scipy (x sparse)", "tensora", "pydata")
     print("| input | rows | nnz(A) | nnz(x) | " + " | ".join(names) + " | auto chose | best fixed / auto | merge / auto |")
     print("|" + "---|" * (len(names) + 7))
@@ -195,7 +191,100 @@ def main() -> None:
         within += auto <= 1.1 * best
         speedups.append(medians["merge"] / auto)
     print(f"\nauto within 10% of the best fixed strategy on {within} of {rows_out} inputs; geometric-mean speedup "
-          f"over the merge default {geomean(speedups):.2f}x")
+          f"over the merge default {geomean(speedups):.2f}x\n")
+
+
+TTM = "C(i,j,r) = A(i,j,k) * B(k,r)"
+
+
+def tensors(args, rng):
+    """(name, coords, shape) of 3-D tensors: generated uniform and skewed ones, then the shipped files."""
+    n, nnz = (200, 400_000) if args.quick else (1000, 8_000_000)
+    shape = (n, n, n)
+    yield f"uniform {n}^3", np.stack([rng.integers(0, d, nnz) for d in shape]), shape
+    yield f"skewed {n}^3", np.stack([np.floor(d * rng.random(nnz) ** 2).astype(np.int64) for d in shape]), shape
+    if args.quick:
+        return
+    for path in sorted(Path(args.data).glob("*.tns.gz")):
+        tensor = asp.read(str(path))
+        coords, _ = tensor.to_coo()
+        yield path.name.removesuffix(".tns.gz"), coords.astype(np.int64), tensor.shape
+
+
+def ttm(args, rng) -> None:
+    print("## TTM, R = 16, C sharing A's first two levels; 2 threads against 1\n")
+    print("| tensor | shape | nnz | fibers | serial ms | parallel ms | speedup |")
+    print("|---|---|---|---|---|---|---|")
+    speedups = []
+    for name, coords, shape in tensors(args, rng):
+        A = asp.Tensor.from_coo(coords, rng.random(coords.shape[1]) + 0.5, shape, format="sss")
+        B = rng.random((shape[2], 16))
+        formats = {"A": "sss", "B": "dense", "C": "ssd"}
+        serial = asp.compile(TTM, formats=formats)
+        parallel = asp.compile(TTM, formats=formats, schedule="parallelize(i, cpu_thread, no_races)", num_threads=2)
+        expected = serial(A=A, B=B).vals
+        calls = {"serial": ((lambda: serial(A=A, B=B)), None), "parallel": ((lambda: parallel(A=A, B=B)), None)}
+        medians = measure(calls, expected, args.repeat, args.budget, result=lambda c: c.vals)
+        fibers = len(A.levels[1]["crd"])
+        speedup = medians["serial"] / medians["parallel"]
+        speedups.append(speedup)
+        print(f"| {name} | {'×'.join(map(str, shape))} | {A.nnz:,} | {fibers:,} | {medians['serial'] * 1e3:.2f} | "
+              f"{medians['parallel'] * 1e3:.2f} | {speedup:.2f} |", flush=True)
+    print(f"\ngeometric-mean parallel speedup {geomean(speedups):.2f}x\n")
+
+
+def blocked_matrix(rng, block_rows: int, per_row: int, b: int) -> sp.csr_array:
+    """A matrix of dense b × b blocks, `per_row` of them in each block row at random block columns."""
+    cols = rng.integers(0, block_rows, (block_rows, per_row))
+    pattern = sp.csr_array((np.ones(block_rows * per_row), (np.repeat(np.arange(block_rows), per_row), cols.ravel())),
+                           shape=(block_rows, block_rows))
+    pattern.sum_duplicates()
+    blocks = sp.kron(pattern, np.ones((b, b)), format="csr")
+    blocks.data = rng.random(blocks.nnz) + 0.5
+    return sp.csr_array(blocks)
+
+
+def bcsr(args, rng) -> None:
+    print("## SpMV on BCSR against CSR\n")
+    names = ("bcsr (ours)", "csr (ours)", "scipy csr", "scipy bsr")
+    print("| matrix | rows | nnz | block | " + " | ".join(names) + " | csr / bcsr |")
+    print("|" + "---|" * (len(names) + 5))
+    cases = [(f"blocked 2^{s}, {b}×{b}", blocked_matrix(rng, (1 << s) // b, 8, b), b)
+             for s in ((12,) if args.quick else (14, 17)) for b in (4, 8)]
+    for name, A, b in cases:
+        x = rng.random(A.shape[1])
+        ours_bcsr = asp.Tensor.from_scipy(A, format=f"bcsr({b})")
+        ours_csr = asp.Tensor.from_scipy(A)
+        spmv = "y(i) = A(i,j) * x(j)"
+        blocked = asp.compile(spmv, formats={"A": f"bcsr({b})"})
+        plain = asp.compile(spmv, formats={"A": "csr"})
+        bsr = sp.bsr_array(A, blocksize=(b, b))
+        calls = {names[0]: ((lambda: blocked(A=ours_bcsr, x=x)), None), names[1]: ((lambda: plain(A=ours_csr, x=x)), None),
+                 names[2]: ((lambda: A @ x), None), names[3]: ((lambda: bsr @ x), None)}
+        medians = measure(calls, A @ x, args.repeat, args.budget)
+        cells = " | ".join(f"{medians[n] * 1e3:.3f}" for n in names)
+        print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {b}×{b} | {cells} | {medians[names[1]] / medians[names[0]]:.2f} |",
+              flush=True)
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="*", choices=("spmspv", "ttm", "bcsr"), default=("spmspv", "ttm", "bcsr"))
+    parser.add_argument("--density", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--budget", type=float, default=2.0)
+    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print(f"# `python bench/coiteration.py {' '.join(sys.argv[1:])}`")
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, scipy "
+          f"{scipy.__version__}, medians of {args.repeat}, times in ms\n")
+    for part in ("spmspv", "ttm", "bcsr"):
+        if part in args.only:
+            {"spmspv": spmspv, "ttm": ttm, "bcsr": bcsr}[part](args, rng)
 
 
 if __name__ == "__main__":

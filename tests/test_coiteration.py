@@ -353,3 +353,20 @@ def test_random_vectors_and_strategies(n, seed, strategy, fa, fb, op, who):
     z = kernel(a=_tensor(ca, va, n, fa), b=_tensor(cb, vb, n, fb))
     a, b = _dense(ca, va, n), _dense(cb, vb, n)
     np.testing.assert_allclose(np.asarray(z), a + b if op == "+" else a * b)
+
+
+def test_schedule_auto_chooses_the_coiteration_too():
+    """evaluate(..., schedule="auto"): the autoscheduler's pick, each loop co-iterating as auto chooses."""
+    rng = np.random.default_rng(15)
+    A = _matrix(rng, (200, 1500), 0.01)
+    x = np.where(rng.random(1500) < 0.5, 1.0, 0.0)
+    operands = {"A": asp.Tensor.from_numpy(A, format="csr"), "x": asp.Tensor.from_numpy(x, format="s")}
+    y = asp.evaluate("y(i) = A(i,j) * x(j)", schedule="auto", **operands)
+    np.testing.assert_allclose(np.asarray(y), A @ x)
+    from autosparse.api.kernel import Kernel
+    kernel = Kernel("y(i) = A(i,j) * x(j)", {"A": "csr", "x": "s"}, coiteration="auto")
+    kernel(**operands)
+    assert kernel.chosen.body.coiterate.default in (Strategy.HASH, Strategy.BITMAP)
+    assert kernel.chosen.coiterate.default is Strategy.MERGE  # the row loop co-iterates nothing
+    with pytest.raises(asp.ScheduleError, match="coiteration"):
+        Kernel("y(i) = A(i,j) * x(j)", {"A": "csr", "x": "s"}, coiteration="sometimes")

@@ -186,7 +186,6 @@ def test_instrumented_derived_loops_count_each_iteration():
     (SPMV, {"A": "csr"}, "split(i, i0, i1, 4); split(i1, a, b, 2)", ["split(i1)", "twice"]),
     (SPMV, {"A": "csr"}, "split(i, i0, i1, 4); split(i, a, b, 2)", ["split(i, a, b, 2)", "no loop over i"]),
     (SPMV, {"A": "csr"}, "parallelize(i, cpu_thread, no_races); split(i, i0, i1, 4)", ["no command may follow"]),
-    (SPMV, {"A": "csr"}, "split(j, j0, j1, 4)", ["split(j, j0, j1, 4)", "sparse level", "use pos"]),
     (SPMV, {"A": "csr"}, "pos(i, ip, A(i,j))", ["pos(i, ip, A(i,j))", "dense", "split i instead"]),
     (SPMV, {"A": "csr"}, "pos(j, jp, A(i,j)); pos(jp, jq, A(i,j))", ["pos(jp)", "already runs over positions"]),
     (SPMV, {"A": "csr"}, "pos(j, jp, B(i,j))", ["pos(j, jp, B(i,j))", "reads no B(i,j)"]),
@@ -194,7 +193,6 @@ def test_instrumented_derived_loops_count_each_iteration():
     (SPMV, {"A": "coo"}, "pos(i, ip, A(i,j))", ["repeats coordinates"]),
     (SPMV, {"A": "csr"}, "collapse(j, i, f)", ["collapse(i)", "directly inside the loop over j"]),
     (SPMV, {"A": "csr"}, "split(i, i0, i1, 2); collapse(i1, j, f)", ["collapse(i1)", "only loops over the tensors"]),
-    (SPMV, {"A": "csr"}, "collapse(i, j, f)", ["collapse(i, j, f)", "sparse level", "use pos"]),
     (TTV, {"B": "dss"}, "collapse(j, k, f); pos(f, fp, B(i,j,k))", ["first two levels"]),
     (SPMV, {"A": "csr"}, "coord(j, j)", ["coord(j)", "not the position variable"]),
     (SPMV, {"A": "csr"}, "bound(i, ib, 0, max_exact)", ["bound(i)", "positive integer"]),
@@ -204,8 +202,6 @@ def test_instrumented_derived_loops_count_each_iteration():
      ["parallelize(p0)", "no_races over a reduction"]),
     ("y(i) = a(i) + b(i)", {"a": "s", "b": "s"}, "pos(i, ip, a(i))", ["pos(i, ip, a(i))", "also steps b(i)"]),
     ("y(i) = a(i) + b(i)", {"a": "s"}, "pos(i, ip, a(i))", ["pos(i, ip, a(i))", "coordinates that a(i) lacks"]),
-    ("C(i,j) = A(i,j) * B(i,j)", {"A": "csr", "B": "csr", "C": "csr"},
-     "split(i, i0, i1, 2); split(j, j0, j1, 2)", ["sparse level"]),
     ("C(i,j) = A(i,j) * B(i,j)", {"C": "csr"}, "split(i, i0, i1, 2); split(j, j0, j1, 2); reorder(i0, j0, i1, j1)",
      ["C is assembled by appending", "the loop over j0 interleaves"]),
     ("C(i,j) = A(i,j) * B(i,j)", {"A": "csr", "C": "csr"},
@@ -297,3 +293,25 @@ def test_random_command_sequences_compute_the_expression_or_are_refused(drawn, c
         return
     event(f"ran {len(schedule.commands)} commands")
     run_differential(expression, formats, case, np.float64, index_dtype, schedule=schedule, num_threads=2)
+
+
+@pytest.mark.parametrize("expression, formats, schedule", [
+    (SPMV, {"A": "csr"}, "split(j, j0, j1, 4)"),
+    (SPMV, {"A": "csr"}, "collapse(i, j, f)"),
+    ("C(i,j) = A(i,j) * B(i,j)", {"A": "csr", "B": "csr", "C": "csr"}, "split(i, i0, i1, 2); split(j, j0, j1, 2)"),
+    ("C(i,j) = A(i,j) * B(i,j)", {"A": "dcsr", "B": "coo"}, "split(j, j0, j1, 3)"),
+])
+def test_coordinate_splits_of_sparse_levels_find_them_by_binary_search(expression, formats, schedule):
+    """A loop over coordinates that a split or collapse fixes meets a sparse level at each of them: the
+    level's segment is bisected for it (every coordinate is visited: `pos` splits the stored ones)."""
+    rng = np.random.default_rng(8)
+    dense = {name: np.where(rng.random((7, 9)) < 0.4, rng.integers(1, 9, (7, 9)).astype(float), 0.0)
+             for name in ("A", "B")}
+    kernel = asp.compile(expression, formats=formats, schedule=schedule)
+    operands = {name: asp.Tensor.from_numpy(dense[name], format=formats.get(name, "dense"))
+                for name in ("A", "B") if f"{name}(" in expression}
+    if "x(j)" in expression:
+        operands["x"] = rng.random(9)
+    expected = dense["A"] @ operands["x"] if "x(j)" in expression else dense["A"] * dense["B"]
+    np.testing.assert_allclose(np.asarray(kernel(**operands)), expected)
+    assert "_at = " in kernel.source  # the position found by bisection

@@ -157,3 +157,34 @@ def test_blocked_errors():
     vals = np.ones_like(padded.vals)  # a one where the 2x2 blocks reach past the 3x3 shape
     with pytest.raises(asp.FormatError, match="past the shape"):
         asp.Tensor((3, 3), "bcsr(2)", padded.levels, vals)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+LAYOUTS = ["csr", "coo", "dcsr", "ds-", "ds~", "bcsr(2)", "bcsr(3)", "bcsr(2,3)"]
+KERNELS = {
+    "y(i) = A(i,j) * x(j)": lambda a, b, x: a @ x,
+    "C(i,j) = A(i,j) + B(i,j)": lambda a, b, x: a + b,
+    "C(i,j) = A(i,j) * B(i,j)": lambda a, b, x: a * b,
+    "C(i,k) = A(i,j) * B(j,k)": lambda a, b, x: a @ b.T,
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(expression=st.sampled_from(list(KERNELS)), fa=st.sampled_from(LAYOUTS), fb=st.sampled_from(LAYOUTS),
+       rows=st.integers(1, 9), cols=st.integers(1, 9), density=st.floats(0, 1), seed=st.integers(0, 2**16))
+def test_random_kernels_over_layouts(expression, fa, fb, rows, cols, density, seed):
+    a, b = _sparse((rows, cols), density, seed), _sparse((rows, cols), density, seed + 1)
+    x = np.random.default_rng(seed).random(cols)
+    operands, formats = {"A": asp.Tensor.from_numpy(a, format=fa)}, {"A": fa}
+    if "B(" in expression:
+        formats["B"] = fb
+        operands["B"] = asp.Tensor.from_numpy(b.T if "B(j,k)" in expression else b, format=fb)
+    else:
+        operands["x"] = x
+    try:
+        result = asp.compile(expression, formats=formats)(**operands)
+    except asp.ScheduleError as error:  # an unordered level can be neither merged nor searched; an index
+        assert "~" in fa + fb or "block size" in str(error)  # is split by one block size only
+        return
+    np.testing.assert_allclose(np.asarray(result), KERNELS[expression](a, b, x))

@@ -102,6 +102,7 @@ PARALLEL = [
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(i, cpu_thread, no_races)"),
     ("y(i) = A(i,j) * x(j)", {"A": "csc"}, "parallelize(j, cpu_thread, atomics)"),
     ("y(i) = A(i,j) * x(j)", {"A": "csc"}, "parallelize(j, cpu_thread, temporary)"),
+    ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(j, cpu_thread, atomics)"),  # over a row's positions
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(i, cpu_vector, no_races)"),
     ("s() = a(i) * b(i)", {}, "parallelize(i, cpu_thread, temporary)"),
     ("s() = a(i) * b(i)", {}, "parallelize(i, cpu_thread, atomics)"),
@@ -157,7 +158,6 @@ def test_no_races_and_temporary_are_deterministic():
 @pytest.mark.parametrize("expression, formats, schedule, words", [
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(j, cpu_thread, no_races)",
      ["parallelize(j)", "no_races over a reduction"]),
-    ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(j, cpu_thread, atomics)", ["parallelize(j)", "sparse"]),
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(i, cpu_thread, no_races); reorder(i, j)",
      ["no command may follow"]),
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "parallelize(i, cpu_vector, atomics)", ["SIMD", "atomics"]),

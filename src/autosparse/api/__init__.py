@@ -23,13 +23,14 @@ def evaluate(expression: str, format: "str | Format | None" = None, schedule=Non
     """Compute `expression` from the operands (Tensors keep their formats; arrays are dense, scipy
     matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0.
     `schedule="auto"` runs the autoscheduler `model` ("asymptotic" or "sparseauto") and selects a
-    candidate for these operands."""
+    candidate for these operands, each of its loops co-iterating as `coiterate(i, auto)` chooses."""
     assignment = parse(expression)
     formats = _operand_formats(assignment, operands)
     if format is not None:
         formats[assignment.lhs.tensor] = format
     if isinstance(schedule, str) and schedule.strip() == "auto":
         schedule = chosen_schedule(assignment, formats, operands, model)
+        return Kernel(assignment, formats, schedule, instrument=instrument, coiteration="auto")(**operands)
     return Kernel(assignment, formats, schedule, instrument=instrument)(**operands)
 
 

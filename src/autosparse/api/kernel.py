@@ -54,7 +54,10 @@ class Kernel:
     """A compiled expression; call it with the operands by name."""
 
     def __init__(self, expression: "str | Assignment", formats: Mapping[str, "str | Format"] | None = None,
-                 schedule=None, num_threads: int | None = None, instrument: bool = False):
+                 schedule=None, num_threads: int | None = None, instrument: bool = False,
+                 coiteration: str | None = None):
+        """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
+        `coiterate(i, auto)` (the operands of each call choose)."""
         self.assignment = parse(expression) if isinstance(expression, str) else expression
         formats = dict(formats or {})
         if isinstance(schedule, ScheduleCandidate):
@@ -77,6 +80,10 @@ class Kernel:
             raise ScheduleError(f"Expected num_threads to be None or a positive integer, but found {num_threads!r}")
         self.num_threads = num_threads
         self._cin = self._schedule({})
+        if coiteration == "auto":
+            self._cin = coiterate.everywhere(self._cin)
+        elif coiteration is not None:
+            raise ScheduleError(f"Expected coiteration=None or 'auto', but found {coiteration!r}")
         self._auto = coiterate.has_auto(self._cin)  # coiterate(i, auto): chosen per call, from the operands
         self._chosen: Stmt | None = None
         self._derived = _derived_indices(self._cin, self.assignment)

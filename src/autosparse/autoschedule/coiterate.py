@@ -50,6 +50,15 @@ def resolve(stmt: Stmt, tensors: Mapping[str, Tensor], extents: Mapping[IndexVar
     return _resolve(stmt, (), tensors, extents)
 
 
+def everywhere(stmt: Stmt) -> Stmt:
+    """`stmt` with `auto` on every loop that says nothing of its co-iteration."""
+    if isinstance(stmt, Access) or not hasattr(stmt, "with_children"):
+        return stmt
+    if isinstance(stmt, Forall) and stmt.coiterate is None:
+        stmt = replace(stmt, coiterate=Coiteration(Strategy.AUTO))
+    return stmt.with_children(tuple(everywhere(child) for child in stmt.children()))
+
+
 def has_auto(stmt: Stmt) -> bool:
     return any(isinstance(n, Forall) and n.coiterate is not None and Strategy.AUTO in n.coiterate.strategies
                for n in walk(stmt))

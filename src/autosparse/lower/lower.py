@@ -524,7 +524,8 @@ def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, pl
 
 
 @contextmanager
-def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder) -> Iterator[Scope]:
+def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
+              schedule: str = "schedule(static)") -> Iterator[Scope]:
     """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
 
     Iterations share what is declared outside the loop: the results, and the registers of reductions
@@ -575,7 +576,7 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
         return
     threads = [f"num_threads({plan.num_threads})"] if plan.num_threads is not None else []
     if not copied and not threaded:
-        b.line(f"#pragma omp {' '.join(['parallel for schedule(static)', *threads, *clauses])}")
+        b.line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
         yield atomic
         return
     failed = plan.fresh("failed")
@@ -595,7 +596,7 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder)
             with thread_temporaries([plan.targets[n] for n in threaded], failed, plan.fresh("allocated"), b):
                 with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
                         b.failing_to(failed, plan.fresh("done")):
-                    b.line("#pragma omp for schedule(static)")
+                    b.line(f"#pragma omp for {schedule}")
                     yield atomic
                 if copied:
                     b.line("#pragma omp critical")
@@ -670,7 +671,8 @@ def _parallel_sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan:
         raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
                             f"not split")
     b.line(f"const int64_t {q}_first = {q};")
-    with _parallel(stmt, [], plan, scope, b) as inner:
+    # slices of a sparse operand differ in size: threads take chunks of them as they finish
+    with _parallel(stmt, [], plan, scope, b, "schedule(dynamic, 16)") as inner:
         _sparse_loop(stmt, loop, lattice, point, plan, inner, b, first=f"{q}_first")
 
 
