@@ -109,7 +109,32 @@ def test_bcsr_round_trips(spec, blocks, shape):
     assert max(tensor.levels[1]["crd"], default=0) < cols
 
 
-@pytest.mark.parametrize("spec", ["bcsr(4)", "bcsr(2,3)", "bcsr(1)", "bcsr(5)"])
+@pytest.mark.parametrize("spec", ["ubcsr(4)", "ubcsr(2,3)", "ubcsr(1)"])
+@pytest.mark.parametrize("shape", [(10, 9), (1, 1), (16, 16), (3, 20)])
+def test_unaligned_bcsr_round_trips_with_the_fewest_blocks(spec, shape):
+    """Blocks start at any column: each block row's are at least bc apart, cover its entries, and are no
+    more than the aligned layout needs (greedy covering from the left is optimal)."""
+    m = _sparse(shape, 0.3, 6)
+    tensor = asp.Tensor.from_numpy(m, format=spec)
+    assert str(tensor.format) == spec.replace("(4)", "(4,4)").replace("(1)", "(1,1)")
+    np.testing.assert_array_equal(tensor.to_numpy(), m)
+    np.testing.assert_array_equal(asp.Tensor(tensor.shape, spec, tensor.levels, tensor.vals).to_numpy(), m)
+    pos, crd = tensor.levels[1]["pos"], tensor.levels[1]["crd"]
+    br, bc = tensor.format.blocks
+    for row in range(len(pos) - 1):
+        starts = crd[pos[row]:pos[row + 1]]
+        assert np.all(np.diff(starts) >= bc)
+    aligned = asp.Tensor.from_numpy(m, format=f"bcsr({br},{bc})")
+    assert len(crd) <= len(aligned.levels[1]["crd"])
+
+
+def test_overlapping_unaligned_blocks_are_refused():
+    levels = [{}, {"pos": np.array([0, 2]), "crd": np.array([0, 2])}, {}, {}]
+    with pytest.raises(asp.FormatError, match="at least 4 columns apart"):
+        asp.Tensor((4, 8), "ubcsr(4)", levels, np.zeros(32))
+
+
+@pytest.mark.parametrize("spec", ["bcsr(4)", "bcsr(2,3)", "bcsr(1)", "bcsr(5)", "ubcsr(4)", "ubcsr(2,3)"])
 @pytest.mark.parametrize("shape", [(10, 9), (1, 1), (16, 16), (3, 20), (0, 4)])
 def test_spmv_on_bcsr(spec, shape):
     m = _sparse(shape, 0.3, 2)
@@ -130,6 +155,15 @@ def test_bcsr_spmv_runs_dense_block_loops():
 
 
 SPGEMM_FORMATS = ["coo", "csr", "dcsr", "bcsr(4)"]
+
+
+@pytest.mark.parametrize("fa, fb", [("ubcsr(3)", "csr"), ("ubcsr(3)", "dcsr"), ("ubcsr(3)", "coo"),
+                                    ("csr", "ubcsr(3)"), ("dcsr", "ubcsr(3)"), ("coo", "ubcsr(3)")])
+def test_spgemm_with_unaligned_blocks(fa, fb):
+    a, b = _sparse((8, 10), 0.3, 7), _sparse((10, 7), 0.3, 8)
+    kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb})
+    result = kernel(A=asp.Tensor.from_numpy(a, format=fa), B=asp.Tensor.from_numpy(b, format=fb))
+    np.testing.assert_allclose(np.asarray(result), a @ b)
 
 
 @pytest.mark.parametrize("fa", SPGEMM_FORMATS)
@@ -161,7 +195,7 @@ def test_blocked_errors():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-LAYOUTS = ["csr", "coo", "dcsr", "ds-", "ds~", "bcsr(2)", "bcsr(3)", "bcsr(2,3)"]
+LAYOUTS = ["csr", "coo", "dcsr", "ds-", "ds~", "bcsr(2)", "bcsr(3)", "bcsr(2,3)", "ubcsr(2)"]
 KERNELS = {
     "y(i) = A(i,j) * x(j)": lambda a, b, x: a @ x,
     "C(i,j) = A(i,j) + B(i,j)": lambda a, b, x: a + b,

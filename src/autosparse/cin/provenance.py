@@ -31,6 +31,9 @@ class Split:
     inner: IndexVar
     factor: int
     divide: bool = False  # factor is the number of tiles (outer extent), not the tile size
+    #: the outer variable is a tile's first coordinate, not its number (i = outer + inner): the column of
+    #: a block of unaligned BCSR, which a sparse level stores
+    offset: bool = False
 
     @property
     def made(self) -> tuple[IndexVar, ...]:
@@ -41,7 +44,8 @@ class Split:
         return (self.parent,)
 
     def __str__(self) -> str:
-        return f"{'divide' if self.divide else 'split'}({self.parent}, {self.outer}, {self.inner}, {self.factor})"
+        offset = ", offset" if self.offset else ""
+        return f"{'divide' if self.divide else 'split'}({self.parent}, {self.outer}, {self.inner}, {self.factor}{offset})"
 
 
 @dataclass(frozen=True, slots=True)

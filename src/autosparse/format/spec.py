@@ -2,7 +2,9 @@
 
 Blocked layouts (Zhao et al.'s BCSR) are spelled "bcsr(b)" or "bcsr(br,bc)": a matrix stored as its
 block view, the order-4 tensor V[i // br, j // bc, i % br, j % bc] in format "dsdd" (dense block rows,
-compressed block columns, dense br × bc blocks, zeros of the blocks stored). `Format.blocks` holds the
+compressed block columns, dense br × bc blocks, zeros of the blocks stored). "ubcsr(b)" is the paper's
+unaligned variant: a block may start at any column (the view's second level stores the block's first
+column, blocks of a block row at least bc apart), so fewer blocks cover scattered dense runs. `Format.blocks` holds the
 block size of each mode, `Format.storage` the view's format; only storage and the kernel front end
 (cin/blocked.py) look at the difference.
 
@@ -30,28 +32,29 @@ def _coo_letters(order: int) -> str:
 
 _ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
 _TOKEN = re.compile(r"([a-z])(\d*)([^a-z\d]?)")
-_BLOCKED = re.compile(r"bcsr\((\d+)(?:,\s*(\d+))?\)")
+_BLOCKED = re.compile(r"(u?)bcsr\((\d+)(?:,\s*(\d+))?\)")
 
 
 class Format:
     """An immutable storage format: `Format("d1s0")`, `Format("coo", order=3)`, `Format("ds", mode_order=(1, 0))`,
     `Format([Dense(), Compressed()], mode_order=(1, 0))`."""
 
-    __slots__ = ("_levels", "_mode_order", "_blocks")
+    __slots__ = ("_levels", "_mode_order", "_blocks", "_offsets")
 
     def __init__(self, spec: "str | Format | Sequence[Level]", order: int | None = None,
                  mode_order: Sequence[int] | None = None):
         self._blocks: tuple[int, ...] | None = None
+        self._offsets: tuple[bool, ...] = ()
         blocked = _BLOCKED.fullmatch(spec.strip().lower()) if isinstance(spec, str) else None
         if isinstance(spec, Format):
             if mode_order is not None:
                 raise FormatError(f"Expected a mode_order or a Format, but found both ({spec!r})")
-            levels, modes, self._blocks = spec.levels, spec.mode_order, spec.blocks
+            levels, modes, self._blocks, self._offsets = spec.levels, spec.mode_order, spec.blocks, spec.offsets
         elif blocked:
-            rows, cols = int(blocked.group(1)), int(blocked.group(2) or blocked.group(1))
+            rows, cols = int(blocked.group(2)), int(blocked.group(3) or blocked.group(2))
             if rows < 1 or cols < 1:
                 raise FormatError(f"Expected positive block sizes in {spec!r}")
-            self._blocks = (rows, cols)
+            self._blocks, self._offsets = (rows, cols), (False, bool(blocked.group(1)))
             levels, modes = _parse("dsdd", None)
         elif isinstance(spec, str):
             levels, modes = _parse(spec, order)
@@ -90,6 +93,11 @@ class Format:
         return self._blocks
 
     @property
+    def offsets(self) -> tuple[bool, ...]:
+        """Per mode of a blocked layout: whether its blocks start at any coordinate (unaligned)."""
+        return self._offsets
+
+    @property
     def storage(self) -> "Format":
         """The format of the levels as stored: a blocked layout's block view, else this format."""
         return Format(self._levels, mode_order=self._mode_order) if self._blocks else self
@@ -102,7 +110,7 @@ class Format:
     def name(self) -> str | None:
         """The name of this format ("csr", "coo", ...), or None when it has none."""
         if self._blocks:
-            return "bcsr"
+            return "ubcsr" if any(self._offsets) else "bcsr"
         text = str(self)
         for name, letters in _FIXED_NAMES.items():
             if letters == text:
@@ -124,15 +132,15 @@ class Format:
                 other = Format(other, order=self.order) if other in _ORDER_NAMES else Format(other)
             except FormatError:
                 return False
-        return isinstance(other, Format) and (self._levels, self._mode_order, self._blocks) == \
-            (other._levels, other._mode_order, other._blocks)
+        return isinstance(other, Format) and (self._levels, self._mode_order, self._blocks, self._offsets) == \
+            (other._levels, other._mode_order, other._blocks, other._offsets)
 
     def __hash__(self) -> int:
-        return hash((self._levels, self._mode_order, self._blocks))
+        return hash((self._levels, self._mode_order, self._blocks, self._offsets))
 
     def __str__(self) -> str:
         if self._blocks:
-            return f"bcsr({','.join(map(str, self._blocks))})"
+            return f"{self.name}({','.join(map(str, self._blocks))})"
         if self._mode_order == tuple(range(self.order)):
             return "".join(level.spelling for level in self._levels)
         return "".join(f"{level.letter}{mode}{level.spelling[1:]}" for level, mode in zip(self._levels, self._mode_order))

@@ -971,6 +971,16 @@ def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuil
                    ) -> tuple[Scope, str, tuple[IndexVar, Callable[[str], str]] | None]:
     """The loop's upper bound, and (when the loop completes a derivation) the variable it recovers with
     its value as a function of the loop's own variable."""
+    if isinstance(relation, Split) and relation.offset:  # tiles start at stored coordinates
+        scope, extent = _extent(relation.parent, plan, scope, b)
+        outer = names.coordinate(relation.outer)
+        if index == relation.outer:
+            return scope, extent, None
+        if relation.outer not in scope.derived:
+            raise ScheduleError(f"{relation}: the loop over {relation.inner} needs the loop over {relation.outer}, "
+                                f"which says where its tile starts, around it")
+        return (scope, f"min64({relation.factor}, {extent} - {outer})",
+                (relation.parent, lambda v: f"{outer} + {v}"))
     if isinstance(relation, Split):
         scope, extent = _extent(relation.parent, plan, scope, b)
         n = relation.factor

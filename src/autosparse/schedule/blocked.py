@@ -37,18 +37,20 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
     """`stmt` (a default schedule) with each blocked operand read through its block view."""
     stmt, relations = split_relations(stmt)
     sizes: dict[IndexVar, int] = {}
+    offsets: dict[IndexVar, bool] = {}  # blocks start at any coordinate (unaligned BCSR's columns)
     for node in walk(stmt):
         if isinstance(node, Access) and node.tensor.name in blocked:
-            for index, size in zip(node.indices, blocked[node.tensor.name].blocks):
-                if sizes.setdefault(index, size) != size:
-                    raise ScheduleError(f"Expected one block size for {index}, but the operands block it by "
-                                        f"{sizes[index]} and by {size}")
+            fmt = blocked[node.tensor.name]
+            for index, size, offset in zip(node.indices, fmt.blocks, fmt.offsets):
+                if sizes.setdefault(index, size) != size or offsets.setdefault(index, offset) != offset:
+                    raise ScheduleError(f"Expected one block size (and one alignment) for {index}, but the operands "
+                                        f"block it by {sizes[index]} and by {size}")
     for node in walk(stmt):
         if isinstance(node, Assign) and node.lhs.tensor.name in blocked:
             raise ScheduleError(f"Expected a result in a format of levels, but {node.lhs.tensor.name} is "
                                 f"{blocked[node.lhs.tensor.name]}: compute it in another format and convert it")
     for index, size in sizes.items():
-        stmt, relations = derive.split(stmt, relations, index, *block_variables(index), size)
+        stmt, relations = derive.split(stmt, relations, index, *block_variables(index), size, offset=offsets[index])
     stmt = _viewed(stmt, blocked)
     loops, _ = unnest(stmt)
     views = [n for n in walk(stmt) if isinstance(n, Access) and n.tensor.name in blocked]

@@ -28,7 +28,7 @@ Derived = tuple[Stmt, tuple[Relation, ...]]
 
 
 def split(stmt: Stmt, relations: tuple[Relation, ...], index: IndexVar, outer: IndexVar, inner: IndexVar,
-          factor, divide: bool = False) -> Derived:
+          factor, divide: bool = False, offset: bool = False) -> Derived:
     name = "divide" if divide else "split"
     command = f"{name}({index}, {outer}, {inner}, {factor})"
     if not isinstance(factor, int) or isinstance(factor, bool) or factor <= 0:
@@ -40,7 +40,7 @@ def split(stmt: Stmt, relations: tuple[Relation, ...], index: IndexVar, outer: I
         raise _fail(name, index, f"{index} was made by {made}; splitting a variable twice is not supported")
     _fresh(stmt, relations, (outer, inner), command)
     tiles = Forall(outer, Forall(inner, loop.body, unroll=loop.unroll))
-    return _replace_chain(stmt, loop, tiles), (*relations, Split(index, outer, inner, factor, divide))
+    return _replace_chain(stmt, loop, tiles), (*relations, Split(index, outer, inner, factor, divide, offset))
 
 
 def collapse(stmt: Stmt, relations: tuple[Relation, ...], outer: IndexVar, inner: IndexVar,

@@ -28,17 +28,40 @@ class Storage:
 
 
 def level_dims(fmt: Format, shape: Sequence[int]) -> tuple[int, ...]:
-    """The extent of each storage level (of a blocked layout: of its block view)."""
+    """The extent of each storage level (of a blocked layout: of its block view, where an unaligned
+    mode's blocks are named by their first coordinate)."""
     if fmt.blocks:
-        shape = (*(-(-n // b) for n, b in zip(shape, fmt.blocks)), *fmt.blocks)
+        shape = (*(n if offset else -(-n // b) for n, b, offset in zip(shape, fmt.blocks, fmt.offsets)),
+                 *fmt.blocks)
     return tuple(shape[m] for m in fmt.mode_order)
 
 
 def level_paths(fmt: Format, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Each entry's coordinate at each storage level, from its coordinate in each mode."""
     if fmt.blocks:
-        coords = (*(c // b for c, b in zip(coords, fmt.blocks)), *(c % b for c, b in zip(coords, fmt.blocks)))
+        first = [c // b for c, b in zip(coords, fmt.blocks)]
+        for mode, offset in enumerate(fmt.offsets):
+            if offset:  # the block's first coordinate, from the blocks this data needs
+                first[mode] = block_starts(first[0], coords[mode], fmt.blocks[mode])
+        coords = (*first, *((c - f if offset else c % b)
+                            for c, f, b, offset in zip(coords, first, fmt.blocks, fmt.offsets)))
     return tuple(coords[m] for m in fmt.mode_order)
+
+
+def block_starts(group: np.ndarray, coord: np.ndarray, size: int) -> np.ndarray:
+    """Unaligned blocks of `size` covering each group's coordinates (the block rows' columns), greedily
+    from the left: a block starts at the first coordinate the previous one does not reach. Returns the
+    first coordinate of each entry's block."""
+    order = np.lexsort((coord, group))
+    groups, coords = group[order].tolist(), coord[order].tolist()
+    firsts, current, reach = [], None, 0
+    for g, c in zip(groups, coords):
+        if g != current or c >= reach:
+            current, first, reach = g, c, c + size
+        firsts.append(first)
+    starts = np.empty(len(order), dtype=np.int64)
+    starts[order] = firsts
+    return starts
 
 
 def mode_coords(fmt: Format, paths: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -48,7 +71,8 @@ def mode_coords(fmt: Format, paths: Sequence[np.ndarray]) -> list[np.ndarray]:
         coords[mode] = paths[level]
     if fmt.blocks:
         order = fmt.order
-        return [coords[m] * b + coords[order + m] for m, b in enumerate(fmt.blocks)]
+        return [coords[m] + coords[order + m] if offset else coords[m] * b + coords[order + m]
+                for m, (b, offset) in enumerate(zip(fmt.blocks, fmt.offsets))]
     return coords
 
 
@@ -143,6 +167,14 @@ def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, ob
         raise FormatError(f"Expected zero values at positions that hold no coordinate, but vals"
                           f"[{vacant[values[vacant] != 0][0]}] is not zero")
     storage = Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
+    if any(fmt.offsets):  # unaligned blocks of a block row never overlap
+        pos, crd = arrays[1]["pos"], arrays[1]["crd"].astype(np.int64)
+        same_row = np.repeat(np.arange(len(pos) - 1), np.diff(pos))
+        close = np.flatnonzero((same_row[1:] == same_row[:-1]) & (crd[1:] < crd[:-1] + fmt.blocks[1]))
+        if len(close):
+            q = int(close[0])
+            raise FormatError(f"Expected the blocks of a block row at least {fmt.blocks[1]} columns apart, but "
+                              f"blocks start at columns {crd[q]} and {crd[q + 1]}")
     if fmt.blocks:  # the blocks of the last block row and column reach past the shape: only zeros there
         entries = unpack(fmt, shape, storage)
         outside = [c >= n for c, n in zip(mode_coords(fmt, entries.paths), shape)]
