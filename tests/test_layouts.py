@@ -222,3 +222,36 @@ def test_random_kernels_over_layouts(expression, fa, fb, rows, cols, density, se
         assert "~" in fa + fb or "block size" in str(error)  # is split by one block size only
         return
     np.testing.assert_allclose(np.asarray(result), KERNELS[expression](a, b, x))
+
+
+# --- unsorted COO ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["u~q", "u-q", "u~cq"])
+def test_spmv_and_reductions_over_unsorted_coo(spec):
+    """Unsorted COO's rows recur: a sum into a row adds to what an earlier run of it stored."""
+    order = 3 if spec == "u~cq" else 2
+    shape = (6, 4, 9) if order == 3 else (8, 9)
+    a = _sparse(shape, 0.5, 9)
+    tensor = asp.Tensor.from_numpy(a, format=spec)
+    if order == 2:
+        x = np.random.default_rng(10).random(9)
+        y = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": spec})(A=tensor, x=x)
+        np.testing.assert_allclose(np.asarray(y), a @ x)
+        total = asp.compile("s() = A(i,j)", formats={"A": spec})(A=tensor)
+    else:
+        total = asp.compile("s() = A(i,j,k)", formats={"A": spec})(A=tensor)
+        y = asp.compile("y(i) = A(i,j,k)", formats={"A": spec})(A=tensor)
+        np.testing.assert_allclose(np.asarray(y), a.sum(axis=(1, 2)))
+    assert total == pytest.approx(a.sum())
+
+
+def test_unsorted_coo_meets_a_sorted_operand_by_finding_it():
+    """Each entry of the unsorted operand finds its row and column in the sorted one by binary search;
+    merging them is refused (the unsorted entries of a row come in no order)."""
+    a, b = _sparse((8, 9), 0.4, 11), _sparse((8, 9), 0.6, 12)
+    operands = {"A": asp.Tensor.from_numpy(a, format="dcsr"), "B": asp.Tensor.from_numpy(b, format="u~q")}
+    kernel = asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "dcsr", "B": "u~q"},
+                         schedule="coiterate(i, binary, A); coiterate(j, binary, A)")
+    np.testing.assert_allclose(np.asarray(kernel(**operands)), a * b)
+    with pytest.raises(asp.ScheduleError, match="unordered"):
+        asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q"}).source

@@ -95,11 +95,15 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             return tuple(workspaces[name].read_level(k) for k in range(access.tensor.order))
         itype = names.index_type(types.indices[name])
         dims = [extent[i] for i in access.level_indices]
+        levels = access.tensor.format.levels
+        scattered = [any(not p.properties.unique and not p.properties.ordered and not p.properties.descending
+                         for p in levels[:k]) for k in range(len(levels))]
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
                                          "@dim": dims[k],
-                                         "@base": f"{names.position(access_ids[access], k)}_base"}, dims[k])
-                     for k, level in enumerate(access.tensor.format.levels))
+                                         "@base": f"{names.position(access_ids[access], k)}_base"}, dims[k],
+                                 scattered[k])
+                     for k, level in enumerate(levels))
 
     counters: list[str] | None = [] if instrument else None
     two_phase = isinstance(result_target, AppendedResult)

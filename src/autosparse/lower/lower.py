@@ -72,6 +72,9 @@ class Scope:
     #: one runs once, there.
     fixed: Mapping[IndexVar, "_Fixed"] = field(default_factory=dict)
     parallel: bool = False  # a parallel loop is around (its iterations share the kernel's own state)
+    #: a loop around steps a non-unique unordered level (unsorted COO's rows): it may come back to a
+    #: coordinate it left, so no store is the only one its position gets
+    revisits: bool = False
 
 
 def lower(stmt: Stmt, plan: Plan, scope: Scope, b: CBuilder) -> None:
@@ -155,7 +158,7 @@ def _operator(lhs: Access, accumulate: bool, plan: Plan, scope: Scope) -> str:
     """`+=` for a store that adds, unless it is the only one its position will get (no enclosing loop
     leaves the position unchanged, and the target is not written elsewhere): then `=`, which writes a
     fresh page without reading it first (LOWERING.md §4)."""
-    once = plan.targets[lhs.tensor.name].overwrites and set(scope.loops) <= set(lhs.indices)
+    once = plan.targets[lhs.tensor.name].overwrites and set(scope.loops) <= set(lhs.indices) and not scope.revisits
     return "+=" if accumulate and not once else "="
 
 
@@ -787,7 +790,10 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
         entered.append((name, level, parent, position, flags.get(name)))
         if target.flag(level):
             flags[name] = target.flag(level)
-    lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags, loops=(*scope.loops, loop.index)), b)
+    revisits = scope.revisits or any(not level.unique and not level.ordered and not level.descending
+                                     for level in (plan.read_levels(it.access)[it.level] for it in point.sparse))
+    lower(body, plan, replace(scope, reads=reads, writes=writes, flags=flags, loops=(*scope.loops, loop.index),
+                              revisits=revisits), b)
     for name, level, parent, position, parent_flag in reversed(entered):
         plan.targets[name].leave(level, parent, position, b, parent_flag)
 

@@ -71,6 +71,9 @@ class TensorLevel(ReadLevel):
     level: Level
     arrays: Mapping[str, str]
     dim: str
+    #: a non-unique unordered level above (unsorted COO's rows): the entries sharing a prefix here are
+    #: not all neighbours, and those that are come in no order, whatever this level promises
+    unsorted: bool = False
 
     @property
     def full(self) -> bool:
@@ -78,7 +81,7 @@ class TensorLevel(ReadLevel):
 
     @property
     def ordered(self) -> bool:
-        return self.level.properties.ordered
+        return self.level.properties.ordered and not self.unsorted
 
     @property
     def unique(self) -> bool:
@@ -86,7 +89,7 @@ class TensorLevel(ReadLevel):
 
     @property
     def descending(self) -> bool:
-        return self.level.properties.descending
+        return self.level.properties.descending and not self.unsorted
 
     def range(self, parent: Position) -> tuple[str, str]:
         begin, end = self.level.position_range(self.arrays, parent.begin, parent.last)
