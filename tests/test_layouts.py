@@ -185,6 +185,10 @@ def test_blocked_errors():
         asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": "bcsr(4)", "B": "bcsr(2)"}).source
     with pytest.raises(asp.ScheduleError, match="convert"):
         asp.compile("C(i,j) = A(i,j)", formats={"A": "csr", "C": "bcsr(4)"}).source
+    with pytest.raises(asp.ScheduleError, match="factor"):
+        asp.compile("C(i,j) = A(i,j) + B(i,j)", formats={"A": "csr", "B": "bcsr(2)"}).source
+    with pytest.raises(asp.ScheduleError, match="different columns"):
+        asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "ubcsr(2)", "B": "ubcsr(2)"}).source
     with pytest.raises(asp.FormatError, match="positive block"):
         asp.Format("bcsr(0)")
     padded = asp.Tensor.from_numpy(np.ones((3, 3)), format="bcsr(2)")
@@ -195,7 +199,7 @@ def test_blocked_errors():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-LAYOUTS = ["csr", "coo", "dcsr", "ds-", "ds~", "bcsr(2)", "bcsr(3)", "bcsr(2,3)", "ubcsr(2)"]
+LAYOUTS = ["csr", "coo", "dcsr", "ds-", "ds~", "bcsr(2)", "bcsr(3)", "bcsr(2,3)", "ubcsr(2)", "u~q"]
 KERNELS = {
     "y(i) = A(i,j) * x(j)": lambda a, b, x: a @ x,
     "C(i,j) = A(i,j) + B(i,j)": lambda a, b, x: a + b,
@@ -219,7 +223,8 @@ def test_random_kernels_over_layouts(expression, fa, fb, rows, cols, density, se
     try:
         result = asp.compile(expression, formats=formats)(**operands)
     except asp.ScheduleError as error:  # an unordered level can be neither merged nor searched; an index
-        assert "~" in fa + fb or "block size" in str(error)  # is split by one block size only
+        # is split by one block size only; the loops over a blocked operand's blocks cannot cover a sum
+        assert "~" in fa + fb or any(why in str(error) for why in ("block size", "factor", "unaligned"))
         return
     np.testing.assert_allclose(np.asarray(result), KERNELS[expression](a, b, x))
 

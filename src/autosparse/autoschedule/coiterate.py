@@ -110,7 +110,7 @@ def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float]
     """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it."""
     strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
     runs = prod(trips)
-    driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, -op.moved_by,
+    driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, op.unique, -op.moved_by,
                                            operands.index(op)))
     # each of the driver's segments is walked runs / (its count) times
     walked = driver.lengths.astype(np.float64)

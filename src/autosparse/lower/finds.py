@@ -52,9 +52,10 @@ def roles(coiteration: Coiteration | None, lattice: lat.Lattice, moved_by: Calla
     other backwards, resuming: the same steps).
 
     Each bottom point of the lattice (a way for a coordinate to matter) needs a driver among its
-    iterators: one that asks to be merged if there is one, else the one whose segment changes most
-    often (`moved_by`: the depth of the innermost loop around that moves it), so that the others'
-    segments, and their tables, last longest; else the first."""
+    iterators: one that asks to be merged if there is one; among those, one that repeats coordinates
+    (no strategy finds in such a level); then the one whose segment changes most often (`moved_by`: the
+    depth of the innermost loop around that moves it), so that the others' segments, and their tables,
+    last longest; else the first."""
     iterators = list(dict.fromkeys(it for point in lattice for it in sorted(point.sparse, key=str)))
     coiteration = coiteration or Coiteration()
     strategy = {it: coiteration.strategy(it.access.tensor.name) for it in iterators}
@@ -68,8 +69,8 @@ def roles(coiteration: Coiteration | None, lattice: lat.Lattice, moved_by: Calla
     for point in bottoms:
         if point.sparse & set(drivers):
             continue
-        ranked = sorted(point.sparse, key=lambda it: (strategy[it] is not Strategy.MERGE, -moved_by(it),
-                                                      iterators.index(it)))
+        ranked = sorted(point.sparse, key=lambda it: (strategy[it] is not Strategy.MERGE, level_of(it).unique,
+                                                      -moved_by(it), iterators.index(it)))
         drivers.append(ranked[0])
     return Roles(tuple(drivers), strategy)
 

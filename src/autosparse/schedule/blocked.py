@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..cin.ast import Access, Assign, Stmt, TensorVar, default_access, unnest, walk
+from ..cin.ast import Access, Assign, Stmt, TensorVar, accesses, default_access, unnest, walk
+from ..cin.rewrite import factors
 from ..cin.provenance import attach, split_relations
 from ..errors import ScheduleError
 from ..format import Format
@@ -38,6 +39,7 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
     stmt, relations = split_relations(stmt)
     sizes: dict[IndexVar, int] = {}
     offsets: dict[IndexVar, bool] = {}  # blocks start at any coordinate (unaligned BCSR's columns)
+    unaligned: dict[IndexVar, set] = {}
     for node in walk(stmt):
         if isinstance(node, Access) and node.tensor.name in blocked:
             fmt = blocked[node.tensor.name]
@@ -45,10 +47,24 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
                 if sizes.setdefault(index, size) != size or offsets.setdefault(index, offset) != offset:
                     raise ScheduleError(f"Expected one block size (and one alignment) for {index}, but the operands "
                                         f"block it by {sizes[index]} and by {size}")
+                if offset:
+                    unaligned.setdefault(index, set()).add(node)
+    for index, users in unaligned.items():
+        if len(users) > 1:  # each one's blocks start where its own entries are: no shared block loop
+            raise ScheduleError(f"Expected one unaligned blocked operand indexed by {index}, but found "
+                                f"{', '.join(sorted(map(str, users)))}: their blocks start at different columns")
     for node in walk(stmt):
-        if isinstance(node, Assign) and node.lhs.tensor.name in blocked:
+        if not isinstance(node, Assign):
+            continue
+        if node.lhs.tensor.name in blocked:
             raise ScheduleError(f"Expected a result in a format of levels, but {node.lhs.tensor.name} is "
                                 f"{blocked[node.lhs.tensor.name]}: compute it in another format and convert it")
+        terms = factors(node.rhs)
+        for access in accesses(node.rhs):
+            if access.tensor.name in blocked and access not in terms:
+                raise ScheduleError(f"Expected the blocked operand {access} ({blocked[access.tensor.name]}) to be a "
+                                    f"factor of {node.rhs}: the loops run over its stored blocks only, which would "
+                                    f"miss the other terms' entries; convert it to a format of levels")
     for index, size in sizes.items():
         stmt, relations = derive.split(stmt, relations, index, *block_variables(index), size, offset=offsets[index])
     stmt = _viewed(stmt, blocked)
