@@ -101,7 +101,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
                                          "@dim": dims[k],
-                                         "@base": f"{names.position(access_ids[access], k)}_base"}, dims[k],
+                                         "@base": f"{names.position(access_ids.get(access, name), k)}_base"},
+                                 dims[k],
                                  scattered[k])
                      for k, level in enumerate(levels))
 

@@ -158,7 +158,8 @@ def _operator(lhs: Access, accumulate: bool, plan: Plan, scope: Scope) -> str:
     """`+=` for a store that adds, unless it is the only one its position will get (no enclosing loop
     leaves the position unchanged, and the target is not written elsewhere): then `=`, which writes a
     fresh page without reading it first (LOWERING.md §4)."""
-    once = plan.targets[lhs.tensor.name].overwrites and set(scope.loops) <= set(lhs.indices) and not scope.revisits
+    around = {root for index in scope.loops for root in scope.provenance.roots(index)}
+    once = plan.targets[lhs.tensor.name].overwrites and around <= set(lhs.indices) and not scope.revisits
     return "+=" if accumulate and not once else "="
 
 
@@ -299,6 +300,7 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             return
         stmt, scope, bound = _blocked_loop(stmt, relation, plan, scope, b)
     loop = _survey(stmt, plan, scope)
+    _check_appends(loop, scope)
     lattice = _lattice(stmt.body, loop, {})
     bounded = _bounded_target(stmt, plan, scope)
     if bounded is not None:
@@ -881,7 +883,7 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     index, relation = stmt.index, scope.provenance.defining(stmt.index)
     var = names.coordinate(index)
     scope, upper, recovered = _derived_range(relation, index, plan, scope, b)
-    inner = replace(scope, derived=scope.derived | {index})
+    inner = replace(scope, derived=scope.derived | {index}, loops=(*scope.loops, index))
     in_order = not (isinstance(relation, Split) and index == relation.outer)
     track = None
     if recovered is not None:
@@ -1169,14 +1171,31 @@ def _found_at(sparse: list[lat.Iterator], stmt: Forall, rule, plan: Plan, scope:
     return found
 
 
+def _half_derived(scope: Scope) -> list[IndexVar]:
+    """The derived variables around whose originals are not yet recovered (tiles of an index whose loop
+    over the rest of it is still to come)."""
+    return [v for v in scope.derived
+            if not all(set(scope.provenance.leaves(root)) <= scope.derived for root in scope.provenance.roots(v))]
+
+
+def _check_appends(loop: _Loop, scope: Scope) -> None:
+    """A loop appending to a result must not run inside the tiles of another index: each tile would
+    append the loop's coordinates again (`split(k, ...)` around the loop over j of a CSR result)."""
+    half = _half_derived(scope)
+    if loop.written and half:
+        name = loop.written[0][0]
+        raise ScheduleError(f"{scope.provenance.defining(half[0])}: {name} is assembled by appending in order, but the "
+                            f"loop over {half[0]} around the loop over {loop.index} interleaves its entries; put the "
+                            f"tiles' loops inside, or precompute into a workspace")
+
+
 def _check_fixed_writes(index: IndexVar, rule, fixed: _Fixed, loop: _Loop, plan: Plan, scope: Scope) -> None:
     """A result assembled by appending takes its entries in storage order: the derived loops must fix
     the index in increasing order, with no loop over a half-derived index around it (tiles of another
     index would interleave its rows), and repeat it only where the result's level is dense."""
     for name, level in loop.written:
         target = plan.targets[name]
-        half = [v for v in scope.derived
-                if not all(set(scope.provenance.leaves(root)) <= scope.derived for root in scope.provenance.roots(v))]
+        half = _half_derived(scope)
         if not fixed.in_order or half:
             why = f"the loop over {half[0]} interleaves" if half else "the loops visit it out of order, which mixes"
             raise ScheduleError(f"{rule}: {name} is assembled by appending in order, but at {index} {why} its "
