@@ -47,16 +47,16 @@ CHOICES = (Strategy.MERGE, Strategy.GALLOP, Strategy.BINARY, Strategy.HASH, Stra
 
 def resolve(stmt: Stmt, tensors: Mapping[str, Tensor], extents: Mapping[IndexVar, int]) -> Stmt:
     """`stmt` with every `auto` strategy replaced by the cheapest legal one for these operands."""
-    return _resolve(stmt, (), tensors, extents)
+    def chosen(loop: Forall, around: tuple[Forall, ...]) -> Coiteration | None:
+        if loop.coiterate is None or Strategy.AUTO not in loop.coiterate.strategies:
+            return loop.coiterate
+        return choose(loop, around, tensors, extents)
+    return _marked(stmt, chosen, ())
 
 
 def everywhere(stmt: Stmt) -> Stmt:
     """`stmt` with `auto` on every loop that says nothing of its co-iteration."""
-    if isinstance(stmt, Access) or not hasattr(stmt, "with_children"):
-        return stmt
-    if isinstance(stmt, Forall) and stmt.coiterate is None:
-        stmt = replace(stmt, coiterate=Coiteration(Strategy.AUTO))
-    return stmt.with_children(tuple(everywhere(child) for child in stmt.children()))
+    return _marked(stmt, lambda loop, around: loop.coiterate or Coiteration(Strategy.AUTO), ())
 
 
 def has_auto(stmt: Stmt) -> bool:
@@ -64,14 +64,14 @@ def has_auto(stmt: Stmt) -> bool:
                for n in walk(stmt))
 
 
-def _resolve(stmt: Stmt, around: tuple[Forall, ...], tensors, extents) -> Stmt:
+def _marked(stmt: Stmt, mark, around: tuple[Forall, ...]) -> Stmt:
+    """`stmt` with each loop's co-iteration replaced by `mark(loop, the loops around it)`."""
     if isinstance(stmt, Access) or not hasattr(stmt, "with_children"):
         return stmt
     if isinstance(stmt, Forall):
-        if stmt.coiterate is not None and Strategy.AUTO in stmt.coiterate.strategies:
-            stmt = replace(stmt, coiterate=choose(stmt, around, tensors, extents))
-        return stmt.with_children((_resolve(stmt.body, (*around, stmt), tensors, extents),))
-    return stmt.with_children(tuple(_resolve(child, around, tensors, extents) for child in stmt.children()))
+        stmt = replace(stmt, coiterate=mark(stmt, around))
+        return stmt.with_children((_marked(stmt.body, mark, (*around, stmt)),))
+    return stmt.with_children(tuple(_marked(child, mark, around) for child in stmt.children()))
 
 
 @dataclass(frozen=True)
