@@ -61,6 +61,10 @@ DERIVED = [
     (SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, "split(i, i0, i1, 2); precompute(A(i,k) * B(k,j), j, j)"),
     (SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, "divide(i, i0, i1, 2); precompute(A(i,k) * B(k,j), j, jw, h)"),
     (SPGEMM, {"A": "csr", "B": "csr", "C": "dense"}, "split(i, i0, i1, 2); pos(k, kp, A(i,k))"),
+    # the reduction's tiles go into the producer: the consumer appends each row once
+    (SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, "split(k, k0, k1, 1); split(i, i0, i1, 1); "
+                                                   "precompute(A(i,k) * B(k,j), j, jw)"),
+    (SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, "split(k, k0, k1, 2); precompute(A(i,k) * B(k,j), j, jw, h)"),
     (SDDMM, {"B": "csr", "A": "csr"}, "split(k, k0, k1, 2)"),
     (SDDMM, {"B": "csr", "A": "csr"}, "split(i, i0, i1, 2); pos(j, jp, B(i,j))"),
     (SDDMM, {"B": "csr", "A": "csr"}, "split(k, k0, k1, 2); parallelize(i, cpu_thread, no_races)"),

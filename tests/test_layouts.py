@@ -260,3 +260,107 @@ def test_unsorted_coo_meets_a_sorted_operand_by_finding_it():
     np.testing.assert_allclose(np.asarray(kernel(**operands)), a * b)
     with pytest.raises(asp.ScheduleError, match="unordered"):
         asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q"}).source
+
+
+# --- unsorted COO found by hashing its whole coordinates -----------------------------------------------------
+
+def _shuffled(a: np.ndarray, spec: str, seed: int) -> asp.Tensor:
+    """`a` in unsorted COO with its entries in a random order, so a row's entries come in scattered runs."""
+    coords = np.array(np.nonzero(a), dtype=np.int32).reshape(a.ndim, -1)
+    order = np.random.default_rng(seed).permutation(coords.shape[1])
+    coords = coords[:, order]
+    levels = [{"pos": np.array([0, coords.shape[1]], dtype=np.int32), "crd": coords[0]}]
+    levels += [{"crd": row} for row in coords[1:]]
+    return asp.Tensor(a.shape, spec, levels, a[tuple(coords)].astype(float))
+
+
+HASHED = [  # (expression, reference, the hashed operand's index count, schedule)
+    ("C(i,j) = A(i,j) * B(i,j)", lambda a, b: a * b, "coiterate(j, hash, B)"),
+    ("C(i,j) = A(i,j) + B(i,j)", lambda a, b: a + b, "coiterate(j, hash, B)"),
+    ("C(i,j) = A(i,j) * B(i,j) * A(i,j)", lambda a, b: a * b * a, "coiterate(j, hash, B)"),
+    ("y(i) = B(i,j) * A(i,j)", lambda a, b: (a * b).sum(axis=1), "coiterate(j, hash, B)"),
+]
+
+
+@pytest.mark.parametrize("expression, reference, schedule", HASHED)
+@pytest.mark.parametrize("a_format, c_format", [("csr", "csr"), ("dcsr", "dense"), ("csr", "dcsr")])
+@pytest.mark.parametrize("shape, density", [((7, 9), 0.4), ((1, 6), 0.7), ((6, 1), 0.5), ((5, 5), 0.0),
+                                            ((5, 5), 1.0), ((4, 3), 0.05)])
+def test_unsorted_coo_is_found_by_hashing_its_coordinates(expression, reference, schedule, a_format, c_format,
+                                                         shape, density):
+    """The loops walk A and look each (i, j) up in a table of B's entries: B's rows come in scattered
+    runs, which no level-by-level search could find, and a sorted result is appended in A's order."""
+    a, b = _sparse(shape, density, 21), _sparse(shape, max(density, 0.3), 22)
+    formats = {"A": a_format, "B": "u~q"}
+    if expression.startswith("C"):
+        formats["C"] = c_format
+    kernel = asp.compile(expression, formats=formats, schedule=schedule)
+    assert "keyed_find2" in kernel.source
+    result = kernel(A=asp.Tensor.from_numpy(a, format=a_format), B=_shuffled(b, "u~q", 23))
+    np.testing.assert_allclose(np.asarray(result), reference(a, b))
+
+
+def test_a_hashed_unsorted_coo_holds_explicit_zeros_empty_and_single_entries():
+    a = _sparse((6, 7), 0.6, 31)
+    kernel = asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q", "C": "csr"},
+                         schedule="coiterate(j, hash, B)")
+    for b in (np.zeros((6, 7)), np.eye(6, 7) * 0, np.pad([[3.0]], ((2, 3), (4, 2)))):
+        result = kernel(A=asp.Tensor.from_numpy(a, format="csr"), B=_shuffled(b + 0.0, "u~q", 1))
+        np.testing.assert_allclose(result.to_numpy(), a * b)
+    zeros = _shuffled(np.ones((6, 7)), "u~q", 2)
+    zeros = asp.Tensor((6, 7), "u~q", [dict(level) for level in zeros.levels], np.zeros(zeros.nnz))
+    np.testing.assert_allclose(kernel(A=asp.Tensor.from_numpy(a, format="csr"), B=zeros).to_numpy(), 0 * a)
+
+
+def test_three_way_unsorted_coo_is_hashed_by_all_three_coordinates():
+    a, b = _sparse((4, 5, 6), 0.3, 41), _sparse((4, 5, 6), 0.5, 42)
+    kernel = asp.compile("C(i,j,k) = A(i,j,k) * B(i,j,k)", formats={"A": "sss", "B": "u~cq", "C": "sss"},
+                         schedule="coiterate(k, hash, B)")
+    assert "keyed_find3" in kernel.source
+    result = kernel(A=asp.Tensor.from_numpy(a, format="sss"), B=_shuffled(b, "u~cq", 43))
+    np.testing.assert_allclose(result.to_numpy(), a * b)
+
+
+def test_hashing_an_unsorted_coo_costs_its_entries_once_and_a_lookup_per_entry_of_the_walked_operand():
+    """Instrumented: the table takes nnz(B) insertions, once per call; the loops run over A alone."""
+    a, b = _sparse((30, 40), 0.1, 51), _sparse((30, 40), 0.5, 52)
+    kernel = asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q", "C": "csr"},
+                         schedule="coiterate(j, hash, B)", instrument=True)
+    result = kernel(A=asp.Tensor.from_numpy(a, format="csr"), B=_shuffled(b, "u~q", 53))
+    counts = kernel.counts
+    np.testing.assert_allclose(result.to_numpy(), a * b)
+    assert counts["hash B by coordinates"] == np.count_nonzero(b)
+    assert sum(counts.values()) <= np.count_nonzero(a) + np.count_nonzero(b) + a.shape[0]
+
+
+def test_a_hashed_unsorted_coo_storing_a_coordinate_twice_is_refused():
+    levels = [{"pos": np.array([0, 3], dtype=np.int32), "crd": np.array([2, 0, 2], dtype=np.int32)},
+              {"crd": np.array([1, 3, 1], dtype=np.int32)}]
+    b = asp.Tensor((3, 4), "u~q", levels, np.array([1.0, 2.0, 3.0]))
+    kernel = asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q"}, schedule="coiterate(j, hash, B)")
+    with pytest.raises(asp.FormatError, match="stored twice"):
+        kernel(A=asp.Tensor.from_numpy(np.ones((3, 4)), format="csr"), B=b)
+
+
+def test_only_unsorted_coo_is_hashed_by_its_whole_coordinates():
+    """Below a sorted level, the entries hold a coordinate the table would not see."""
+    with pytest.raises(asp.ScheduleError, match="only unsorted COO"):
+        asp.compile("C(i,j,k) = A(i,j,k) * B(i,j,k)", formats={"A": "sss", "B": "du~q"},
+                    schedule="coiterate(k, hash, B)").source
+
+
+@settings(max_examples=25, deadline=None)
+@given(expression=st.sampled_from([e for e, _, _ in HASHED]), fa=st.sampled_from(["csr", "coo", "dcsr", "ds-", "dense"]),
+       fc=st.sampled_from(["csr", "dense", "dcsr"]), rows=st.integers(1, 8), cols=st.integers(1, 8),
+       density=st.floats(0, 1), seed=st.integers(0, 2**16))
+def test_random_kernels_over_a_hashed_unsorted_coo(expression, fa, fc, rows, cols, density, seed):
+    a, b = _sparse((rows, cols), density, seed), _sparse((rows, cols), density, seed + 1)
+    formats = {"A": fa, "B": "u~q", **({"C": fc} if expression.startswith("C") else {})}
+    kernel = asp.compile(expression, formats=formats, schedule="coiterate(j, hash, B)")
+    try:
+        result = kernel(A=asp.Tensor.from_numpy(a, format=fa), B=_shuffled(b, "u~q", seed + 2))
+    except asp.ScheduleError as error:  # A's decreasing rows cannot append to a sorted result, nor meet a dense loop
+        assert fa == "ds-" and "increasing" in str(error)
+        return
+    reference = next(r for e, r, _ in HASHED if e == expression)
+    np.testing.assert_allclose(np.asarray(result), reference(a, b))

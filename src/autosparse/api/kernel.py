@@ -22,7 +22,7 @@ from ..cin.check import check_computes
 from ..cin.provenance import Bound, BoundKind, Provenance, split_relations
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation, memory_limit
-from ..errors import AutosparseError, ScheduleError, ShapeError
+from ..errors import AutosparseError, FormatError, ScheduleError, ShapeError
 from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
@@ -38,7 +38,7 @@ from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
 from .operands import as_tensor, result_index_dtype, result_value_dtype
 
-_OUT_OF_MEMORY, _INDEX_OVERFLOW = 1, 2
+_OUT_OF_MEMORY, _INDEX_OVERFLOW, _DUPLICATE = 1, 2, 3  # lower/kernel.py's return values
 
 
 @dataclass(frozen=True)
@@ -333,6 +333,10 @@ class _Bound:
             return _INDEX_OVERFLOW
         if code == _OUT_OF_MEMORY:
             raise MemoryError(f"the kernel for {source.result} ran out of memory")
+        if code == _DUPLICATE:
+            raise FormatError(f"Expected each coordinate once in {' or '.join(source.hashed)}, which the kernel finds "
+                              f"by hashing whole coordinates, but one is stored twice: sum duplicates first "
+                              f"(Tensor.from_coo does)")
         counts = _counts(source, counters)
         if not source.assembled:
             result_vals.flags.writeable = False

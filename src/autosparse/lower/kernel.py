@@ -6,7 +6,8 @@
 result's values are allocated (zeroed) by the caller; an assembled result's arrays are allocated by the
 kernel, which writes their pointers back into `args` and their lengths into `sizes`. `dims[k]` is the
 extent of `indices[k]`. The return value is 0, 1 when memory ran out, 2 when a position outgrew the
-result's index type (the caller retries with int64). Nothing is global: concurrent calls are safe.
+result's index type (the caller retries with int64), 3 when an operand hashed by its coordinates holds
+one twice (keyed.DUPLICATE). Nothing is global: concurrent calls are safe.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..format.level import Level
 from ..cin.provenance import Provenance, Split, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
-from . import finds
+from . import finds, keyed
 from .lower import Plan, Scope, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
@@ -55,6 +56,7 @@ class KernelSource:
     counters: tuple[str, ...] | None
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
     bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
+    hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
 
 
 def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: int | None = None) -> KernelSource:
@@ -93,6 +95,12 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         name = access.tensor.name
         if name in workspaces:
             return tuple(workspaces[name].read_level(k) for k in range(access.tensor.order))
+        if access in keyed_tables:
+            return keyed.view(access, tensor_levels(access), keyed_tables[access])
+        return tensor_levels(access)
+
+    def tensor_levels(access: Access) -> tuple[TensorLevel, ...]:
+        name = access.tensor.name
         itype = names.index_type(types.indices[name])
         dims = [extent[i] for i in access.level_indices]
         levels = access.tensor.format.levels
@@ -106,7 +114,22 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                                  scattered[k])
                      for k, level in enumerate(levels))
 
+    def scattered(access: Access) -> bool:
+        """Whether the access's last level cannot be found alone: a level above it, or it, repeats
+        coordinates in no order."""
+        last = tensor_levels(access)[-1]
+        return last.unsorted or not (last.unique or last.ordered or last.descending)
+
+    keyed_tables = keyed.keyed_accesses(stmt, lambda a: a.tensor.name not in workspaces and scattered(a))
+    for access in keyed_tables:
+        keyed.check(access, tensor_levels(access), f"coiterate({access.level_indices[-1]}, hash, {access.tensor.name})")
+
     counters: list[str] | None = [] if instrument else None
+
+    def count(label: str, b: CBuilder) -> None:
+        if counters is not None:
+            b.line(f"counters[{len(counters)}]++;")
+            counters.append(label)
     two_phase = isinstance(result_target, AppendedResult)
     region = _chunking_loop(stmt, result_target)
     if region is not None:
@@ -146,6 +169,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         b.lines(workspace.helpers())
     if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
         b.lines(finds.HASH_HELPER)
+    for width in sorted({access.tensor.order for access in keyed_tables}):
+        b.lines(keyed.helpers(width))
     with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
                  f"int64_t *restrict counters)"):
         for k, index in enumerate(indices):
@@ -163,6 +188,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             if name not in threaded:
                 workspace.allocate(b)
         finds.declare_tables(tables, b)
+        for access, table in keyed_tables.items():
+            keyed.build(access, tensor_levels(access), table, lambda label: count(label, b), b)
         if region is not None:
             phases = (bounding if bounding != counting else None, counting, filling)
             _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
@@ -188,6 +215,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             if name not in threaded:
                 workspace.release(b)
         finds.release_tables(tables, b)
+        for table in keyed_tables.values():
+            keyed.release(table, b)
         if assembled:
             result_target.finish(b)
             lengths = result_target.lengths()
@@ -199,7 +228,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         b.line("return 0;")
     bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
     return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
-                        tuple(counters) if counters is not None else None, openmp, bitmaps)
+                        tuple(counters) if counters is not None else None, openmp, bitmaps,
+                        tuple(sorted({access.tensor.name for access in keyed_tables})))
 
 
 _FAILED = "failed"  # the flag of the kernel's parallel region

@@ -38,6 +38,7 @@ class ReadLevel(ABC):
     ordered: bool  # siblings increase
     unique: bool
     descending: bool = False  # siblings decrease
+    steppable: bool = True  # False: a view whose levels are only located (keyed.py)
 
     @abstractmethod
     def range(self, parent: Position) -> tuple[str, str]:

@@ -175,8 +175,8 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
         ∀i where(∀j C(i,j) = w(j), ∀k ∀j w(j) += A(i,k) * B(k,j))
 
     The `where` goes above the outermost loop, among those around the statement, over `index` or over an
-    index that only `expr` uses (a reduction inside it, k above): the producer runs those loops of
-    `expr`, and the consumer keeps the loops of the rest. `fmt` is the temporary's format (dense by
+    index that only `expr` uses (a reduction inside it, k above), or over variables split from one:
+    the producer runs those loops of `expr`, and the consumer keeps the loops of the rest. `fmt` is the temporary's format (dense by
     default; "h" for hashed). Every other index of `expr` the result keeps must be fixed by the loops
     around the `where` (all the loops derived from it, under `provenance`)."""
     command = f"precompute({expr}, {index}, {workspace_index})"
@@ -195,8 +195,14 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
     rest = _rest(target.rhs, expr)
     kept = set(target.lhs.indices) | (set().union(*(_indices(r) for r in rest)) if rest else set())
     reductions = {i for i in own if i not in kept and i != index}
-    at = min(indices.index(i) for i in reductions | {index} if i in indices)
+    # a loop over variables split or fused from indices stands for those indices (its roots)
+    roots = {loop.index: set(provenance.roots(loop.index)) for loop in chain}
+    at = min(n for n, loop in enumerate(chain) if roots[loop.index] & (reductions | {index}))
     outer, inner = chain[:at], chain[at:]
+    mixed = [loop.index for loop in inner if roots[loop.index] & reductions and not roots[loop.index] <= own]
+    if mixed:
+        raise _fail("precompute", index, f"the loop over {mixed[0]} runs over {', '.join(map(str, roots[mixed[0]]))} "
+                                         f"at once, which the temporary's producer and its consumer would share")
     around = {loop.index for loop in outer}
     escaped = sorted(str(i) for i in own if i != index and i in kept and not set(provenance.leaves(i)) <= around)
     if escaped:
@@ -208,16 +214,16 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
     workspace = _temporary(stmt, fmt, command)
     rename = {index: workspace_index}
     producer_loops = tuple(replace(loop, index=rename.get(loop.index, loop.index)) for loop in inner
-                           if loop.index in own)
+                           if roots[loop.index] <= own)
     write = default_access(workspace, (workspace_index,), write=True)
     produced = _rename(expr, rename)
     producer = nest(producer_loops, Assign(write, produced, accumulate=bool(reductions)))
-    consumer_loops = tuple(loop for loop in inner if loop.index not in reductions)
+    consumer_loops = tuple(loop for loop in inner if not roots[loop.index] & reductions)
     read = default_access(workspace, (index,), write=False)
     rhs = product([*rest, read]) if rest else read
-    enclosing = [loop.index for loop in (*outer, *consumer_loops)]
-    consumer = nest(consumer_loops, Assign(target.lhs, rhs, accumulate=target.accumulate and any(
-        i not in target.lhs.indices for i in enclosing)))
+    enclosing = set().union(*(roots[loop.index] for loop in (*outer, *consumer_loops)))
+    consumer = nest(consumer_loops, Assign(target.lhs, rhs, accumulate=target.accumulate and not enclosing <= set(
+        target.lhs.indices)))
     return _replace_chain(stmt, inner[0], Where(consumer, producer))
 
 

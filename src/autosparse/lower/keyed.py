@@ -1,0 +1,146 @@
+"""Unsorted COO found by hashing its whole coordinates (Zhao et al. §4: a HashMap needs only that
+distinct positions hold distinct coordinates).
+
+An unsorted COO tensor (`u~q`) repeats a row in runs that come in no order, so none of its levels can
+be found on its own: a row has no one segment, and a run's columns are only part of the row. When a
+schedule asks for `coiterate(j, hash, B)` at the loop over B's last index, B is read through a view
+instead: its upper levels only stand for the coordinates fixed so far, and its last level looks all of
+them up at once in a table of B's entries, (coordinates) -> position, built once per call in
+O(nnz(B)). B is then located, never stepped, as a hashed level is: the loops over its indices run over
+the other operands (C(i,j) = A(i,j) * B(i,j) walks A's rows and finds each (i, j) in B), or over the
+whole dimension where nothing else bounds them (in a sum with B).
+
+A table holds each coordinate once; an unsorted COO that stores one twice (its duplicates are meant to
+be added) makes the call fail with DUPLICATE rather than find one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..cin.ast import Access, Forall, Stmt, Strategy, accesses, walk
+from ..codegen import names
+from ..codegen.builder import CBuilder
+from ..errors import ScheduleError
+from .reads import Position, ReadLevel, TensorLevel
+
+#: The kernel's return value when a hashed operand holds a coordinate twice.
+DUPLICATE = 3
+
+
+def keyed_accesses(stmt: Stmt, scattered) -> dict[Access, str]:
+    """The accesses a loop over their last index finds by `hash` although their levels cannot be found
+    one at a time (`scattered(access)`: a level above the last repeats coordinates in no order), each with
+    the name of its table."""
+    keyed = {}
+    for loop in walk(stmt):
+        if not isinstance(loop, Forall) or loop.coiterate is None:
+            continue
+        for access in accesses(loop.body):
+            if (access.level_indices[-1:] == (loop.index,) and scattered(access)
+                    and loop.coiterate.strategy(access.tensor.name) is Strategy.HASH):
+                keyed.setdefault(access, f"{access.tensor.name}_keys{len(keyed)}")
+    return keyed
+
+
+@dataclass(frozen=True)
+class KeyLevel(ReadLevel):
+    """An upper level of a keyed view: locating it only records that its coordinate is fixed (the last
+    level reads the coordinates from the loops)."""
+
+    full = True
+    ordered = False
+    unique = True
+    steppable = False
+
+    def range(self, parent: Position) -> tuple[str, str]:
+        raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
+
+    def coordinate(self, q: str) -> str:
+        raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
+
+    def locate(self, parent: Position, coordinate: str) -> Position:
+        return Position("0")
+
+
+@dataclass(frozen=True)
+class KeyedLevel(KeyLevel):
+    """The last level of a keyed view: the position of the entry holding all the access's coordinates
+    (-1 when none does), looked up in the table."""
+
+    table: str = ""
+    coordinates: tuple[str, ...] = ()
+
+    full = False
+
+    def locate(self, parent: Position, coordinate: str) -> Position:
+        width = len(self.coordinates)
+        return Position(f"keyed_find{width}({self.table}, {self.table}_mask, {', '.join(self.coordinates)})",
+                        may_miss=True)
+
+
+def view(access: Access, levels: tuple[TensorLevel, ...], table: str) -> tuple[ReadLevel, ...]:
+    coordinates = tuple(names.coordinate(index) for index in access.level_indices)
+    return (*(KeyLevel() for _ in levels[:-1]), KeyedLevel(table=table, coordinates=coordinates))
+
+
+def check(access: Access, levels: tuple[TensorLevel, ...], command: str) -> None:
+    """Only unsorted COO (a first level that repeats coordinates, then one child per parent) keeps
+    each entry's coordinates at one position, which the table maps to."""
+    if levels[0].level.properties.unique or not all(level.level.properties.branchless for level in levels[1:]):
+        raise ScheduleError(f"{command}: {access} (format {access.tensor.format}) repeats coordinates in no order "
+                            f"above its last level, so no level of it can be found alone, and only unsorted COO "
+                            f"(u~q, u~qq, ...) is hashed by its whole coordinates")
+
+
+def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Callable[[str], None],
+          b: CBuilder) -> None:
+    """Before the loops: the table of every entry of the access's tensor, (coordinates) -> position
+    (`count` instruments each insertion)."""
+    width = len(levels)
+    first, last = levels[0].range(Position("0"))
+    b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
+    b.line(f"int64_t {table}_mask = 15;")
+    b.line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
+    b.line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
+    b.fail(f"!{table}", 1)
+    b.line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
+    with b.block(f"for (int64_t q = {first}; q < {last}; q++)"):
+        count(f"hash {access.tensor.name} by coordinates")
+        coordinates = ", ".join(level.coordinate("q") for level in levels)
+        with b.block(f"if (!keyed_insert{width}({table}, {table}_mask, q, {coordinates}))"):
+            b.line(f"free({table});")
+            b.line(f"return {DUPLICATE};")
+
+
+def release(table: str, b: CBuilder) -> None:
+    b.line(f"free({table});")
+
+
+def helpers(width: int) -> str:
+    """Insert and find for tables of `width` coordinates a slot (then the position; -1 marks a free
+    slot), probing linearly from a hash of all the coordinates."""
+    params = ", ".join(f"int64_t c{k}" for k in range(width))
+    mix = " ".join(f"h = (h ^ (uint64_t)c{k}) * 0x9E3779B97F4A7C15ull;" for k in range(width))
+    same = " && ".join(f"slot[{k}] == c{k}" for k in range(width))
+    stores = " ".join(f"slot[{k}] = c{k};" for k in range(width))
+    return f"""static inline int64_t *keyed_slot{width}(int64_t *table, int64_t mask, {params}) {{
+    uint64_t h = 0; {mix}
+    int64_t *slot = table + (size_t)((h ^ (h >> 29)) & (uint64_t)mask) * {width + 1};
+    while (slot[0] >= 0 && !({same})) {{
+        slot += {width + 1};
+        if (slot == table + (size_t)(mask + 1) * {width + 1}) slot = table;
+    }}
+    return slot;
+}}
+static inline int64_t keyed_find{width}(const int64_t *table, int64_t mask, {params}) {{
+    return keyed_slot{width}((int64_t *)table, mask, {", ".join(f"c{k}" for k in range(width))})[{width}];
+}}
+/* 0 when the coordinates are already there */
+static inline int keyed_insert{width}(int64_t *table, int64_t mask, int64_t q, {params}) {{
+    int64_t *slot = keyed_slot{width}(table, mask, {", ".join(f"c{k}" for k in range(width))});
+    if (slot[0] >= 0) return 0;
+    {stores} slot[{width}] = q;
+    return 1;
+}}"""
