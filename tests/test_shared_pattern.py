@@ -149,6 +149,22 @@ def test_ttm_result_shares_the_first_two_levels_and_runs_in_parallel(formats, sh
         assert "#pragma omp parallel for" in kernel.source
 
 
+@pytest.mark.parametrize("threads", [1, 3, 8])
+@pytest.mark.parametrize("heavy", [0, 2, 4])
+def test_threads_share_a_sparse_loop_by_nonzeros_and_every_slice_is_run_once(threads, heavy):
+    """Each thread runs one stretch of slices holding an equal share of the entries below: one heavy
+    slice (first, middle or last), more threads than slices, and one thread all cover every slice once."""
+    dense = np.zeros((5, 4, 6))
+    dense[heavy] = np.arange(1, 25).reshape(4, 6)
+    dense[(heavy + 1) % 5, 1, 2] = 7.0
+    A = asp.Tensor.from_numpy(dense, format="sss")
+    B = np.random.default_rng(5).random((6, 2))
+    kernel = asp.compile(TTM, formats={"A": "sss", "B": "dense", "C": "ssd"},
+                         schedule="parallelize(i, cpu_thread, no_races)", num_threads=threads)
+    np.testing.assert_allclose(kernel(A=A, B=B).to_numpy(), np.einsum("ijk,kr->ijr", dense, B))
+    assert f"_parts = {threads}" in kernel.source
+
+
 def test_a_parallel_loop_over_positions_steps_one_operand():
     with pytest.raises(asp.ScheduleError, match="carry"):
         asp.compile("z(i) = a(i) * b(i)", formats={"a": "s", "b": "s", "z": "d"},

@@ -700,13 +700,18 @@ def _parallel_sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan:
 
 def _entries_before(it: lat.Iterator, plan: Plan, position: str) -> str:
     """The entries an operand stores below the positions before `position` of the iterator's level,
-    counted at the deepest level reached by following positions down (up to an offset and, past it, a
-    dense suffix's constant factor): increasing with `position`, which is all that splitting evenly needs."""
+    summed over the levels reached by following positions down (up to an offset; a dense suffix counts
+    as one level): what visiting them costs, as a fiber of TTM's result costs a write besides its
+    nonzeros' work. It increases with `position`, which is all that splitting evenly needs."""
+    counts = []
     for level in plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):
             break
         position = level.range(Position(position))[0]
-    return position
+        counts.append(position)
+    if len(counts) < 2:
+        return counts[0] if counts else position
+    return f"({' + '.join(counts)})"
 
 
 def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Point, plan: Plan, scope: Scope,
