@@ -104,3 +104,11 @@ def test_autoschedule_names_a_bad_format():
     result = CliRunner().invoke(main, ["autoschedule", "a(i) = B(i,j) * c(j)", "-f", "B=xyz"])
     assert result.exit_code != 0
     assert "xyz" in result.output
+
+
+def test_bench_lists_its_suites_and_refuses_others():
+    runner = CliRunner()
+    listed = runner.invoke(main, ["bench", "--help"])
+    assert listed.exit_code == 0 and "kernels" in listed.output and "scaling" in listed.output
+    refused = runner.invoke(main, ["bench", "nope"])
+    assert refused.exit_code != 0 and "is not one of" in refused.output

@@ -4,9 +4,6 @@ and every final schedule compiled against the dense reference."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,8 +12,7 @@ from autosparse.autoschedule.sparseauto.big import Compute, Factor, Loop, Where,
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from sparseauto_counts import KERNELS, front  # noqa: E402
+from autosparse.benchmarks.sparseauto_counts import KERNELS, front
 
 
 def f(name, indices):

@@ -1,6 +1,7 @@
 """The `autosparse` command: `demo` (load real data, convert between formats, run kernels, summarise),
 `info` and `convert` for tensor files, `compile` (print a kernel's CIN and C), `run` (evaluate an
-expression on tensor files) and `autoschedule` (print an expression's frontier of schedules)."""
+expression on tensor files), `autoschedule` (print an expression's frontier of schedules) and `bench`
+(the benchmark suites of autosparse.benchmarks)."""
 
 from __future__ import annotations
 
@@ -254,3 +255,36 @@ def _guarded(function, *args):
         return function(*args)
     except AutosparseError as error:
         raise click.ClickException(str(error)) from None
+
+
+#: `autosparse bench SUITE` -> the module of autosparse.benchmarks that runs it.
+SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
+          "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
+          "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
+          "scaling-spmv": "parallel_spmv"}
+#: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
+SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto"}
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("suite", metavar=f"{{{'|'.join(SUITES)}}}")
+@click.argument("options", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def bench(context: click.Context, suite: str, options: tuple[str, ...]) -> None:
+    """Run a benchmark suite: every contender in this process on the same data, medians and ratios as
+    Markdown on stdout. The suite's own options follow it (`autosparse bench kernels --help`). Needs the
+    `bench` extra (pip install -e '.[bench]').
+
+    The suite runs in a fresh interpreter, so that thread-count settings reach numpy's BLAS, MKL and
+    numba before they load (this process has loaded numpy already)."""
+    import sys
+    if suite in ("-h", "--help"):  # the suites' own --help comes after their name
+        click.echo(context.get_help())
+        return
+    if suite not in SUITES:
+        raise click.BadParameter(f"{suite!r} is not one of {', '.join(SUITES)}", param_hint="SUITE")
+    environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
+    program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
+               f"from autosparse.benchmarks.{SUITES[suite]} import main; main()")
+    os.execve(sys.executable, [sys.executable, "-c", program, *options], environment)

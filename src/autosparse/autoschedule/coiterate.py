@@ -15,7 +15,7 @@ of them in the other operands, with ℓ_d the driver's segment length and ℓ_f 
     bitmap   a load per coordinate:          ℓ_d per run, plus 2 ℓ_f writes whenever it changes
 
 (the find strategies also walk the driver: ℓ_d per run), each step weighted by its time on this kind
-of machine (WEIGHTS, from bench/coiteration.py's runs).
+of machine (WEIGHTS, from `autosparse bench coiteration`'s runs).
 The driver's lengths are its actual segments' (a power-law row and a short row price differently);
 the others' are their means. The cheapest strategy that lowering would accept wins (legality as
 schedule/findable.py decides it); a bitmap over the memory limit is not a candidate.
@@ -35,7 +35,7 @@ from ..notation.ast import IndexVar
 from ..schedule.findable import findable
 from ..tensor import Tensor
 
-#: Nanoseconds per step of each kind on this machine, from bench/coiteration.py's SpMSpV runs: a merge
+#: Nanoseconds per step of each kind on this machine, from `autosparse bench coiteration`'s SpMSpV runs: a merge
 #: step whose branch the CPU predicts (one operand runs ahead) and one it does not (the operands
 #: interleave, about twice per entry of the shorter); a driver entry walked and multiplied; a gallop
 #: leap; a bisection step; a hash lookup (probing, its branches unpredictable) and insertion; a bitmap

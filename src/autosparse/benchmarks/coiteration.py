@@ -16,9 +16,9 @@ in one process: the three measurements the paper's evaluation rests on.
 3. SpMV on BCSR: a matrix of dense b × b blocks stored as blocks (one column index per block, dense
    inner loops) against the same matrix in CSR (ours, scipy's) and scipy's own BSR.
 
-    python bench/coiteration.py                  # all three, generated and shipped data (several minutes)
-    python bench/coiteration.py --quick          # small generated inputs only (smoke test)
-    python bench/coiteration.py --only spmspv    # one part: spmspv, ttm or bcsr
+    autosparse bench coiteration                  # all three, generated and shipped data (several minutes)
+    autosparse bench coiteration --quick          # small generated inputs only (smoke test)
+    autosparse bench coiteration --only spmspv    # one part: spmspv, ttm or bcsr
 
 Each contender's result is checked against scipy/numpy once before anything is timed. Times are
 medians of --repeat samples, interleaved round-robin; a sample is one call, or for calls under 20 ms the
@@ -40,51 +40,30 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.io
+import scipy
 import scipy.sparse as sp
 import sparse
 
 import autosparse as asp
-from kernels import DATA, tensora_tensor  # noqa: E402  (bench/ is on the path when run as a script)
+from . import data
+from .kernels import DATA, tensora_tensor
 
-import tensora  # noqa: E402
+import tensora
 
 STRATEGIES = ("merge", "gallop", "binary", "hash", "bitmap")
 SPMSPV = "y(i) = A(i,j) * x(j)"
 MIN_SAMPLE = 0.02
 
 
-def rmat(rng, scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19) -> sp.csr_array:
-    """R-MAT (Graph500 parameters), duplicates merged: a power-law pattern."""
-    edges = edge_factor << scale
-    rows = np.zeros(edges, dtype=np.int64)
-    cols = np.zeros(edges, dtype=np.int64)
-    for bit in range(scale):
-        u = rng.random(edges)
-        rows |= (u >= a + b).astype(np.int64) << bit
-        cols |= (((u >= a) & (u < a + b)) | (u >= a + b + c)).astype(np.int64) << bit
-    return _csr(rows, cols, 1 << scale, rng)
-
-
-def uniform(rng, n: int, per_row: int = 16) -> sp.csr_array:
-    return _csr(rng.integers(0, n, per_row * n), rng.integers(0, n, per_row * n), n, rng)
-
-
-def _csr(rows, cols, n, rng) -> sp.csr_array:
-    matrix = sp.csr_array((rng.random(len(rows)) + 0.5, (rows, cols)), shape=(n, n))
-    matrix.sum_duplicates()
-    return matrix
-
-
 def inputs(args, rng):
     scales = (12, 14) if args.quick else (14, 16)
     for scale in scales:
-        yield f"power-law 2^{scale}", rmat(rng, scale)
-        yield f"uniform 2^{scale}", uniform(rng, 1 << scale)
+        yield f"power-law 2^{scale}", data.generate("rmat", scale, seed=scale)
+        yield f"uniform 2^{scale}", data.generate("uniform", 1 << scale, 1 << scale, 16 << scale, seed=scale)
     if args.quick:
         return
     for path in sorted(Path(args.data).glob("*.mtx.gz")):
-        yield path.name.removesuffix(".mtx.gz"), sp.csr_array(scipy.io.mmread(str(path)))
+        yield data.name_of(path), data.load_matrix(path)
 
 
 def sparse_vector(rng, n: int, density: float) -> np.ndarray:
@@ -268,7 +247,7 @@ def bcsr(args, rng) -> None:
     print()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", nargs="*", choices=("spmspv", "ttm", "bcsr"), default=("spmspv", "ttm", "bcsr"))
@@ -277,9 +256,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    print(f"# `python bench/coiteration.py {' '.join(sys.argv[1:])}`")
+    print(f"# `autosparse bench coiteration {' '.join(sys.argv[1:] if argv is None else argv)}`")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, scipy "
           f"{scipy.__version__}, medians of {args.repeat}, times in ms\n")
     for part in ("spmspv", "ttm", "bcsr"):

@@ -6,9 +6,9 @@ when they need not. This script measures that promise against what a user would 
 checks every result (ours and the peers') against the input's entries, so a fast wrong answer aborts the
 run instead of winning it.
 
-    python bench/conversion.py           # 4 real matrices, the real 3-D tensors, 10 M-nnz generated data
-    python bench/conversion.py --quick   # generated data at 1 M nonzeros (CI)
-    python bench/conversion.py --all     # every matrix and tensor of the data folder
+    autosparse bench conversion           # 4 real matrices, the real 3-D tensors, 10 M-nnz generated data
+    autosparse bench conversion --quick   # generated data at 1 M nonzeros (CI)
+    autosparse bench conversion --all     # every matrix and tensor of the data folder
 
 Throughput is input nonzeros per second: the median of --repeat timed runs after one warm-up run. A
 warm-up run longer than --budget seconds is taken as the only sample instead (Tensora converts in pure
@@ -35,10 +35,11 @@ import scipy.sparse as sp
 import tensora
 
 import autosparse as asp
+from autosparse.benchmarks.data import shipped_data
 
 # A stiffness matrix, one with explicit zeros, a rectangular one and the largest graph.
 DEFAULT_MATRICES = ("bcsstk13", "memplus", "Groebner_id2003_aug", "soc-brightkite")
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shipped_data()
 
 
 def measure(call, repeat: int, budget: float):
@@ -196,7 +197,7 @@ def header(args) -> str:
     versions = ", ".join(f"{name} {version(name)}" for name in ("autosparse", "numpy", "scipy", "tensora"))
     return "\n".join([
         "# Conversion throughput", "",
-        f"- command: `{shlex.join([sys.executable, *sys.argv])}`",
+        f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
         f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; {versions}",
         f"- M nnz/s = million input nonzeros per second, median of {args.repeat} timed runs after a warm-up "
         f"(one run when the warm-up exceeds {args.budget:g} s); runs = autosparse/peer", "",
@@ -205,7 +206,7 @@ def header(args) -> str:
     ])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DATA), help="folder of .mtx.gz and .tns.gz files (default: %(default)s)")
     parser.add_argument("--all", action="store_true", help="every matrix of --data, not the default four")
@@ -215,7 +216,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (default: %(default)s)")
     parser.add_argument("--budget", type=float, default=10.0,
                         help="seconds above which the warm-up run is the only sample (default: %(default)s)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.size = 1_000_000
     print(header(args), flush=True)

@@ -3,7 +3,7 @@ paper (SpGEMM is B_ik C_jk), the stage-by-stage counts and times of the asymptot
 and TACO mode, the frontier size beside the paper's, and how many frontier candidates compile and equal
 numpy on random operands.
 
-    python bench/asymptotic_counts.py [--kernel spmv spgemm ...] [--mode full taco] [--limit 600] [--no-check]
+    autosparse bench asymptotic-counts [--kernel spmv spgemm ...] [--mode full taco] [--limit 600] [--no-check]
                                       [--frontier paper ours]
 
 `--frontier paper` (the default) runs the paper's analysis (`paper=True`: Fig. 5's workspace states,
@@ -40,7 +40,7 @@ PAPER = {
 }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--mode", nargs="+", default=["taco", "full"], choices=["taco", "full"])
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true", help="print every stage's count and time")
     parser.add_argument("--frontier", nargs="+", default=["paper"], choices=["paper", "ours"],
                         help="whose frontier: the paper's analysis or autosparse's default")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print("| kernel | mode | frontier | min-depth: distinct / every copy (paper) | undominated: distinct / every copy "
           "(paper) | distinct costs | compiled = numpy | "
           "programs processed | search s | s per program |")

@@ -3,7 +3,7 @@ scaling of a plain copy of A's bytes (1 vs 2 threads: the memory-traffic floor),
 same data, for a uniform random matrix and an R-MAT power-law one (rows skewed towards the first ones, as
 in graphs), where a static split of rows gives one thread most of the nonzeros.
 
-    python bench/parallel_spmv.py [--scale 21] [--nnz 20000000] [--repeat 11]
+    autosparse bench scaling-spmv [--scale 21] [--nnz 20000000] [--repeat 11]
 
 Schedules (Senanayake et al. §5): the row loop in parallel (`parallelize(i)`), the paper's row split
 (`split(i, i0, i1, 2048)`, tiles in parallel), and the load-balanced one (`collapse(i, j, f); pos(f, fp,
@@ -110,13 +110,13 @@ def run(name: str, matrix: sp.csr_array, repeat: int, rng) -> None:
           f"parallelize(i) at 2 threads vs scipy: {medians['scipy A @ x'] / medians['parallelize(i), 2 thread(s)']:.2f}×")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=21, help="2**scale rows and columns (default: 21)")
     parser.add_argument("--nnz", type=int, default=20_000_000)
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     run("uniform random", uniform(1 << args.scale, args.nnz, rng), args.repeat, rng)
     run("R-MAT power law (a=0.57, b=c=0.19)", rmat(args.scale, args.nnz, rng), args.repeat, rng)

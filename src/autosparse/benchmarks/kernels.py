@@ -4,15 +4,15 @@ same data in one process.
 Why: the compiler's promise is native kernels that a user does not have to write. This script times the
 kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule,
 against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl), Tensora,
-pydata `sparse`, and the plain serial loop nest a programmer would write in C (bench/reference/*.c,
+pydata `sparse`, and the plain serial loop nest a programmer would write in C (benchmarks/reference/*.c,
 compiled here with `cc -O3 -march=native`). Every result, ours and the peers', is checked against a
 scipy/numpy computation once before anything is timed; a wrong autosparse result is reported as FAIL
 and the run goes on.
 
-    python bench/kernels.py                         # generated data at full size (several minutes)
-    python bench/kernels.py --quick                 # small generated data (smoke test, under a minute)
-    python bench/kernels.py --kernel spmv spgemm    # some kernels only (also: compile)
-    python bench/kernels.py --data soc-brightkite med   # also real files of ../shared/data
+    autosparse bench kernels                         # generated data at full size (several minutes)
+    autosparse bench kernels --quick                 # small generated data (smoke test, under a minute)
+    autosparse bench kernels --kernel spmv spgemm    # some kernels only (also: compile)
+    autosparse bench kernels --data soc-brightkite med   # also real files of ../shared/data
 
 Times are the median of --repeat timed samples after one warm-up call (whose result is the one checked).
 A sample is one call, or for calls under --min-sample seconds (20 ms) the mean of a batch of back-to-back
@@ -29,56 +29,81 @@ Ratios are peer time / autosparse time: above 1 autosparse is faster.
 
 from __future__ import annotations
 
+import argparse
+import atexit
+import ctypes
+import gc
+import glob
+import hashlib
+import json
+import math
 import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Callable
 
-# Serial everywhere, set before numpy, MKL or numba are loaded.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
+import scipy.sparse as sp
+import sparse
+import tensora
+from tqdm import tqdm
+from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs
 
-import argparse  # noqa: E402
-import atexit  # noqa: E402
-import ctypes  # noqa: E402
-import gc  # noqa: E402
-import glob  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from importlib.metadata import PackageNotFoundError, version  # noqa: E402
-from math import prod  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import autosparse as asp
+from autosparse.benchmarks import data
 
-import numpy as np  # noqa: E402
-import scipy.io  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
-import sparse  # noqa: E402
-import tensora  # noqa: E402
-from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs  # noqa: E402
-
-import autosparse as asp  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
+DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
-KERNELS = ("spmv", "spgemm", "spmm", "sddmm", "ttv", "ttm", "mttkrp", "compile")
+KERNELS = ("spmv", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "ttv", "ttm", "mttkrp", "compile")
+#: The generated families (autosparse.benchmarks.data): square matrices, then 3-D tensors.
+MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
+TENSOR_FAMILIES = ("uniform", "power-law")
 
-# Generated data: (rows, cols, nnz) for matrices; dense widths; the 3-D tensor's shape and nnz.
+# Generated data: about this many nonzeros per matrix kernel (uniform: `per_row` a row); dense widths; the
+# 3-D tensors' shape and nnz.
 SIZES = {
-    "full": dict(spmv=(200_000, 200_000, 2_000_000), spgemm=(20_000, 20_000, 200_000),
-                 spmm=(100_000, 100_000, 1_000_000), spmm_cols=64, sddmm=(20_000, 20_000, 1_000_000), sddmm_k=32,
-                 tensor=((1_000, 1_000, 4_000), 2_000_000), rank=16),
-    "quick": dict(spmv=(20_000, 20_000, 200_000), spgemm=(4_000, 4_000, 40_000),
-                  spmm=(10_000, 10_000, 100_000), spmm_cols=64, sddmm=(2_000, 2_000, 100_000), sddmm_k=32,
-                  tensor=((100, 100, 400), 100_000), rank=16),
+    "full": dict(spmv=2_000_000, spmspv=2_000_000, spgemm=200_000, spmm=1_000_000, sddmm=1_000_000, add=2_000_000,
+                 multiply=2_000_000, spmm_cols=64, sddmm_k=32, tensor=((1_000, 1_000, 4_000), 2_000_000), rank=16),
+    "quick": dict(spmv=200_000, spmspv=200_000, spgemm=40_000, spmm=100_000, sddmm=100_000, add=200_000,
+                  multiply=200_000, spmm_cols=64, sddmm_k=32, tensor=((100, 100, 400), 100_000), rank=16),
 }
+PER_ROW = {"sddmm": 50}  # uniform rows; 10 otherwise
+SPMSPV_DENSITY = 0.1
+
+
+def family_matrix(family: str, nnz: int, per_row: int, seed: int) -> sp.csr_array:
+    """A square matrix of `family` with about `nnz` nonzeros, from the disk cache once drawn."""
+    if family == "uniform":
+        n = max(16, nnz // per_row)
+        return data.generate("uniform", n, n, nnz, seed=seed)
+    if family == "power-law":  # R-MAT draws 16 edges a vertex, a few merged
+        return data.generate("rmat", max(4, round(math.log2(max(nnz, 16) / 16))), seed=seed)
+    if family == "banded":
+        return data.generate("banded", max(16, nnz // 17), 8, seed=seed)
+    if family == "stencil-2d":
+        side = max(4, round(math.sqrt(nnz / 5)))
+        return data.generate("stencil", side, side)
+    if family == "stencil-3d":
+        side = max(3, round((nnz / 7) ** (1 / 3)))
+        return data.generate("stencil", side, side, side)
+    raise ValueError(f"no matrix family {family!r}")
+
+
+def family_tensor(family: str, shape: tuple[int, int, int], nnz: int, seed: int) -> data.SparseTensor:
+    return data.generate("uniform_tensor" if family == "uniform" else "powerlaw_tensor", shape, nnz, seed=seed)
+
+
 # A peer's dense intermediate above this many bytes is not attempted (pydata's SDDMM forms C @ D), nor a
 # TTM whose dense output is larger than DENSE_OUTPUT_LIMIT (every contender allocates its own).
 DENSE_LIMIT = 4 << 30
@@ -103,7 +128,7 @@ def load_mkl():
 
 
 class Reference:
-    """The hand-written C kernels of bench/reference, compiled once into a temporary directory."""
+    """The hand-written C kernels of benchmarks/reference, compiled once into a temporary directory."""
 
     FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 
@@ -183,9 +208,10 @@ def tensora_csr(m: sp.csr_array) -> tensora.Tensor:
 def check_tensora_conversions() -> None:
     """Abort unless the fast Tensora constructors agree with Tensora's own on small data."""
     rng = np.random.default_rng(7)
-    m = random_csr(rng, 30, 20, 80)
+    m = data.uniform(30, 20, 80, seed=7)
     mine, theirs = tensora_csr(m), tensora.Tensor.from_scipy_sparse(m, format="ds")
-    coords, vals, shape = random_coo(rng, (6, 5, 7), 60)
+    small = data.uniform_tensor((6, 5, 7), 60, seed=7)
+    coords, vals, shape = small.coords, small.vals, small.shape
     tensor = tensora_tensor(csf_levels(coords, shape), vals, shape)
     reference = tensora.Tensor.from_soa(tuple(coords), vals, dimensions=shape, format="sss")
     dense = rng.random((4, 3))
@@ -199,25 +225,6 @@ def check_tensora_conversions() -> None:
 
 # ---------------------------------------------------------------------------------------------------
 # Data
-
-def random_csr(rng, rows: int, cols: int, nnz: int) -> sp.csr_array:
-    """A canonical CSR matrix (int32 indices) of exactly `nnz` uniformly placed entries, values in [0.5, 1.5)."""
-    keys = np.unique(rng.integers(0, rows * cols, int(nnz * 1.02) + 16))
-    keys = np.sort(rng.choice(keys, nnz, replace=False))
-    row, col = np.divmod(keys, cols)
-    indptr = np.zeros(rows + 1, dtype=np.int32)
-    np.cumsum(np.bincount(row, minlength=rows), out=indptr[1:])
-    m = sp.csr_array((rng.random(nnz) + 0.5, col.astype(np.int32), indptr), shape=(rows, cols))
-    assert m.has_canonical_format and m.indices.dtype == np.int32
-    return m
-
-
-def random_coo(rng, shape: tuple[int, ...], nnz: int):
-    """(coords (order, nnz) int64 sorted lexicographically, values, shape) with unique coordinates."""
-    keys = np.unique(rng.integers(0, prod(shape), int(nnz * 1.02) + 16))
-    keys = np.sort(rng.choice(keys, min(nnz, len(keys)), replace=False))
-    return np.array(np.unravel_index(keys, shape)), rng.random(len(keys)) + 0.5, shape
-
 
 def csf_levels(coords: np.ndarray, shape) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (pos, crd) arrays of every level of CSF, built from lexicographically sorted unique coords."""
@@ -236,13 +243,6 @@ def csf_levels(coords: np.ndarray, shape) -> list[tuple[np.ndarray, np.ndarray]]
         levels.append((pos, crd))
         parents, count = np.cumsum(new) - 1, len(starts)
     return levels
-
-
-def canonical_csr(matrix) -> sp.csr_array:
-    matrix = sp.csr_array(matrix, dtype=np.float64)
-    matrix.sum_duplicates()
-    return sp.csr_array((matrix.data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int32)),
-                        shape=matrix.shape)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def as_dense(result, shape) -> np.ndarray:
     if isinstance(result, sparse.SparseArray):
         return result.todense()
     if sp.issparse(result):
-        return result.toarray()
+        return result.toarray().reshape(shape)
     return np.asarray(result).reshape(shape)
 
 
@@ -352,6 +352,7 @@ class Case:
     peers: list[Peer]
     targets: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # (label, peers, min ratio)
     notes: list[str] = field(default_factory=list)
+    schedule: str | None = None  # ours: the default schedule unless a case names one
 
 
 TENSORA_BACKENDS = (("tensora (llvm)", tensora.BackendCompiler.llvm), ("tensora (cffi)", tensora.BackendCompiler.cffi))
@@ -389,7 +390,11 @@ def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
         return y
 
     tm, tx = tensora_csr(m), tensora_dense(x)
+    row, pm = np.repeat(np.arange(rows), np.diff(m.indptr)), sparse.GCXS.from_scipy_sparse(m)
     peers = [Peer("scipy A @ x", lambda: m @ x, check),
+             Peer("numpy (bincount over entries)", lambda: np.bincount(row, m.data * x[m.indices], minlength=rows),
+                  check),
+             Peer("pydata A @ x", lambda: pm @ x, check),
              *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "ds", "x": "d"}, {"A": tm, "x": tx}, check),
              Peer("C reference", reference, check)]
     peers.append(mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, x), check))
@@ -399,8 +404,45 @@ def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
                  ("SpMV ≥ 0.9× C reference", ("C reference",), 0.9)])
 
 
+def spmspv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
+    """y = A x with x sparse (SPMSPV_DENSITY of its entries): ours chooses how rows meet x per call."""
+    x = np.zeros(m.shape[1])
+    chosen = rng.choice(m.shape[1], max(1, int(round(SPMSPV_DENSITY * m.shape[1]))), replace=False)
+    x[chosen] = rng.random(len(chosen)) + 0.5
+    expected = m @ x
+    check = dense_check(expected)
+    column, coords = sp.csc_array(x.reshape(-1, 1)), np.flatnonzero(x)
+    pm, px = sparse.GCXS.from_scipy_sparse(m), sparse.COO.from_numpy(x)
+    tx = tensora_tensor([(np.array([0, len(coords)]), coords)], x[coords], x.shape)
+    peers = [Peer("scipy A @ x (x sparse)", lambda: m @ column, check),
+             Peer("pydata A @ x", lambda: pm @ px, check),
+             *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "ds", "x": "s"}, {"A": tensora_csr(m), "x": tx},
+                            check)]
+    return Case("SpMSpV", dataset, "y(i) = A(i,j) * x(j)", {"A": "csr", "x": "s", "y": "d"},
+                {"A": asp.Tensor.from_scipy(m), "x": asp.Tensor.from_numpy(x, format="s")}, check, peers,
+                [("SpMSpV ≥ 0.9× scipy", ("scipy A @ x (x sparse)",), 0.9)], schedule="coiterate(j, auto)")
+
+
+def elementwise_case(kernel: str, dataset: str, a: sp.csr_array, b: sp.csr_array) -> Case:
+    """C = A + B or A ∘ B, all CSR."""
+    add = kernel == "Add"
+    expected = data.canonical(a + b if add else a.multiply(b))
+    check = csr_check(expected, True)
+    pa, pb = sparse.GCXS.from_scipy_sparse(a), sparse.GCXS.from_scipy_sparse(b)
+    expression = f"C(i,j) = A(i,j) {'+' if add else '*'} B(i,j)"
+    peers = [Peer("scipy A + B" if add else "scipy A.multiply(B)", (lambda: a + b) if add else (lambda: a.multiply(b)),
+                  csr_check(expected, False)),
+             Peer("pydata A + B" if add else "pydata A * B", (lambda: pa + pb) if add else (lambda: pa * pb),
+                  csr_check(expected, False)),
+             *tensora_peers(expression, {"C": "ds", "A": "ds", "B": "ds"}, {"A": tensora_csr(a), "B": tensora_csr(b)},
+                            check)]
+    return Case(kernel, dataset, expression, {"A": "csr", "B": "csr", "C": "csr"},
+                {"A": asp.Tensor.from_scipy(a), "B": asp.Tensor.from_scipy(b)}, check, peers,
+                [(f"{kernel} ≥ 0.9× scipy", (peers[0].name,), 0.9)])
+
+
 def spgemm_case(dataset: str, a: sp.csr_array, b: sp.csr_array, rng, mkl, ref: Reference) -> Case:
-    expected = canonical_csr(a @ b)
+    expected = data.canonical(a @ b)
     check_sorted, check_any = csr_check(expected, True), csr_check(expected, False)
     symbolic = ref.function("spgemm", "spgemm_symbolic", ctypes.c_int64)
     numeric = ref.function("spgemm", "spgemm_numeric", ctypes.c_int)
@@ -426,6 +468,8 @@ def spgemm_case(dataset: str, a: sp.csr_array, b: sp.csr_array, rng, mkl, ref: R
     peers = [Peer("scipy A @ B", lambda: a @ b, check_any,
                   note="scipy A @ B: rows left unsorted (canonical only after sort_indices); compared after sorting"),
              Peer("scipy A @ B + sort_indices", scipy_sorted, check_sorted),
+             Peer("pydata A @ B", (lambda pa=sparse.GCXS.from_scipy_sparse(a), pb=sparse.GCXS.from_scipy_sparse(b):
+                                   pa @ pb), check_any),
              *tensora_peers("C(i,j) = A(i,k) * B(k,j)", {"C": "ds", "A": "ds", "B": "ds"}, {"A": ta, "B": tb},
                             check_sorted),
              Peer("C reference", reference, check_sorted)]
@@ -451,7 +495,9 @@ def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, ref: Reference
         return c
 
     tm, tb = tensora_csr(m), tensora_dense(b)
+    pm = sparse.GCXS.from_scipy_sparse(m)
     peers = [Peer("scipy A @ B", lambda: m @ b, check),
+             Peer("pydata A @ B", lambda: pm @ b, check),
              mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, b), check),
              *tensora_peers("C(i,j) = A(i,k) * B(k,j)", {"C": "dd", "A": "ds", "B": "dd"}, {"A": tm, "B": tb}, check),
              Peer("C reference", reference, check)]
@@ -506,6 +552,12 @@ class Tensor3:
         self.pydata = sparse.COO(coords, vals, shape=shape, has_duplicates=False, sorted=True)
         self.tensora = tensora_tensor(self.levels, vals, shape)
 
+    @classmethod
+    def of(cls, tensor: data.SparseTensor) -> "Tensor3":
+        if len(tensor.shape) != 3:
+            raise ValueError(f"Expected a 3-D tensor, but found shape {tensor.shape}")
+        return cls(tensor.coords, tensor.vals, tensor.shape)
+
     def arrays(self) -> list[ctypes.c_void_p]:
         return [ptr(a) for level in self.levels for a in level] + [ptr(self.vals)]
 
@@ -513,7 +565,7 @@ class Tensor3:
 def ttv_case(dataset: str, t: Tensor3, rng, ref: Reference) -> Case:
     (i, j, k), (I, J, K) = t.coords, t.shape
     c = rng.random(K)
-    expected = canonical_csr(sp.coo_array((t.vals * c[k], (i, j)), shape=(I, J)))
+    expected = data.canonical(sp.coo_array((t.vals * c[k], (i, j)), shape=(I, J)))
     check = csr_check(expected, True)
     ttv = ref.function("ttv", "ttv")
     fibers = len(t.levels[1][1])
@@ -523,7 +575,16 @@ def ttv_case(dataset: str, t: Tensor3, rng, ref: Reference) -> Case:
         ttv(I, *t.arrays(), ptr(c), ptr(pos), ptr(crd), ptr(out))
         return pos, crd, out
 
+    fiber = np.repeat(np.arange(fibers), np.diff(t.levels[2][0]))
+    fiber_i = np.repeat(t.levels[0][1], np.diff(t.levels[1][0]))
+    row_pos = np.r_[0, np.cumsum(np.bincount(fiber_i, minlength=I))]
+
+    def numpy_ttv():  # the fibers' sums, in CSR over the fibers' (i, j)
+        return sp.csr_array((np.bincount(fiber, t.vals * c[k], minlength=fibers), t.levels[1][1], row_pos),
+                            shape=(I, J))
+
     peers = [Peer("pydata sparse.einsum", lambda: sparse.einsum("ijk,k->ij", t.pydata, c), check),
+             Peer("numpy (bincount over fibers)", numpy_ttv, check),
              *tensora_peers("A(i,j) = B(i,j,k) * c(k)", {"A": "ds", "B": "sss", "c": "d"},
                             {"B": t.tensora, "c": tensora_dense(c)}, check),
              Peer("C reference", reference, check)]
@@ -570,7 +631,13 @@ def mttkrp_case(dataset: str, t: Tensor3, rank: int, rng, ref: Reference) -> Cas
             return out
         return call
 
+    def numpy_mttkrp():
+        out = np.zeros((I, rank))
+        np.add.at(out, i, t.vals[:, None] * cm[j] * dm[k])
+        return out
+
     peers = [Peer("pydata sparse.einsum", lambda: sparse.einsum("ijk,jl,kl->il", t.pydata, cm, dm), check),
+             Peer("numpy (np.add.at over entries)", numpy_mttkrp, check),
              *tensora_peers("A(i,l) = B(i,j,k) * C(j,l) * D(k,l)", {"A": "dd", "B": "sss", "C": "dd", "D": "dd"},
                             {"B": t.tensora, "C": tensora_dense(cm), "D": tensora_dense(dm)}, check),
              Peer("C reference", reference(plain), check),
@@ -583,16 +650,17 @@ def mttkrp_case(dataset: str, t: Tensor3, rank: int, rng, ref: Reference) -> Cas
                 [("MTTKRP ≥ 0.9× Tensora", TENSORA, 0.9), ("MTTKRP ≥ 0.9× C reference", ("C reference",), 0.9)])
 
 
-def matrix_cases(dataset: str, spmv_m, spgemm_ab, spmm_m, sddmm_m, sizes, wanted, rng, mkl, ref):
-    """The matrix kernels, one case at a time (each builds its own data on demand)."""
-    if "spmv" in wanted:
-        yield lambda: spmv_case(dataset, spmv_m(), rng, mkl, ref)
-    if "spgemm" in wanted:
-        yield lambda: spgemm_case(dataset, *spgemm_ab(), rng, mkl, ref)
-    if "spmm" in wanted:
-        yield lambda: spmm_case(dataset, spmm_m(), sizes["spmm_cols"], rng, mkl, ref)
-    if "sddmm" in wanted:
-        yield lambda: sddmm_case(dataset, sddmm_m(), sizes["sddmm_k"], rng, ref)
+def matrix_cases(dataset: str, matrix, partner, sizes, wanted, rng, mkl, ref):
+    """The matrix kernels, one case at a time, each building its data on demand: `matrix(kernel)` is the
+    operand for a kernel, `partner(kernel)` the second sparse operand of SpGEMM and the element-wise ones."""
+    cases = {"spmv": lambda: spmv_case(dataset, matrix("spmv"), rng, mkl, ref),
+             "spmspv": lambda: spmspv_case(dataset, matrix("spmspv"), rng, mkl, ref),
+             "spgemm": lambda: spgemm_case(dataset, matrix("spgemm"), partner("spgemm"), rng, mkl, ref),
+             "spmm": lambda: spmm_case(dataset, matrix("spmm"), sizes["spmm_cols"], rng, mkl, ref),
+             "sddmm": lambda: sddmm_case(dataset, matrix("sddmm"), sizes["sddmm_k"], rng, ref),
+             "add": lambda: elementwise_case("Add", dataset, matrix("add"), partner("add")),
+             "multiply": lambda: elementwise_case("Multiply", dataset, matrix("multiply"), partner("multiply"))}
+    yield from (make for name, make in cases.items() if name in wanted)
 
 
 def tensor_cases(dataset: str, make_tensor, sizes, wanted, rng, ref):
@@ -621,43 +689,39 @@ def all_cases(args, mkl, ref):
     sizes = SIZES["quick" if args.quick else "full"]
     wanted = set(args.kernel)
     rng = np.random.default_rng(args.seed)
+    for family in args.matrices:
+        def matrix(kernel, family=family, seed=args.seed):
+            return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
 
-    def generated(key):
-        rows, cols, nnz = sizes[key]
-        return lambda: random_csr(rng, rows, cols, nnz)
+        def partner(kernel, family=family, seed=args.seed + 1):  # SpGEMM A·B, A + B: two draws of the family
+            return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
 
-    if not args.no_generated:
-        yield from matrix_cases("generated", generated("spmv"), lambda: (generated("spgemm")(), generated("spgemm")()),
-                                generated("spmm"), generated("sddmm"), sizes, wanted, rng, mkl, ref)
-        shape, nnz = sizes["tensor"]
-        yield from tensor_cases("generated", lambda: Tensor3(*random_coo(rng, shape, nnz)), sizes, wanted, rng, ref)
-    for name in args.data:
-        path = Path(args.data_dir) / name
-        matrix = path if path.suffix else path.with_name(name + ".mtx.gz")
-        tensor_file = path if path.suffix else path.with_name(name + ".tns.gz")
-        if not matrix.exists() and not tensor_file.exists():
-            sys.exit(f"no {name}.mtx.gz or {name}.tns.gz in {args.data_dir}")
-        if matrix.exists() and matrix.name.endswith(".mtx.gz"):
+        yield from matrix_cases(family, matrix, partner, sizes, wanted, rng, mkl, ref)
+    shape, nnz = sizes["tensor"]
+    for family in args.tensors:
+        yield from tensor_cases(f"{family} 3-D", lambda family=family: Tensor3.of(family_tensor(family, shape, nnz,
+                                                                                                 args.seed)),
+                                sizes, wanted, rng, ref)
+    for path in args.files:
+        if path.name.endswith((".mtx", ".mtx.gz")):
             holder = {}
 
-            def real(path=matrix, holder=holder):
+            def real(kernel=None, path=path, holder=holder):
                 if "m" not in holder:
-                    holder["m"] = canonical_csr(scipy.io.mmread(path))
+                    holder["m"] = data.load_matrix(path)
                 return holder["m"]
 
-            def pair(real=real):
-                m = real()  # A A for square matrices, A Aᵀ for rectangular ones
-                return m, (m if m.shape[0] == m.shape[1] else canonical_csr(m.T))
+            def partner(kernel, real=real):
+                m = real()
+                square = m.shape[0] == m.shape[1]
+                if kernel == "spgemm":  # A·A, or A·Aᵀ for a rectangular A
+                    return m if square else data.canonical(m.T)
+                return data.canonical(m.T) if square else m  # A + Aᵀ and A ∘ Aᵀ: two patterns
 
-            yield from matrix_cases(matrix.name.removesuffix(".mtx.gz"), real, pair, real, real, sizes, wanted,
-                                    rng, mkl, ref)
-        if tensor_file.exists() and tensor_file.name.endswith(".tns.gz"):
-            def read(path=tensor_file):
-                t = asp.read(path)
-                coords, vals = t.to_coo()
-                order = np.lexsort(coords[::-1])
-                return Tensor3(coords[:, order].astype(np.int64), np.asarray(vals, dtype=np.float64)[order], t.shape)
-            yield from tensor_cases(tensor_file.name.removesuffix(".tns.gz"), read, sizes, wanted, rng, ref)
+            yield from matrix_cases(data.name_of(path), real, partner, sizes, wanted, rng, mkl, ref)
+        else:
+            yield from tensor_cases(data.name_of(path), lambda path=path: Tensor3.of(data.load_tensor(path)), sizes,
+                                    wanted, rng, ref)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -675,7 +739,7 @@ def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[st
     """Compile, check once, then time autosparse and every peer round-robin."""
     ours = Timing()
     try:
-        kernel = asp.compile(case.expression, formats=case.formats)
+        kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule)
         result = kernel(**case.operands)  # first call: specialises and compiles (or loads from the cache)
         case.check(result)
         sources[case.kernel] = kernel.source
@@ -701,7 +765,8 @@ def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[st
             warm = time.perf_counter() - start
             peer.check(result)
         except Exception as error:
-            timing.status, timing.detail = "WRONG", f"{type(error).__name__}: {error}"
+            timing.status = "WRONG" if isinstance(error, Mismatch) else "ERROR"  # disagreed / could not run
+            timing.detail = f"{type(error).__name__}: {error}"
             print(f"{'MISMATCH' if isinstance(error, Mismatch) else 'ERROR'} {peer.name} on {case.kernel}, "
                   f"{case.dataset}: {timing.detail}", file=sys.stderr)
             continue
@@ -813,7 +878,7 @@ def startup_rows(args) -> list[tuple[str, float, int, float | None]]:
 
 def call_overhead(repeat: int, calls: int = 2000) -> dict[str, float]:
     """Seconds per call of a tiny SpMV: the fixed cost of a call (median of `repeat` batches)."""
-    m = canonical_csr(sp.random(10, 10, density=0.1, format="csr", random_state=0))
+    m = data.canonical(sp.random(10, 10, density=0.1, format="csr", random_state=0))
     x = np.ones(10)
     A, X = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(x)
     kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr", "x": "d", "y": "d"})
@@ -873,7 +938,7 @@ def header(args, mkl_note) -> str:
     cc = subprocess.run([os.environ.get("CC", "cc"), "--version"], capture_output=True, text=True).stdout.splitlines()
     lines = [
         "# Kernels", "",
-        f"- command: `{shlex.join([sys.executable, *sys.argv])}`",
+        f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
         f"- commit: {git_state()}",
         f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; {cc[0] if cc else 'cc'}; "
         + ", ".join(versions),
@@ -887,15 +952,22 @@ def header(args, mkl_note) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small generated data (smoke test, < 60 s)")
     parser.add_argument("--repeat", type=int, default=7, help="timed samples per contender (default: %(default)s)")
     parser.add_argument("--kernel", nargs="+", choices=KERNELS, default=list(KERNELS), metavar="NAME",
                         help=f"kernels to run, of {', '.join(KERNELS)} (default: all)")
-    parser.add_argument("--data", nargs="+", default=[], metavar="NAME",
-                        help="also run on these files of --data-dir (NAME.mtx.gz: matrix kernels, "
-                             "NAME.tns.gz: 3-D kernels)")
+    parser.add_argument("--matrices", nargs="*", choices=MATRIX_FAMILIES, default=list(MATRIX_FAMILIES),
+                        metavar="FAMILY", help=f"generated matrix families, of {', '.join(MATRIX_FAMILIES)} "
+                                               f"(default: all)")
+    parser.add_argument("--tensors", nargs="*", choices=TENSOR_FAMILIES, default=list(TENSOR_FAMILIES),
+                        metavar="FAMILY", help=f"generated 3-D tensor families, of {', '.join(TENSOR_FAMILIES)} "
+                                               f"(default: all)")
+    parser.add_argument("--data", nargs="+", default=[], metavar="NAME|PATH",
+                        help="also run on these files: a path to any .mtx/.tns (gzipped or not), or the NAME of "
+                             "NAME.mtx.gz / NAME.tns.gz in --data-dir (matrices: matrix kernels; 3-D tensors: "
+                             "tensor kernels)")
     parser.add_argument("--data-dir", default=str(DATA), help="folder of real data (default: %(default)s)")
     parser.add_argument("--no-generated", action="store_true", help="only the --data files, no generated data")
     parser.add_argument("--budget", type=float, default=10.0,
@@ -905,12 +977,18 @@ def main() -> None:
                              "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the generated data (default: %(default)s)")
     parser.add_argument("--sources", metavar="DIR", help="write the C of each autosparse kernel into DIR")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    args.files = []
     for name in args.data:
-        if not any((Path(args.data_dir) / f"{name}{suffix}").exists() for suffix in ("", ".mtx.gz", ".tns.gz")):
-            parser.error(f"no {name}.mtx.gz or {name}.tns.gz in {args.data_dir}")
+        found = [path for path in (Path(name), *(Path(args.data_dir) / f"{name}{suffix}" for suffix in (".mtx.gz", ".tns.gz")))
+                 if path.is_file() and path.name.endswith((".mtx", ".mtx.gz", ".tns", ".tns.gz"))]
+        if not found:
+            parser.error(f"{name} is neither a .mtx/.tns file nor NAME.mtx.gz / NAME.tns.gz in {args.data_dir}")
+        args.files.extend(found)
+    if args.no_generated:
+        args.matrices, args.tensors = [], []
 
     mkl, mkl_note = load_mkl()
     check_tensora_conversions()
@@ -923,7 +1001,8 @@ def main() -> None:
     notes: list[str] = []
     failures: list[str] = []
     sources: dict[str, str] = {}
-    for make in all_cases(args, mkl, ref):
+    wrong: list[str] = []
+    for make in tqdm(all_cases(args, mkl, ref), desc="cases", unit=" case", file=sys.stderr, disable=None):
         case = make()
         if isinstance(case, str):
             notes.append(case)
@@ -940,6 +1019,8 @@ def main() -> None:
                 share = ratio(timing.seconds / ours.seconds) if ours.seconds else "n/a"
                 cells = [ms(timing.seconds), share, f"{ours.runs}/{timing.runs}"]
             print(f"| {case.dataset} | {case.kernel} | {label} | {peer.name} | " + " | ".join(cells) + " |", flush=True)
+            if timing.status == "WRONG":
+                wrong.append(f"{peer.name} on {case.kernel}, {case.dataset}: {timing.detail}")
             note = timing.detail if timing.status else peer.note
             if note and note not in notes:
                 notes.append(note if timing.status != "WRONG" else f"{peer.name} on {case.kernel}: WRONG, {note}")
@@ -974,13 +1055,20 @@ def main() -> None:
     for target, dataset, measured, verdict in verdicts:
         print(f"| {target} | {dataset} | {measured} | {verdict} |")
     print("\n(Tensora targets are judged against the faster of its two backends.)")
+    print("\n| kernel | autosparse source (sha256, first 12) |\n|---|---|")
+    for kernel, source in sources.items():
+        print(f"| {kernel} | {hashlib.sha256(source.encode()).hexdigest()[:12]} |")
     if failures:
         print("\nautosparse failures:\n" + "\n".join(f"- {f}" for f in failures))
+    if wrong:
+        print("\nresults that disagree with the reference:\n" + "\n".join(f"- {w}" for w in wrong))
     if args.sources:
         folder = Path(args.sources)
         folder.mkdir(parents=True, exist_ok=True)
         for kernel, source in sources.items():
             (folder / f"{kernel.lower()}.c").write_text(source)
+    if failures or wrong:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

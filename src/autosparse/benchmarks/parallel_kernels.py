@@ -4,9 +4,9 @@ reference built with OpenMP; SDDMM against the C reference. Both kernels use the
 `parallelize(i, cpu_thread, no_races)`; SDDMM writes its result into the operand's pattern, so its rows are
 written in parallel without assembly.
 
-    python bench/parallel_kernels.py [--repeat 11] [--quick]
+    autosparse bench scaling [--repeat 11] [--quick]
 
-Sizes are those of bench/kernels.py (SpMM 100,000² with 1,000,000 nonzeros times 100,000 × 64; SDDMM
+Sizes are those of autosparse bench kernels (SpMM 100,000² with 1,000,000 nonzeros times 100,000 × 64; SDDMM
 20,000² with 1,000,000 nonzeros, K = 32), working sets far beyond the 512 KiB L2 per core. Medians of
 --repeat calls, round-robin; ratio = peer time / autosparse time at the same thread count (> 1: autosparse
 faster).
@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import autosparse as asp
-from kernels import Reference, load_mkl, ptr
+from .kernels import Reference, load_mkl, ptr
 
 ROWS = "parallelize(i, cpu_thread, no_races)"
 
@@ -198,13 +198,13 @@ def _scaling(medians: dict[str, float], serial: str) -> None:
           f"copy bandwidth scaling 2 vs 1 thread: {copy:.2f}×")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--kernel", nargs="+", choices=["spmm", "sddmm", "spgemm", "ttm"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     scale = 10 if args.quick else 1
     mkl, why = load_mkl()

@@ -2,7 +2,7 @@
 Table 2 (index typos fixed, see docs/notes/sparseauto-paper.md §6), the schedules left after each
 compile-time stage with their distinct (time, memory) costs, and each stage's time, beside the paper's.
 
-    python bench/sparseauto_counts.py [--kernel 1 5 ...] [--rule everywhere|literal] [--no-check]
+    autosparse bench sparseauto-counts [--kernel 1 5 ...] [--rule everywhere|literal] [--no-check]
 
 B is stored with a dense first level ("ds", "dss"), as the paper's code treats it. Stage 3 assumes every
 dimension in [16, 256] (the range of the paper's §5.3 example; the paper does not give the ranges
@@ -62,12 +62,12 @@ def _pair(count, groups) -> str:
     return f"{count:,} ({groups:,})"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", type=int, nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--rule", choices=("everywhere", "literal"), default="everywhere")
     parser.add_argument("--no-check", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print("| # | kernel | generated (paper) | stage 1 (paper) | stage 2 (paper) | stage 3 (paper) | "
           "generation s (paper) | stage 1 s (paper) | stage 2 s (paper) | stage 3 s (paper) | compiled = numpy |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -2,8 +2,8 @@
 against the default linear schedule (`schedule=None`) and against the asymptotic autoscheduler's pick,
 timed on the same data; then the §3.1 motivating TTMc cases.
 
-    python bench/sparseauto_select.py                       # every kernel and input, then the cases
-    python bench/sparseauto_select.py --kernel 1 4 --no-cases --timeout 10
+    autosparse bench sparseauto                       # every kernel and input, then the cases
+    autosparse bench sparseauto --kernel 1 4 --no-cases --timeout 10
 
 Inputs per kernel: two synthetic sparse operands with the dimension ratios and densities of the paper's
 datasets (Table 1), scaled to at most --max-nnz nonzeros (uniform coordinates), and the shipped real
@@ -20,30 +20,22 @@ j, k fused over l, then a scalar), each timed, beside the model's predicted orde
 
 from __future__ import annotations
 
-import os
+import argparse
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+from itertools import repeat
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import multiprocessing  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
-from contextlib import nullcontext  # noqa: E402
-from itertools import repeat  # noqa: E402
-from pathlib import Path  # noqa: E402
+import autosparse as asp
+from autosparse.autoschedule.sparseauto.pipeline import as_compute
+from autosparse.autoschedule.sparseauto.runtime import sizes
+from autosparse.notation import accesses, parse
 
-import numpy as np  # noqa: E402
-
-import autosparse as asp  # noqa: E402
-from autosparse.autoschedule.sparseauto.pipeline import as_compute  # noqa: E402
-from autosparse.autoschedule.sparseauto.runtime import sizes  # noqa: E402
-from autosparse.notation import accesses, parse  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from asymptotic_select import DATA, agrees, in_child, timed  # noqa: E402
-from sparseauto_counts import KERNELS, NAMES, front  # noqa: E402
+from .asymptotic_select import DATA, agrees, in_child, timed
+from .sparseauto_counts import KERNELS, NAMES, front
 
 # name: (shape, nonzeros) of the paper's datasets (Table 1) that the synthetic inputs scale.
 MATRICES = {"bcsstk17": ((10974, 10974), 428650), "scircuit": ((170998, 170998), 958936)}
@@ -197,7 +189,7 @@ def _big_of(kernel):
     return costs(big, formats_of(found))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", type=int, nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--max-nnz", type=float, default=5e6)
@@ -210,7 +202,7 @@ def main() -> None:
     parser.add_argument("--cases-only", action="store_true")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side (the cases run after them)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.cases_only:
         run_kernels(args)
     if not args.no_cases:

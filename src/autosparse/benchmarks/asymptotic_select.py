@@ -1,8 +1,8 @@
 """Selection on real inputs (Ahrens et al.'s six kernels): the candidate `front.select` picks, against the
 default schedule (`schedule=None`) and against every candidate of the frontier, timed on the same data.
 
-    python bench/asymptotic_select.py                        # every kernel, uniform + power-law + real data
-    python bench/asymptotic_select.py --kernel SpMV2 --no-real --max-n 4096
+    autosparse bench asymptotic                        # every kernel, uniform + power-law + real data
+    autosparse bench asymptotic --kernel SpMV2 --no-real --max-n 4096
 
 Inputs per kernel: uniform random square operands at density 0.01 with n doubling from --start until the
 default schedule takes more than a second (or the operands would pass --max-nnz nonzeros); R-MAT
@@ -27,35 +27,29 @@ ratios reported do not rest on one sample taken while the machine was busier.
 
 from __future__ import annotations
 
+import argparse
+import json
+import multiprocessing
 import os
+import resource
+import select as poll
+import signal
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+from itertools import repeat
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import multiprocessing  # noqa: E402
-import resource  # noqa: E402
-import select as poll  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
-from contextlib import nullcontext  # noqa: E402
-from itertools import repeat  # noqa: E402
-from pathlib import Path  # noqa: E402
+import autosparse as asp
+from autosparse.benchmarks.data import shipped_data
+from autosparse.autoschedule.select import estimates
+from autosparse.notation import accesses, parse
 
-import numpy as np  # noqa: E402
+from .asymptotic_counts import KERNELS
 
-import autosparse as asp  # noqa: E402
-from autosparse.autoschedule.select import estimates  # noqa: E402
-from autosparse.notation import accesses, parse  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from asymptotic_counts import KERNELS  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shipped_data()
 REAL_MATRICES = ("CollegeMsg", "bcsstk13", "facebook_combined", "Wiki-Vote", "4elt")
 REAL_TENSORS = ("yelp", "CollegeMsg", "med")
 CHILD_MEMORY = 12 << 30  # address space a timed child may add to what it inherits
@@ -375,7 +369,7 @@ def measure_kernel(name, args):
     return rows, failures
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--start", type=int, default=256, help="first n of the uniform inputs")
@@ -391,7 +385,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side")
     global ARGS
-    ARGS = args = parser.parse_args()
+    ARGS = args = parser.parse_args(argv)
     print("| kernel | input | nnz | default s | selected s | its transposes s | speedup | with transposes | "
           "fastest candidate s | selected / fastest | the same, transposes included | candidates timed | select ms | "
           "selected CIN |")
