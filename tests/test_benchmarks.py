@@ -128,3 +128,36 @@ def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
                 assert f"| {family} | {kernel} |" in done.stdout, (family, kernel)
     assert "WRONG" not in done.stdout and "FAIL" not in done.stdout
     assert "| SpMV |" in done.stdout.split("autosparse source")[1]  # the kernels' source hashes
+
+
+def test_the_report_states_every_loss_with_its_factor(tmp_path):
+    from autosparse.benchmarks import report
+
+    records = [{"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "autosparse", "seconds": 2e-3,
+                "status": "", "detail": ""},
+               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "scipy A @ x", "seconds": 1e-3,
+                "status": "", "detail": ""},
+               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "tensora (llvm)", "seconds": 8e-3,
+                "status": "", "detail": ""},
+               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "tensora (cffi)", "seconds": 4e-3,
+                "status": "", "detail": ""},
+               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "pydata A @ x", "seconds": None,
+                "status": "WRONG", "detail": "values differ"}]
+    text = "\n".join(report._kernels_sections(records, tmp_path))
+    assert "| SpMV | uniform | 100 | 2.000 | 0.50× | 2.00× |" in text  # scipy, then Tensora's faster backend
+    assert "scipy A @ x takes 1.000 ms against autosparse's 2.000 ms — autosparse is 2.00× slower" in text
+    assert "pydata" not in text.split("### Where")[0]  # a wrong result is never a time
+    assert (tmp_path / "kernels-speedup.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "kernels-runtime.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "from autosparse.cli import main; main()", "bench", "--report",
+                           str(tmp_path / "report"), "kernels", "--quick", "--repeat", "1", "--kernel", "spmv", "ttv",
+                           "--matrices", "uniform", "--tensors", "uniform"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    text = (tmp_path / "report" / "README.md").read_text()
+    assert "machine:" in text and "### Where autosparse loses" in text and "--scales 0.125 0.25 0.5 1" in text
+    assert "| SpMV | uniform ×0.125 |" in text and "| TTV | uniform 3-D |" in text
+    assert {"kernels.md", "kernels.json", "kernels-speedup.png", "kernels-runtime.png"} <= \
+        {p.name for p in (tmp_path / "report").iterdir()}

@@ -13,6 +13,7 @@ import click
 import numpy as np
 
 from . import io
+from .benchmarks import SUITES, command
 from .errors import AutosparseError
 from .tensor import Tensor
 
@@ -257,34 +258,31 @@ def _guarded(function, *args):
         raise click.ClickException(str(error)) from None
 
 
-#: `autosparse bench SUITE` -> the module of autosparse.benchmarks that runs it.
-SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
-          "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
-          "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
-          "scaling-spmv": "parallel_spmv"}
-#: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
-SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto"}
-
-
 @main.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("suite", metavar=f"{{{'|'.join(SUITES)}}}")
+@click.option("--report", "report", type=click.Path(path_type=Path), default=None,
+              help="Run the suites (all, or the one named) and write a report into this folder.")
+@click.argument("suite", metavar=f"{{{'|'.join(SUITES)}}}", required=False)
 @click.argument("options", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def bench(context: click.Context, suite: str, options: tuple[str, ...]) -> None:
+def bench(context: click.Context, report: Path | None, suite: str | None, options: tuple[str, ...]) -> None:
     """Run a benchmark suite: every contender in this process on the same data, medians and ratios as
     Markdown on stdout. The suite's own options follow it (`autosparse bench kernels --help`). Needs the
     `bench` extra (pip install -e '.[bench]').
 
-    The suite runs in a fresh interpreter, so that thread-count settings reach numpy's BLAS, MKL and
-    numba before they load (this process has loaded numpy already)."""
-    import sys
+    With --report DIR: run the suites, each with the options given (`--quick`: every suite's quick
+    size), and write DIR/README.md (tables, where autosparse loses, the machine) with PNG plots."""
+    if report is not None and suite is not None and suite.startswith("-"):  # options for every suite
+        suite, options = None, (suite, *options)
     if suite in ("-h", "--help"):  # the suites' own --help comes after their name
         click.echo(context.get_help())
         return
-    if suite not in SUITES:
+    if suite is not None and suite not in SUITES:
         raise click.BadParameter(f"{suite!r} is not one of {', '.join(SUITES)}", param_hint="SUITE")
-    environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
-    program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
-               f"from autosparse.benchmarks.{SUITES[suite]} import main; main()")
-    os.execve(sys.executable, [sys.executable, "-c", program, *options], environment)
+    if report is not None:
+        from .benchmarks import report as reporting
+        failed = reporting.build(report, [suite] if suite else list(SUITES), list(options))
+        raise SystemExit(1 if failed else 0)
+    if suite is None:
+        raise click.UsageError("Name a suite (or --report DIR)")
+    argv, environment = command(suite, list(options))
+    os.execve(argv[0], argv, environment)

@@ -1,3 +1,27 @@
 """The benchmark suites behind `autosparse bench SUITE`: autosparse beside its peers on generated and real
-data (`data`), one module per suite, each with an argparse `main(argv)`. They import the `bench` extra
-(Tensora, pydata sparse), so nothing else in autosparse imports them."""
+data (`data`), one module per suite, each with an argparse `main(argv)`, and the report over them
+(`report`). The suites import the `bench` extra (Tensora, pydata sparse); this module itself imports
+nothing, so the command line can name the suites without loading them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: `autosparse bench SUITE` -> the module of autosparse.benchmarks that runs it.
+SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
+          "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
+          "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
+          "scaling-spmv": "parallel_spmv"}
+#: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
+SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto"}
+
+
+def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run `suite` in a fresh interpreter: thread-count settings must reach
+    numpy's BLAS, MKL and numba before they load, which a process that imported numpy cannot do."""
+    environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
+    program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
+               f"from autosparse.benchmarks.{SUITES[suite]} import main; main()")
+    return [sys.executable, "-c", program, *options], environment

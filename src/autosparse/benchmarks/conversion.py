@@ -19,13 +19,10 @@ Each peer uses its own natural path; "n/a" marks a conversion the peer does not 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
 import statistics
 import sys
 import time
-from importlib.metadata import version
 from itertools import chain
 from pathlib import Path
 
@@ -35,6 +32,7 @@ import scipy.sparse as sp
 import tensora
 
 import autosparse as asp
+from autosparse.benchmarks import machine
 from autosparse.benchmarks.data import shipped_data
 
 # A stiffness matrix, one with explicit zeros, a rectangular one and the largest graph.
@@ -192,13 +190,10 @@ def ratio(value: float) -> str:
 
 
 def header(args) -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    versions = ", ".join(f"{name} {version(name)}" for name in ("autosparse", "numpy", "scipy", "tensora"))
     return "\n".join([
         "# Conversion throughput", "",
         f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
-        f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; {versions}",
+        f"- machine: {machine.describe()}",
         f"- M nnz/s = million input nonzeros per second, median of {args.repeat} timed runs after a warm-up "
         f"(one run when the warm-up exceeds {args.budget:g} s); runs = autosparse/peer", "",
         "| dataset | nnz | conversion | autosparse M nnz/s | peer | peer M nnz/s | autosparse/peer | runs |",

@@ -38,7 +38,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -48,7 +47,6 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,7 +58,7 @@ from tqdm import tqdm
 from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs
 
 import autosparse as asp
-from autosparse.benchmarks import data
+from autosparse.benchmarks import data, machine
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
 DATA = data.shipped_data()
@@ -686,22 +684,26 @@ def tensor_cases(dataset: str, make_tensor, sizes, wanted, rng, ref):
 
 
 def all_cases(args, mkl, ref):
-    sizes = SIZES["quick" if args.quick else "full"]
+    base = SIZES["quick" if args.quick else "full"]
     wanted = set(args.kernel)
     rng = np.random.default_rng(args.seed)
-    for family in args.matrices:
-        def matrix(kernel, family=family, seed=args.seed):
-            return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
+    for scale in args.scales:  # a sweep over sizes: the report plots runtime against nonzeros
+        sizes = {key: int(value * scale) if key in KERNELS else value for key, value in base.items()}
+        label = "" if scale == 1 else f" ×{scale:g}"
+        for family in args.matrices:
+            def matrix(kernel, family=family, seed=args.seed, sizes=sizes):
+                return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
 
-        def partner(kernel, family=family, seed=args.seed + 1):  # SpGEMM A·B, A + B: two draws of the family
-            return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
+            def partner(kernel, family=family, seed=args.seed + 1, sizes=sizes):  # SpGEMM's A·B, A + B: two draws
+                return family_matrix(family, sizes[kernel], PER_ROW.get(kernel, 10), seed)
 
-        yield from matrix_cases(family, matrix, partner, sizes, wanted, rng, mkl, ref)
-    shape, nnz = sizes["tensor"]
-    for family in args.tensors:
-        yield from tensor_cases(f"{family} 3-D", lambda family=family: Tensor3.of(family_tensor(family, shape, nnz,
-                                                                                                 args.seed)),
-                                sizes, wanted, rng, ref)
+            yield from matrix_cases(family + label, matrix, partner, sizes, wanted, rng, mkl, ref)
+        shape, nnz = base["tensor"]
+        for family in args.tensors:
+            def tensor(family=family, nnz=max(1, int(nnz * scale))):
+                return Tensor3.of(family_tensor(family, shape, nnz, args.seed))
+
+            yield from tensor_cases(f"{family} 3-D{label}", tensor, sizes, wanted, rng, ref)
     for path in args.files:
         if path.name.endswith((".mtx", ".mtx.gz")):
             holder = {}
@@ -733,6 +735,18 @@ class Timing:
     runs: int = 0
     status: str = ""  # "", "n/a", "FAIL", "WRONG"
     detail: str = ""
+
+
+def json_records(case: Case, ours: Timing, peers: dict[str, Timing], sources: dict[str, str]) -> list[dict]:
+    """One record per contender of a case: what the report tabulates and plots."""
+    nnz = max((t.nnz for t in case.operands.values() if isinstance(t, asp.Tensor) and not t.format.is_dense),
+              default=0)
+    source = sources.get(case.kernel)
+    common = {"kernel": case.kernel, "dataset": case.dataset, "nnz": nnz}
+    return [{**common, "contender": "autosparse", "seconds": ours.seconds, "status": ours.status,
+             "detail": ours.detail, "source": hashlib.sha256(source.encode()).hexdigest()[:12] if source else ""},
+            *({**common, "contender": name, "seconds": t.seconds, "status": t.status, "detail": t.detail}
+              for name, t in peers.items())]
 
 
 def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[str, Timing]]:
@@ -926,22 +940,11 @@ def git_state() -> str:
 
 
 def header(args, mkl_note) -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    names = ("autosparse", "numpy", "scipy", "tensora", "sparse", "sparse_dot_mkl", "mkl")
-    versions = []
-    for name in names:
-        try:
-            versions.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            pass
-    cc = subprocess.run([os.environ.get("CC", "cc"), "--version"], capture_output=True, text=True).stdout.splitlines()
     lines = [
         "# Kernels", "",
         f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
         f"- commit: {git_state()}",
-        f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; {cc[0] if cc else 'cc'}; "
-        + ", ".join(versions),
+        f"- machine: {machine.describe()}",
         f"- ms = median of {args.repeat} samples after a warm-up, round-robin across contenders (rotated each "
         f"round); a sample is one call, or the mean of a batch of calls lasting about {args.min_sample * 1e3:g} ms "
         f"for faster calls (a peer whose warm-up exceeds {args.budget:g} s is timed by that one call); ratio = peer "
@@ -964,6 +967,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tensors", nargs="*", choices=TENSOR_FAMILIES, default=list(TENSOR_FAMILIES),
                         metavar="FAMILY", help=f"generated 3-D tensor families, of {', '.join(TENSOR_FAMILIES)} "
                                                f"(default: all)")
+    parser.add_argument("--scales", nargs="+", type=float, default=[1.0], metavar="S",
+                        help="also generate each input at these fractions (or multiples) of its size, for runtime "
+                             "against size (default: 1)")
     parser.add_argument("--data", nargs="+", default=[], metavar="NAME|PATH",
                         help="also run on these files: a path to any .mtx/.tns (gzipped or not), or the NAME of "
                              "NAME.mtx.gz / NAME.tns.gz in --data-dir (matrices: matrix kernels; 3-D tensors: "
@@ -977,6 +983,7 @@ def main(argv: list[str] | None = None) -> None:
                              "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the generated data (default: %(default)s)")
     parser.add_argument("--sources", metavar="DIR", help="write the C of each autosparse kernel into DIR")
+    parser.add_argument("--json", metavar="FILE", help="also write every timing as JSON records (for the report)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -1002,12 +1009,14 @@ def main(argv: list[str] | None = None) -> None:
     failures: list[str] = []
     sources: dict[str, str] = {}
     wrong: list[str] = []
+    records: list[dict] = []
     for make in tqdm(all_cases(args, mkl, ref), desc="cases", unit=" case", file=sys.stderr, disable=None):
         case = make()
         if isinstance(case, str):
             notes.append(case)
             continue
         ours, peers = run_case(case, args, sources)
+        records.extend(json_records(case, ours, peers, sources))
         label = f"FAIL ({ours.detail})" if ours.status == "FAIL" else ms(ours.seconds)
         if ours.status == "FAIL":
             failures.append(f"{case.kernel} on {case.dataset}: {ours.detail}")
@@ -1067,6 +1076,9 @@ def main(argv: list[str] | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for kernel, source in sources.items():
             (folder / f"{kernel.lower()}.c").write_text(source)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"suite": "kernels", "header": header(args, mkl_note),
+                                               "records": records}, indent=1))
     if failures or wrong:
         sys.exit(1)
 
