@@ -137,8 +137,8 @@ def _plots(cases, nnz, families: list[str], directory: Path) -> None:
     columns = min(4, len(kernels))
     rows = math.ceil(len(kernels) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
-    for axis, kernel in zip(axes.flat, kernels):
-        datasets = [d for k, d in cases if k == kernel]
+    for axis, kernel in zip(axes.flat, kernels):  # full-size inputs only: the sweep is the runtime plot's
+        datasets = [d for k, d in cases if k == kernel and " ×" not in d] or [d for k, d in cases if k == kernel]
         width = 0.8 / max(len(families), 1)
         for n, family in enumerate(families):
             heights = [cases[kernel, d][family][1] / cases[kernel, d]["autosparse"][1]
