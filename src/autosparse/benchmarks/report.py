@@ -128,16 +128,13 @@ def _kernels_sections(records: list[dict], directory: Path) -> list[str]:
 
 
 def _plots(cases, nnz, families: list[str], directory: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """kernels-speedup.png (bars from 1, per full-size data set and peer family) and kernels-runtime.png
+    (log-log time against nonzeros over the sizes drawn of each kernel's first data family)."""
     kernels = list(dict.fromkeys(kernel for kernel, _ in cases))
     colour = {family: f"C{n}" for n, family in enumerate(["autosparse", *(label for label, _ in FAMILIES)])}
-    columns = min(4, len(kernels))
-    rows = math.ceil(len(kernels) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
-    for axis, kernel in zip(axes.flat, kernels):  # full-size inputs only: the sweep is the runtime plot's
+    family_of = lambda dataset: dataset.split(" ×")[0]
+
+    def speedups(axis, kernel):  # full-size inputs only: the sweep is the runtime plot's
         datasets = [d for k, d in cases if k == kernel and " ×" not in d] or [d for k, d in cases if k == kernel]
         width = 0.8 / max(len(families), 1)
         for n, family in enumerate(families):
@@ -153,16 +150,8 @@ def _plots(cases, nnz, families: list[str], directory: Path) -> None:
         axis.set_xticks([x + 0.4 - width / 2 for x in range(len(datasets))], datasets, rotation=30, ha="right",
                         fontsize=7)
         axis.set_ylabel("peer time / autosparse time")
-    for axis in list(axes.flat)[len(kernels):]:
-        axis.set_visible(False)
-    axes.flat[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(directory / "kernels-speedup.png", dpi=110)
-    plt.close(figure)
 
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
-    for axis, kernel in zip(axes.flat, kernels):  # the first data family, at every size drawn
-        family_of = lambda dataset: dataset.split(" ×")[0]
+    def runtimes(axis, kernel):
         first = family_of(next(d for k, d in cases if k == kernel))
         datasets = sorted((d for k, d in cases if k == kernel and family_of(d) == first), key=lambda d: nnz[kernel, d])
         for family in ["autosparse", *families]:
@@ -175,10 +164,25 @@ def _plots(cases, nnz, families: list[str], directory: Path) -> None:
         axis.set_title(f"{kernel} ({first})")
         axis.set_xlabel("nonzeros")
         axis.set_ylabel("ms")
+
+    _grid(kernels, speedups, directory / "kernels-speedup.png")
+    _grid(kernels, runtimes, directory / "kernels-runtime.png")
+
+
+def _grid(kernels: list[str], draw, path: Path) -> None:
+    """One panel per kernel, up to four a row, drawn by `draw(axis, kernel)`, saved as PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(4, len(kernels))
+    rows = math.ceil(len(kernels) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
+    for axis, kernel in zip(axes.flat, kernels):
+        draw(axis, kernel)
     for axis in list(axes.flat)[len(kernels):]:
         axis.set_visible(False)
     axes.flat[0].legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(directory / "kernels-runtime.png", dpi=110)
+    figure.savefig(path, dpi=110)
     plt.close(figure)
-
