@@ -43,13 +43,13 @@ from itertools import repeat
 import numpy as np
 
 import autosparse as asp
-from autosparse.benchmarks.data import shipped_data
+from autosparse.benchmarks import data
 from autosparse.autoschedule.select import estimates
 from autosparse.notation import accesses, parse
 
 from .asymptotic_counts import KERNELS
 
-DATA = shipped_data()
+DATA = data.shipped_data()
 REAL_MATRICES = ("CollegeMsg", "bcsstk13", "facebook_combined", "Wiki-Vote", "4elt")
 REAL_TENSORS = ("yelp", "CollegeMsg", "med")
 CHILD_MEMORY = 12 << 30  # address space a timed child may add to what it inherits
@@ -68,19 +68,10 @@ def uniform(rng, shape, density):
     return np.stack(np.unravel_index(np.sort(flat), shape)), 1.0 - rng.random(len(flat))
 
 
-def rmat(rng, scale, edge_factor=16, a=0.57, b=0.19, c=0.19):
-    """R-MAT coordinates of a 2^scale square matrix (duplicates merged)."""
-    edges = edge_factor << scale
-    rows = np.zeros(edges, dtype=np.int64)
-    cols = np.zeros(edges, dtype=np.int64)
-    for bit in range(scale):
-        u = rng.random(edges)
-        down = u >= a + b  # quadrants c and d
-        right = ((u >= a) & (u < a + b)) | (u >= a + b + c)
-        rows |= down.astype(np.int64) << bit
-        cols |= right.astype(np.int64) << bit
-    flat = np.unique(rows * (1 << scale) + cols)
-    return np.stack(np.unravel_index(flat, (1 << scale, 1 << scale))), 1.0 - rng.random(len(flat))
+def rmat(rng, scale):
+    """R-MAT coordinates and values of a 2^scale square matrix (Graph500 parameters, duplicates merged)."""
+    matrix = data.rmat(scale, seed=int(rng.integers(2**31))).tocoo()
+    return np.stack([matrix.row, matrix.col]).astype(np.int64), matrix.data
 
 
 def skewed(rng, shape, nnz):

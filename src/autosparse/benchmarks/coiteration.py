@@ -46,6 +46,7 @@ import sparse
 
 import autosparse as asp
 from . import data
+from .machine import progress
 from .kernels import DATA, tensora_tensor
 
 import tensora
@@ -155,7 +156,7 @@ def spmspv(args, rng) -> None:
     print("| input | rows | nnz(A) | nnz(x) | " + " | ".join(names) + " | auto chose | best fixed / auto | merge / auto |")
     print("|" + "---|" * (len(names) + 7))
     within, speedups, rows_out = 0, [], 0
-    for name, A in inputs(args, rng):
+    for name, A in progress(inputs(args, rng), "SpMSpV inputs"):
         x = sparse_vector(rng, A.shape[1], args.density)
         calls = contenders(A, x)
         medians = measure(calls, A @ x, args.repeat, args.budget)
@@ -195,7 +196,7 @@ def ttm(args, rng) -> None:
     print("| tensor | shape | nnz | fibers | serial ms | parallel ms | speedup |")
     print("|---|---|---|---|---|---|---|")
     speedups = []
-    for name, coords, shape in tensors(args, rng):
+    for name, coords, shape in progress(tensors(args, rng), "TTM tensors"):
         A = asp.Tensor.from_coo(coords, rng.random(coords.shape[1]) + 0.5, shape, format="sss")
         B = rng.random((shape[2], 16))
         formats = {"A": "sss", "B": "dense", "C": "ssd"}
@@ -230,7 +231,7 @@ def bcsr(args, rng) -> None:
     print("|" + "---|" * (len(names) + 5))
     cases = [(f"blocked 2^{s}, {b}×{b}", blocked_matrix(rng, (1 << s) // b, 8, b), b)
              for s in ((12,) if args.quick else (14, 17)) for b in (4, 8)]
-    for name, A, b in cases:
+    for name, A, b in progress(cases, "BCSR matrices"):
         x = rng.random(A.shape[1])
         ours_bcsr = asp.Tensor.from_scipy(A, format=f"bcsr({b})")
         ours_csr = asp.Tensor.from_scipy(A)

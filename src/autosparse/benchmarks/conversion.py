@@ -33,6 +33,7 @@ import tensora
 
 import autosparse as asp
 from autosparse.benchmarks import machine
+from autosparse.benchmarks.machine import progress
 from autosparse.benchmarks.data import shipped_data
 
 # A stiffness matrix, one with explicit zeros, a rectangular one and the largest graph.
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.size = 1_000_000
     print(header(args), flush=True)
-    for name, nnz, reference, cases in datasets(args):
+    for name, nnz, reference, cases in progress(datasets(args), "data sets"):
         for conversion, ours, fmt, peers in cases:
             where = f"{name}, {conversion}"
             seconds, runs, result = measure(ours, args.repeat, args.budget)

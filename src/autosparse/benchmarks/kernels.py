@@ -54,7 +54,6 @@ import numpy as np
 import scipy.sparse as sp
 import sparse
 import tensora
-from tqdm import tqdm
 from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs
 
 import autosparse as asp
@@ -1010,7 +1009,7 @@ def main(argv: list[str] | None = None) -> None:
     sources: dict[str, str] = {}
     wrong: list[str] = []
     records: list[dict] = []
-    for make in tqdm(all_cases(args, mkl, ref), desc="cases", unit=" case", file=sys.stderr, disable=None):
+    for make in machine.progress(all_cases(args, mkl, ref), "cases"):
         case = make()
         if isinstance(case, str):
             notes.append(case)

@@ -1,12 +1,16 @@
-"""What a benchmark ran on: one line every suite's header and the report print."""
+"""What a benchmark runs on and how it shows it is running: the machine line every suite's header and
+the report print, and the progress bar long suites draw on stderr (stdout is their Markdown)."""
 
 from __future__ import annotations
 
 import os
 import platform
 import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from tqdm import tqdm
 
 PACKAGES = ("autosparse", "numpy", "scipy", "tensora", "sparse", "sparse_dot_mkl", "mkl", "matplotlib")
 
@@ -31,3 +35,8 @@ def describe() -> str:
             pass
     return (f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB; {platform.system()} {platform.release()}; "
             f"Python {platform.python_version()}; {cc[0] if cc else 'no cc'}; " + ", ".join(versions))
+
+
+def progress(items, what: str):
+    """`items`, counted on stderr as they are taken (only on a terminal: a report's log stays clean)."""
+    return tqdm(items, desc=what, unit="", file=sys.stderr, disable=None, leave=False)

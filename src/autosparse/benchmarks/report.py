@@ -18,8 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 from . import command, machine
 
 #: The options that make each suite small enough for CI (suites without a quick size are skipped).
@@ -37,7 +35,7 @@ def build(directory: Path, suites: list[str], options: list[str]) -> bool:
     quick = "--quick" in options
     others = [o for o in options if o != "--quick"]
     runs, failed = [], False
-    for suite in tqdm(suites, desc="suites", unit=" suite", disable=None):
+    for suite in machine.progress(suites, "suites"):
         if quick and suite not in QUICK:
             runs.append((suite, None, None, 0.0))
             continue
