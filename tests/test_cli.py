@@ -112,3 +112,8 @@ def test_bench_lists_its_suites_and_refuses_others():
     assert listed.exit_code == 0 and "kernels" in listed.output and "scaling" in listed.output
     refused = runner.invoke(main, ["bench", "nope"])
     assert refused.exit_code != 0 and "is not one of" in refused.output
+
+
+def test_bench_report_options_beyond_quick_need_a_suite(tmp_path):
+    refused = CliRunner().invoke(main, ["bench", "--report", str(tmp_path), "--repeat", "3"])
+    assert refused.exit_code != 0 and "name it after --report DIR" in refused.output

@@ -279,6 +279,8 @@ def bench(context: click.Context, report: Path | None, suite: str | None, option
     if suite is not None and suite not in SUITES:
         raise click.BadParameter(f"{suite!r} is not one of {', '.join(SUITES)}", param_hint="SUITE")
     if report is not None:
+        if suite is None and set(options) - {"--quick"}:  # the suites' options differ
+            raise click.UsageError("Options other than --quick go to one suite: name it after --report DIR")
         from .benchmarks import report as reporting
         failed = reporting.build(report, [suite] if suite else list(SUITES), list(options))
         raise SystemExit(1 if failed else 0)
