@@ -130,25 +130,134 @@ def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
     assert "| SpMV |" in done.stdout.split("autosparse source")[1]  # the kernels' source hashes
 
 
+def test_compare_checks_before_timing_and_never_times_a_wrong_or_broken_contender():
+    from autosparse.benchmarks.timing import Mismatch, compare
+
+    calls = []
+
+    def contender(name, value):
+        def call():
+            calls.append(name)
+            return value
+        return call
+
+    def check(result):
+        if result != 1:
+            raise Mismatch(f"{result} is not 1")
+
+    timings = compare({"right": (contender("right", 1), check), "wrong": (contender("wrong", 2), check),
+                       "broken": ((lambda: 1 / 0), check), "unchecked": (contender("unchecked", 5), None)},
+                      repeat=3, min_sample=0)
+    assert timings["right"].runs == 3 and timings["right"].seconds > 0 and timings["right"].status == ""
+    assert timings["wrong"].status == "WRONG" and "2 is not 1" in timings["wrong"].detail
+    assert timings["wrong"].seconds is None and calls.count("wrong") == 1  # checked once, never timed
+    assert timings["broken"].status == "ERROR" and timings["broken"].runs == 0
+    assert timings["unchecked"].runs == 3
+    # warm-up, the call that sizes the batch, then one call a round (min_sample 0: batches of one)
+    assert calls.count("right") == 2 + 3
+    # rounds rotate: the timed calls do not always come in the same order
+    timed = [c for c in calls if c in ("right", "unchecked")][4:]
+    assert timed[:2] == ["right", "unchecked"] and timed[2:4] == ["unchecked", "right"]
+
+
+def test_compare_times_a_call_over_budget_by_one_call():
+    import time
+
+    from autosparse.benchmarks.timing import compare
+
+    slow = compare({"slow": ((lambda: time.sleep(0.03)), None)}, repeat=5, budget=0.01)["slow"]
+    assert slow.runs == 1 and slow.seconds >= 0.03
+    unwarmed = []
+    compare({"first": ((lambda: unwarmed.append(1)), None)}, repeat=2, warm_up=False, min_sample=0)
+    assert len(unwarmed) == 3  # the checked call is also the first timed one
+
+
+def test_records_from_forked_workers_land_whole_in_one_file(tmp_path):
+    import multiprocessing
+
+    from autosparse.benchmarks.records import Records, read
+
+    target = Records(str(tmp_path / "suite.jsonl"))
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=lambda n=n: [target.timing("K", f"d{n}", f"c{m}", 1e-3 * m, detail="x" * 500)
+                                                   for m in range(200)]) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    taken = read(tmp_path / "suite.jsonl")
+    assert len(taken) == 800 and {r["dataset"] for r in taken} == {"d0", "d1", "d2", "d3"}
+    assert all(r["kind"] == "timing" and r["role"] == "peer" for r in taken)
+    Records(str(tmp_path / "suite.jsonl"))  # a new run starts the file afresh
+    assert read(tmp_path / "suite.jsonl") == []
+
+
+def _timing(kernel, dataset, contender, seconds, role="peer", status="", **extra):
+    return {"kind": "timing", "kernel": kernel, "dataset": dataset, "contender": contender, "seconds": seconds,
+            "role": role, "status": status, "nnz": 100, **extra}
+
+
 def test_the_report_states_every_loss_with_its_factor(tmp_path):
     from autosparse.benchmarks import report
 
-    records = [{"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "autosparse", "seconds": 2e-3,
-                "status": "", "detail": ""},
-               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "scipy A @ x", "seconds": 1e-3,
-                "status": "", "detail": ""},
-               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "tensora (llvm)", "seconds": 8e-3,
-                "status": "", "detail": ""},
-               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "tensora (cffi)", "seconds": 4e-3,
-                "status": "", "detail": ""},
-               {"kernel": "SpMV", "dataset": "uniform", "nnz": 100, "contender": "pydata A @ x", "seconds": None,
-                "status": "WRONG", "detail": "values differ"}]
-    text = "\n".join(report._kernels_sections(records, tmp_path))
-    assert "| SpMV | uniform | 100 | 2.000 | 0.50× | 2.00× |" in text  # scipy, then Tensora's faster backend
-    assert "scipy A @ x takes 1.000 ms against autosparse's 2.000 ms — autosparse is 2.00× slower" in text
-    assert "pydata" not in text.split("### Where")[0]  # a wrong result is never a time
+    records = [_timing("SpMV", "uniform", "autosparse", 2e-3, "ours"),
+               _timing("SpMV", "uniform", "scipy A @ x", 1e-3),
+               _timing("SpMV", "uniform", "tensora (llvm)", 8e-3),
+               _timing("SpMV", "uniform", "tensora (cffi)", 4e-3),
+               _timing("SpMV", "uniform", "pydata A @ x", None, status="WRONG"),
+               _timing("SpMV", "uniform", "copy of the same bytes", 0.5e-3, "bound")]
+    groups = report._groups("kernels", records)
+    text = "\n".join(report._timing_section("kernels", groups, tmp_path))
+    # scipy, Tensora's faster backend, pydata's wrong result shown as such, the copy
+    assert "| uniform | 100 | 2 | 0.50× | 2.00× | WRONG | 0.25× |" in text and "| data | nnz | ours ms | scipy |" in text
+    assert "- SpMV, uniform: scipy A @ x takes 1 ms against autosparse's 2 ms: 2.00× faster" in text
+    assert "copy" not in text.split("### Where autosparse loses")[1]  # a bound is no peer
     assert (tmp_path / "kernels-speedup.png").read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "kernels-runtime.png").read_bytes()[:4] == b"\x89PNG"
+    assert "fastest on 0 of the 1" in report._summary_line("kernels", groups)
+
+
+def test_the_report_separates_other_autosparse_schedules_and_bounds_a_timed_out_one(tmp_path):
+    from autosparse.benchmarks import report
+
+    records = [_timing("SpMV2", "uniform n=256", "selected", 1e-3, "ours"),
+               _timing("SpMV2", "uniform n=256", "default schedule", None, "variant", "timeout", limit=30),
+               _timing("SpMV2", "uniform n=256", "fastest candidate", 0.5e-3, "variant")]
+    text = "\n".join(report._timing_section("asymptotic", report._groups("asymptotic", records), tmp_path))
+    assert "| uniform n=256 | 100 | 1 | > 3e+04× | 0.50× |" in text
+    assert "Nowhere: no peer was faster." in text
+    assert "- SpMV2, uniform n=256: fastest candidate takes 0.5 ms against selected's 1 ms: 2.00× faster" in text
+
+
+def test_the_report_shows_each_stage_count_beside_the_papers(tmp_path):
+    from autosparse.benchmarks import report
+
+    counts = [{"kind": "count", "kernel": "SpMV", "mode": "full", "stage": name, "count": count, "seconds": 0.5,
+               "paper": paper} for name, count, paper in (("1 rewrites", 1, None), ("6 protocols (8 schedules)", 8, 8),
+                                                          ("7 filter (4 distinct costs)", 4, 4))]
+    text = "\n".join(report._count_section("asymptotic-counts", counts, tmp_path))
+    assert "| SpMV | full | 1 → 8 → 4 | 6 protocols: 8; 7 filter: 4 | 1.5 | — |" in text
+    assert (tmp_path / "asymptotic-counts-stages.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_suite_run_again_replaces_its_part_of_the_report_and_docs_link_into_it(tmp_path):
+    import json
+
+    from autosparse.benchmarks import report
+
+    folder = tmp_path / "report"
+    folder.mkdir()
+    for suite, seconds in (("kernels", 2e-3), ("conversion", 1e-3)):
+        (folder / f"{suite}.run.json").write_text(json.dumps({"command": f"autosparse bench {suite}", "commit": "abc",
+                                                              "generated": "today", "minutes": 1.0, "exit": 0,
+                                                              "machine": "here"}))
+        (folder / f"{suite}.jsonl").write_text(json.dumps(_timing("K", "d", "autosparse", seconds, "ours")) + "\n"
+                                               + json.dumps(_timing("K", "d", "scipy", 1.5e-3)) + "\n")
+    text = report.assemble(folder, tmp_path / "docs" / "benchmarks.md")
+    assert "| [kernels](#kernels) | `autosparse bench kernels` | abc |" in text and "## conversion" in text
+    assert "Not in this report: coiteration" in text
+    assert "scipy takes 1.5 ms against autosparse's 2 ms: 1.33× faster" in text
+    docs = (tmp_path / "docs" / "benchmarks.md").read_text()
+    assert "](../report/kernels.md)" in docs and "](../report/kernels-speedup.png)" in docs and "](#kernels)" in docs
 
 
 def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
@@ -158,6 +267,24 @@ def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     text = (tmp_path / "report" / "README.md").read_text()
     assert "machine:" in text and "### Where autosparse loses" in text and "--scales 0.125 0.25 0.5 1" in text
-    assert "| SpMV | uniform ×0.125 |" in text and "| TTV | uniform 3-D |" in text
-    assert {"kernels.md", "kernels.json", "kernels-speedup.png", "kernels-runtime.png"} <= \
+    assert "### SpMV" in text and "| uniform ×0.125 |" in text and "| uniform 3-D |" in text
+    assert {"kernels.md", "kernels.jsonl", "kernels.run.json", "kernels-speedup.png", "kernels-runtime.png"} <= \
         {p.name for p in (tmp_path / "report").iterdir()}
+
+
+@pytest.mark.parametrize("suite, options, kernel", [
+    ("scaling", ["--quick", "--kernel", "sddmm", "--repeat", "1"], "SDDMM"),
+    ("coiteration", ["--quick", "--only", "bcsr", "--repeat", "1"], "SpMV on BCSR")])
+def test_other_suites_leave_records_with_autosparse_marked(tmp_path, suite, options, kernel):
+    from autosparse.benchmarks import command
+    from autosparse.benchmarks.records import read
+
+    argv, environment = command(suite, [*options, "--json", str(tmp_path / "r.jsonl")])
+    done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    taken = read(tmp_path / "r.jsonl")
+    assert taken and all(r["kernel"] == kernel and r["seconds"] > 0 for r in taken)
+    groups = {}
+    for r in taken:
+        groups.setdefault(r["dataset"], []).append(r["role"])
+    assert all(roles.count("ours") == 1 and "peer" in roles for roles in groups.values())

@@ -23,6 +23,7 @@ import time
 
 import autosparse as asp
 from autosparse.autoschedule.verify import verify
+from autosparse.benchmarks.records import Records, add_option
 
 KERNELS = {
     "SpMV": ("a(i) = B(i,j) * c(j)", {"B": "ds"}),
@@ -49,7 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stages", action="store_true", help="print every stage's count and time")
     parser.add_argument("--frontier", nargs="+", default=["paper"], choices=["paper", "ours"],
                         help="whose frontier: the paper's analysis or autosparse's default")
+    add_option(parser)
     args = parser.parse_args(argv)
+    records = Records(args.json)
     print("| kernel | mode | frontier | min-depth: distinct / every copy (paper) | undominated: distinct / every copy "
           "(paper) | distinct costs | compiled = numpy | "
           "programs processed | search s | s per program |")
@@ -72,9 +75,14 @@ def main(argv: list[str] | None = None) -> None:
                   f"{frontier} / {paper_frontier} ({'timed out' if paper_front is None else paper_front}) | "
                   f"{costs} | {checked} | {search.processed:,} / {search.total:,} | {seconds:.1f} | "
                   f"{seconds / max(search.processed, 1):.5f} |", flush=True)
-            if args.stages:
-                for stage in front.stages:
+            for stage in front.stages:
+                if args.stages:
                     print(f"|   | {stage.name} | {stage.count:,} | {stage.seconds:.3f} s |")
+                paper = (paper_total if stage.name.startswith("6 the same") else
+                         paper_front if stage.name.startswith("7 the same") else None)
+                records.add("count", kernel=name, mode=f"{mode}, {analysis}'s analysis", stage=stage.name,
+                            count=stage.count, seconds=stage.seconds, paper=paper,
+                            complete=front.complete)
 
 if __name__ == "__main__":
     main()

@@ -48,6 +48,8 @@ from autosparse.autoschedule.select import estimates
 from autosparse.notation import accesses, parse
 
 from .asymptotic_counts import KERNELS
+from .records import Records, add_option
+from .timing import batch_for, sample
 
 DATA = data.shipped_data()
 REAL_MATRICES = ("CollegeMsg", "bcsstk13", "facebook_combined", "Wiki-Vote", "4elt")
@@ -164,27 +166,24 @@ def in_child(work, timeout):
 def timed(kernel, operands, limit=None):
     """Median seconds of up to 5 samples after a warm-up call (fewer when a call is long, but always
     one: a first call pays for faulting in fresh result and workspace pages, which can take several
-    times a warm call; a call under 10 ms is sampled as the mean of a batch lasting about 20 ms), and
-    a checksum of the result. A warm-up call past 3 × `limit`, or a sample past `limit`, ends the timing
-    there ("cut"): the candidate is slower than the limit, and the samples left cannot change that."""
+    times a warm call; a call under 10 ms is sampled as a batch, timing.batch_for), and a checksum of
+    the result. A warm-up call past 3 × `limit`, or a sample past `limit`, ends the timing there
+    ("cut"): the candidate is slower than the limit, and the samples left cannot change that."""
     start = time.perf_counter()
     result = kernel(**operands)
     first = time.perf_counter() - start
     if limit is not None and first > 3 * limit:
         return {"seconds": first, "cut": True}
-    batch = max(1, int(0.02 / first)) if first < 0.01 else 1
+    values = np.asarray(result.vals if isinstance(result, asp.Tensor) else result, dtype=float)
+    checksum = {"sum": float(values.sum()), "squares": float((values * values).sum())}
+    result = values = None
+    batch = batch_for(first) if first < 0.01 else 1
     samples = []
     for _ in range(5 if first < 0.2 else 3 if first < 2 else 1):
-        result = None
-        start = time.perf_counter()
-        for _ in range(batch):
-            result = kernel(**operands)
-        samples.append((time.perf_counter() - start) / batch)
+        samples.append(sample(lambda: kernel(**operands), batch))
         if limit is not None and samples[-1] > limit:
             return {"seconds": samples[-1], "cut": True}
-    values = np.asarray(result.vals if isinstance(result, asp.Tensor) else result, dtype=float)
-    return {"seconds": statistics.median(samples), "sum": float(values.sum()),
-            "squares": float((values * values).sum())}
+    return {"seconds": statistics.median(samples), **checksum}
 
 
 def compiled_for(kernel, operands):
@@ -324,6 +323,15 @@ def report(name, label, operands, result, rows, failures):
     total_ratio = (f"{(chosen_outcome['seconds'] + chosen_transposes) / min(totals):.2f}"
                    if isinstance(chosen_outcome, dict) and totals else "—")
     rows.append((name, label, within, fastest_cin))
+    for contender, outcome, extra in (("default schedule", default, {}),
+                                      ("selected", chosen_outcome, {"transposes": chosen_transposes,
+                                                                    "cin": str(chosen.cin)}),
+                                      ("fastest candidate", {"seconds": fastest} if fastest else "failed",
+                                       {"cin": fastest_cin})):
+        ARGS.records.timing(name, label, contender, outcome["seconds"] if isinstance(outcome, dict) else None,
+                            role="ours" if contender == "selected" else "variant", nnz=nnz_of(operands),
+                            status="" if isinstance(outcome, dict) else outcome,
+                            **({"limit": ARGS.timeout} if outcome == "timeout" else {}), **extra)
     print(f"| {name} | {label} | {nnz_of(operands):,} | {fmt_seconds(default)} | {fmt_seconds(chosen_outcome)} | "
           f"{chosen_transposes:.3g} | {speedup} | {overall} | {fastest if fastest is None else f'{fastest:.4g}'} | "
           f"{ratio}{'' if within else ' ✗'} | {total_ratio} | {len(timed_ok)} + {cut} cut | {select_seconds * 1e3:.0f} | "
@@ -375,8 +383,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds of autoscheduling (SpMTTKRP's full search is anytime)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side")
+    add_option(parser)
     global ARGS
     ARGS = args = parser.parse_args(argv)
+    args.records = Records(args.json)  # forked workers append to the same file
     print("| kernel | input | nnz | default s | selected s | its transposes s | speedup | with transposes | "
           "fastest candidate s | selected / fastest | the same, transposes included | candidates timed | select ms | "
           "selected CIN |")

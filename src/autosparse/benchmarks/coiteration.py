@@ -20,40 +20,35 @@ in one process: the three measurements the paper's evaluation rests on.
     autosparse bench coiteration --quick          # small generated inputs only (smoke test)
     autosparse bench coiteration --only spmspv    # one part: spmspv, ttm or bcsr
 
-Each contender's result is checked against scipy/numpy once before anything is timed. Times are
-medians of --repeat samples, interleaved round-robin; a sample is one call, or for calls under 20 ms the
-mean of back-to-back calls lasting about that long; a contender whose first call exceeds --budget
-seconds is timed by that call alone (after one warm-up call, which is never timed). Only calls of
-compiled kernels on converted operands are timed.
+Each contender's result is checked against scipy/numpy once before anything is timed; contenders are
+timed as every suite times them (benchmarks/timing.py): medians of --repeat samples interleaved
+round-robin after an untimed warm-up call, a contender whose first timed call exceeds --budget seconds
+timed by that call alone. Only calls of compiled kernels on converted operands are timed.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import math
-import os
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
 import sparse
 
 import autosparse as asp
 from . import data
+from . import machine
 from .machine import progress
+from .records import Records, add_option
+from .timing import Mismatch, compare
 from .kernels import DATA, tensora_tensor
 
 import tensora
 
 STRATEGIES = ("merge", "gallop", "binary", "hash", "bitmap")
 SPMSPV = "y(i) = A(i,j) * x(j)"
-MIN_SAMPLE = 0.02
 
 
 def inputs(args, rng):
@@ -105,44 +100,23 @@ def dense(result) -> np.ndarray:
     return np.asarray(result).ravel()
 
 
-def sample(call) -> float:
-    """Seconds per call: one call, or the mean of a batch lasting about MIN_SAMPLE."""
-    start = time.perf_counter()
-    call()
-    seconds = time.perf_counter() - start
-    if seconds >= MIN_SAMPLE:
-        return seconds
-    batch = max(1, int(MIN_SAMPLE / max(seconds, 1e-7)))
-    start = time.perf_counter()
-    for _ in range(batch):
-        call()
-    return (time.perf_counter() - start) / batch
-
-
-def measure(calls: dict, expected: np.ndarray, repeat: int, budget: float, result=dense) -> dict[str, float | None]:
-    """Median seconds per contender (None: its result was wrong, as `result` reads it), samples
-    interleaved round-robin."""
-    times: dict[str, list[float]] = {}
-    slow, wrong = set(), set()
-    for name, (call, _) in calls.items():
-        outcome = call()  # the warm-up: a JIT's compilation (pydata's numba) is not the kernel's time
-        start = time.perf_counter()
-        call()
-        times[name] = [time.perf_counter() - start]
+def measure(calls: dict, expected: np.ndarray, args, result=dense) -> dict[str, float | None]:
+    """Median seconds per contender (timing.compare); None for one whose result, as `result` reads it,
+    differs from `expected` (reported on stderr)."""
+    def check(outcome):
         if not np.allclose(result(outcome), expected, rtol=1e-9, atol=1e-9):
-            print(f"  FAIL: {name} differs from scipy", file=sys.stderr)
-            wrong.add(name)
-        elif times[name][0] > budget:
-            slow.add(name)  # timed by its first call alone
-    timed = [n for n in calls if n not in slow | wrong]
-    for n in timed:
-        times[n] = []
-    for round_number in range(repeat):
-        shift = round_number % max(len(timed), 1)
-        for name in timed[shift:] + timed[:shift]:
-            times[name].append(sample(calls[name][0]))
-        gc.collect()
-    return {name: None if name in wrong else statistics.median(t) for name, t in times.items()}
+            raise Mismatch("differs from scipy")
+    timings = compare({name: (call, check) for name, (call, _) in calls.items()}, args.repeat, budget=args.budget)
+    for name, timing in timings.items():
+        if timing.status:
+            print(f"  {timing.status}: {name}: {timing.detail}", file=sys.stderr)
+    return {name: timing.seconds for name, timing in timings.items()}
+
+
+def record(args, kernel: str, dataset: str, medians: dict[str, float | None], ours: str, variants=(), **extra) -> None:
+    for name, seconds in medians.items():
+        role = "ours" if name == ours else "variant" if name in variants else "peer"
+        args.records.timing(kernel, dataset, name, seconds, role=role, **extra)
 
 
 def geomean(values) -> float:
@@ -159,7 +133,7 @@ def spmspv(args, rng) -> None:
     for name, A in progress(inputs(args, rng), "SpMSpV inputs"):
         x = sparse_vector(rng, A.shape[1], args.density)
         calls = contenders(A, x)
-        medians = measure(calls, A @ x, args.repeat, args.budget)
+        medians = measure(calls, A @ x, args)
         chosen = calls["auto"][1].chosen.body.coiterate.default.value
         fixed = {s: medians[s] for s in STRATEGIES if medians[s] is not None}
         best = min(fixed.values())
@@ -167,6 +141,7 @@ def spmspv(args, rng) -> None:
         cells = " | ".join("FAIL" if medians[n] is None else f"{medians[n] * 1e3:.3f}" for n in names)
         print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {np.count_nonzero(x):,} | {cells} | {chosen} | "
               f"{best / auto:.2f} | {medians['merge'] / auto:.2f} |", flush=True)
+        record(args, "SpMSpV", name, medians, "auto", STRATEGIES, nnz=A.nnz, chose=chosen)
         rows_out += 1
         within += auto <= 1.1 * best
         speedups.append(medians["merge"] / auto)
@@ -204,7 +179,8 @@ def ttm(args, rng) -> None:
         parallel = asp.compile(TTM, formats=formats, schedule="parallelize(i, cpu_thread, no_races)", num_threads=2)
         expected = serial(A=A, B=B).vals
         calls = {"serial": ((lambda: serial(A=A, B=B)), None), "parallel": ((lambda: parallel(A=A, B=B)), None)}
-        medians = measure(calls, expected, args.repeat, args.budget, result=lambda c: c.vals)
+        medians = measure(calls, expected, args, result=lambda c: c.vals)
+        record(args, "TTM, 2 threads", name, medians, "parallel", ("serial",), nnz=A.nnz)
         fibers = len(A.levels[1]["crd"])
         speedup = medians["serial"] / medians["parallel"]
         speedups.append(speedup)
@@ -241,7 +217,8 @@ def bcsr(args, rng) -> None:
         bsr = sp.bsr_array(A, blocksize=(b, b))
         calls = {names[0]: ((lambda: blocked(A=ours_bcsr, x=x)), None), names[1]: ((lambda: plain(A=ours_csr, x=x)), None),
                  names[2]: ((lambda: A @ x), None), names[3]: ((lambda: bsr @ x), None)}
-        medians = measure(calls, A @ x, args.repeat, args.budget)
+        medians = measure(calls, A @ x, args)
+        record(args, "SpMV on BCSR", name, medians, names[0], names[1:2], nnz=A.nnz)
         cells = " | ".join(f"{medians[n] * 1e3:.3f}" for n in names)
         print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {b}×{b} | {cells} | {medians[names[1]] / medians[names[0]]:.2f} |",
               flush=True)
@@ -257,11 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--seed", type=int, default=0)
+    add_option(parser)
     args = parser.parse_args(argv)
+    args.records = Records(args.json)
     rng = np.random.default_rng(args.seed)
     print(f"# `autosparse bench coiteration {' '.join(sys.argv[1:] if argv is None else argv)}`")
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, scipy "
-          f"{scipy.__version__}, medians of {args.repeat}, times in ms\n")
+    print(f"- machine: {machine.describe()}\n- medians of {args.repeat}, times in ms\n")
     for part in ("spmspv", "ttm", "bcsr"):
         if part in args.only:
             {"spmspv": spmspv, "ttm": ttm, "bcsr": bcsr}[part](args, rng)

@@ -10,9 +10,10 @@ run instead of winning it.
     autosparse bench conversion --quick   # generated data at 1 M nonzeros (CI)
     autosparse bench conversion --all     # every matrix and tensor of the data folder
 
-Throughput is input nonzeros per second: the median of --repeat timed runs after one warm-up run. A
-warm-up run longer than --budget seconds is taken as the only sample instead (Tensora converts in pure
-Python and takes about half a minute a call on the generated matrix); the "runs" column shows it.
+Throughput is input nonzeros per second: the median of --repeat samples, timed as every suite times
+them (benchmarks/timing.py) except that the checked first call is also the first timed one (no JIT to
+warm up): a first call longer than --budget seconds is the only sample (Tensora converts in pure Python
+and takes about half a minute a call on the generated matrix); the "runs" column shows it.
 Each peer uses its own natural path; "n/a" marks a conversion the peer does not offer.
 """
 
@@ -20,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import statistics
 import sys
-import time
 from itertools import chain
 from pathlib import Path
 
@@ -35,25 +34,12 @@ import autosparse as asp
 from autosparse.benchmarks import machine
 from autosparse.benchmarks.machine import progress
 from autosparse.benchmarks.data import shipped_data
+from autosparse.benchmarks.records import Records, add_option
+from autosparse.benchmarks.timing import Mismatch, compare
 
 # A stiffness matrix, one with explicit zeros, a rectangular one and the largest graph.
 DEFAULT_MATRICES = ("bcsstk13", "memplus", "Groebner_id2003_aug", "soc-brightkite")
 DATA = shipped_data()
-
-
-def measure(call, repeat: int, budget: float):
-    """(median seconds, timed runs, the last result) of `call`."""
-    start = time.perf_counter()
-    result = call()
-    seconds = [time.perf_counter() - start]
-    if seconds[0] <= budget:
-        seconds = []
-        for _ in range(repeat):
-            result = None  # let the previous result go before the next run allocates its own
-            start = time.perf_counter()
-            result = call()
-            seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), len(seconds), result
 
 
 def sorted_entries(coords: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,18 +78,21 @@ def entries(result, order: int) -> tuple[np.ndarray, np.ndarray]:
     raise TypeError(f"Expected a tensor, scipy.sparse array or dict, but found {type(result).__name__}")
 
 
-def check(where: str, result, reference, fmt: str | None = None, peer: bool = False) -> None:
-    """Abort unless `result` holds exactly the reference entries and, when `fmt` is given, is an autosparse
-    tensor in that format. A peer's result may lack the explicit zeros (Tensora's to_format drops them)."""
-    coords, values = entries(result, len(reference[0]))
-    if fmt is not None and result.format != asp.Format(fmt, order=result.order):
-        sys.exit(f"MISMATCH {where}: expected format {fmt}, but found {result.format}")
-    if peer and len(values) != len(reference[1]):
-        kept = reference[1] != 0
-        reference = (reference[0][:, kept], reference[1][kept])
-    if not (np.array_equal(coords, reference[0]) and np.allclose(values, reference[1], rtol=1e-12, atol=0)):
-        sys.exit(f"MISMATCH {where}: {coords.shape[1]} entries, {reference[0].shape[1]} expected; coordinates "
-                 f"or values differ")
+def checker(reference, fmt: str | None = None, peer: bool = False):
+    """A check (timing.Check) that a result holds exactly the reference entries and, when `fmt` is given,
+    is an autosparse tensor in that format. A peer's result may lack the explicit zeros (Tensora's
+    to_format drops them)."""
+    def check(result) -> None:
+        coords, values = entries(result, len(reference[0]))
+        if fmt is not None and result.format != asp.Format(fmt, order=result.order):
+            raise Mismatch(f"expected format {fmt}, but found {result.format}")
+        expected = reference
+        if peer and len(values) != len(reference[1]):
+            kept = reference[1] != 0
+            expected = (reference[0][:, kept], reference[1][kept])
+        if not (np.array_equal(coords, expected[0]) and np.allclose(values, expected[1], rtol=1e-12, atol=0)):
+            raise Mismatch(f"{coords.shape[1]} entries, {expected[0].shape[1]} expected; coordinates or values differ")
+    return check
 
 
 def matrix_cases(m: sp.csr_array):
@@ -195,8 +184,8 @@ def header(args) -> str:
         "# Conversion throughput", "",
         f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
         f"- machine: {machine.describe()}",
-        f"- M nnz/s = million input nonzeros per second, median of {args.repeat} timed runs after a warm-up "
-        f"(one run when the warm-up exceeds {args.budget:g} s); runs = autosparse/peer", "",
+        f"- M nnz/s = million input nonzeros per second, median of {args.repeat} interleaved samples (one when "
+        f"the first call exceeds {args.budget:g} s); runs = autosparse/peer", "",
         "| dataset | nnz | conversion | autosparse M nnz/s | peer | peer M nnz/s | autosparse/peer | runs |",
         "|---|---:|---|---:|---|---:|---:|---|",
     ])
@@ -212,27 +201,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (default: %(default)s)")
     parser.add_argument("--budget", type=float, default=10.0,
                         help="seconds above which the warm-up run is the only sample (default: %(default)s)")
+    add_option(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.size = 1_000_000
+    records = Records(args.json)
     print(header(args), flush=True)
+    failures = []
     for name, nnz, reference, cases in progress(datasets(args), "data sets"):
         for conversion, ours, fmt, peers in cases:
-            where = f"{name}, {conversion}"
-            seconds, runs, result = measure(ours, args.repeat, args.budget)
-            check(f"{where}, autosparse", result, reference, fmt)
-            result = None
-            for peer, call in peers:
-                cells = [peer, "n/a", "n/a", f"{runs}/-"]
-                if call is not None:
-                    peer_seconds, peer_runs, peer_result = measure(call, args.repeat, args.budget)
-                    check(f"{where}, {peer}", peer_result, reference, peer=True)
-                    peer_result = None
-                    cells = [peer, f"{rate(nnz, peer_seconds):,.2f}", ratio(peer_seconds / seconds),
-                             f"{runs}/{peer_runs}"]
-                print(f"| {name} | {nnz:,} | {conversion} | {rate(nnz, seconds):,.2f} | " + " | ".join(cells) + " |",
-                      flush=True)
-
+            contenders = {"autosparse": (ours, checker(reference, fmt)),
+                          **{peer: (call, checker(reference, peer=True)) for peer, call in peers if call is not None}}
+            timings = compare(contenders, args.repeat, budget=args.budget, warm_up=False)
+            for contender, timing in timings.items():
+                records.timing(conversion, name, contender, timing.seconds, role="ours" if contender == "autosparse" else "peer",
+                               status=timing.status, nnz=nnz)
+                if timing.status:
+                    failures.append(f"{timing.status} {name}, {conversion}, {contender}: {timing.detail}")
+            mine = timings["autosparse"]
+            for peer, _ in peers:
+                theirs = timings.get(peer)
+                cells = [peer, "n/a", "n/a", f"{mine.runs}/-"]
+                if theirs is not None and theirs.seconds and mine.seconds:
+                    cells = [peer, f"{rate(nnz, theirs.seconds):,.2f}", ratio(theirs.seconds / mine.seconds),
+                             f"{mine.runs}/{theirs.runs}"]
+                ours_rate = f"{rate(nnz, mine.seconds):,.2f}" if mine.seconds else mine.status
+                print(f"| {name} | {nnz:,} | {conversion} | {ours_rate} | " + " | ".join(cells) + " |", flush=True)
+    if failures:
+        print("\n" + "\n".join(f"- {failure}" for failure in failures))
+        sys.exit(1)
 
 if __name__ == "__main__":
     main()

@@ -14,14 +14,12 @@ and the run goes on.
     autosparse bench kernels --kernel spmv spgemm    # some kernels only (also: compile)
     autosparse bench kernels --data soc-brightkite med   # also real files of ../shared/data
 
-Times are the median of --repeat timed samples after one warm-up call (whose result is the one checked).
-A sample is one call, or for calls under --min-sample seconds (20 ms) the mean of a batch of back-to-back
-calls lasting about that long. The samples of one kernel are interleaved round-robin (ours, peer 1, peer
-2, ..., then peer 1, peer 2, ..., ours, ...; each round starts one contender later) so that the machine's
-drift, and the page-fault and compaction costs a memory-hungry peer leaves behind, hit every contender
-alike; the garbage collector runs between rounds, never inside a sample. A peer whose warm-up call
-exceeds --budget seconds is timed by that one call; the "runs" column shows it. Only the call of an
-already-compiled kernel on already-converted operands is timed, allocation of the result included.
+Every result is checked once before anything is timed, and contenders are timed as every suite times
+them (benchmarks/timing.py): after an untimed warm-up call, --repeat samples interleaved round-robin,
+each one call or, under --min-sample seconds (20 ms), the mean of a batch of calls lasting about that
+long; a peer whose first timed call exceeds --budget seconds is timed by that call alone (the "runs"
+column shows it). Only the call of an already-compiled kernel on already-converted operands is timed,
+allocation of the result included.
 Everything runs serially: BLAS, MKL and numba are held to one thread, and autosparse's default schedule
 has no parallel loop.
 Ratios are peer time / autosparse time: above 1 autosparse is faster.
@@ -58,6 +56,8 @@ from tensora.compile._cffi_ownership import allocate_taco_structure, global_weak
 
 import autosparse as asp
 from autosparse.benchmarks import data, machine
+from autosparse.benchmarks.records import Records, add_option
+from autosparse.benchmarks.timing import Mismatch, Timing, compare, interleaved
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
 DATA = data.shipped_data()
@@ -244,10 +244,6 @@ def csf_levels(coords: np.ndarray, shape) -> list[tuple[np.ndarray, np.ndarray]]
 
 # ---------------------------------------------------------------------------------------------------
 # Checks: every result as numpy arrays, compared with a scipy/numpy reference
-
-class Mismatch(Exception):
-    pass
-
 
 def close(values, expected) -> bool:
     values, expected = np.asarray(values), np.asarray(expected)
@@ -728,92 +724,41 @@ def all_cases(args, mkl, ref):
 # ---------------------------------------------------------------------------------------------------
 # Timing
 
-@dataclass
-class Timing:
-    seconds: float | None = None
-    runs: int = 0
-    status: str = ""  # "", "n/a", "FAIL", "WRONG"
-    detail: str = ""
-
-
-def json_records(case: Case, ours: Timing, peers: dict[str, Timing], sources: dict[str, str]) -> list[dict]:
+def record(records: Records, case: Case, ours: Timing, peers: dict[str, Timing], sources: dict[str, str]) -> None:
     """One record per contender of a case: what the report tabulates and plots."""
     nnz = max((t.nnz for t in case.operands.values() if isinstance(t, asp.Tensor) and not t.format.is_dense),
               default=0)
     source = sources.get(case.kernel)
-    common = {"kernel": case.kernel, "dataset": case.dataset, "nnz": nnz}
-    return [{**common, "contender": "autosparse", "seconds": ours.seconds, "status": ours.status,
-             "detail": ours.detail, "source": hashlib.sha256(source.encode()).hexdigest()[:12] if source else ""},
-            *({**common, "contender": name, "seconds": t.seconds, "status": t.status, "detail": t.detail}
-              for name, t in peers.items())]
+    source_hash = hashlib.sha256(source.encode()).hexdigest()[:12] if source else ""
+    for name, timing in {"autosparse": ours, **peers}.items():
+        records.timing(case.kernel, case.dataset, name, timing.seconds, role="ours" if name == "autosparse" else "peer",
+                       status=timing.status, detail=timing.detail, nnz=nnz,
+                       **({"source": source_hash} if name == "autosparse" else {}))
 
 
 def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[str, Timing]]:
-    """Compile, check once, then time autosparse and every peer round-robin."""
+    """Compile and check ours, then time it beside every peer (timing.compare)."""
     ours = Timing()
+    contenders = {}
     try:
         kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule)
-        result = kernel(**case.operands)  # first call: specialises and compiles (or loads from the cache)
-        case.check(result)
+        kernel(**case.operands)  # the first call specialises and compiles (or loads from the cache)
         sources[case.kernel] = kernel.source
+        contenders["autosparse"] = ((lambda: kernel(**case.operands)), case.check)
     except Exception as error:
         ours.status, ours.detail = "FAIL", f"{type(error).__name__}: {error}"
         print(f"FAIL autosparse {case.kernel} on {case.dataset}: {ours.detail}", file=sys.stderr)
         traceback.print_exc()
-        kernel = None
-    result = None
-    calls: dict[str, Callable[[], Any]] = {}
-    if kernel is not None:
-        calls["autosparse"] = lambda: kernel(**case.operands)
-    peers: dict[str, Timing] = {}
-    samples: dict[str, list[float]] = {}
-    for peer in case.peers:
-        timing = peers[peer.name] = Timing()
-        if peer.call is None:
-            timing.status, timing.detail = "n/a", peer.note
-            continue
-        try:
-            start = time.perf_counter()
-            result = peer.call()
-            warm = time.perf_counter() - start
-            peer.check(result)
-        except Exception as error:
-            timing.status = "WRONG" if isinstance(error, Mismatch) else "ERROR"  # disagreed / could not run
-            timing.detail = f"{type(error).__name__}: {error}"
-            print(f"{'MISMATCH' if isinstance(error, Mismatch) else 'ERROR'} {peer.name} on {case.kernel}, "
-                  f"{case.dataset}: {timing.detail}", file=sys.stderr)
-            continue
-        finally:
-            result = None
-        if warm > args.budget:
-            timing.seconds, timing.runs = warm, 1
-        else:
-            calls[peer.name] = peer.call
-    # Calls shorter than --min-sample are batched, so that a sample is not mostly timer and cold-cache noise.
-    batch = {}
-    for name, call in calls.items():
-        start = time.perf_counter()
-        result = call()
-        once = time.perf_counter() - start
-        result = None
-        batch[name] = max(1, min(1000, int(args.min_sample / max(once, 1e-7))))
-        samples[name] = []
-    order = list(calls.items())
-    for round_ in range(args.repeat):
-        gc.collect()
-        gc.disable()
-        try:  # each round starts one contender later: none always follows the same (memory-hungry) peer
-            for name, call in order[round_ % len(order):] + order[:round_ % len(order)]:
-                start = time.perf_counter()
-                for _ in range(batch[name]):
-                    result = call()
-                    result = None
-                samples[name].append((time.perf_counter() - start) / batch[name])
-        finally:
-            gc.enable()
-    for name, seconds in samples.items():
-        timing = ours if name == "autosparse" else peers[name]
-        timing.seconds, timing.runs = statistics.median(seconds), len(seconds)
+    contenders.update((peer.name, (peer.call, peer.check)) for peer in case.peers if peer.call is not None)
+    timings = compare(contenders, args.repeat, budget=args.budget, min_sample=args.min_sample)
+    for name, timing in timings.items():
+        if timing.status:
+            print(f"{timing.status} {name} on {case.kernel}, {case.dataset}: {timing.detail}", file=sys.stderr)
+    if "autosparse" in timings:
+        ours = timings.pop("autosparse")
+        if ours.status:  # our own result disagreed or our call raised
+            ours.status = "FAIL"
+    peers = {peer.name: timings.get(peer.name) or Timing(status="n/a", detail=peer.note) for peer in case.peers}
     return ours, peers
 
 
@@ -905,13 +850,7 @@ def call_overhead(repeat: int, calls: int = 2000) -> dict[str, float]:
 
     contenders = {"autosparse": lambda: kernel(A=A, x=X), "scipy A @ x": lambda: m @ x,
                   "C reference through ctypes": reference}
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, call in contenders.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                call()
-            samples[name].append((time.perf_counter() - start) / calls)
+    samples = interleaved(contenders, dict.fromkeys(contenders, calls), repeat)
     return {name: statistics.median(seconds) for name, seconds in samples.items()}
 
 
@@ -946,7 +885,7 @@ def header(args, mkl_note) -> str:
         f"- machine: {machine.describe()}",
         f"- ms = median of {args.repeat} samples after a warm-up, round-robin across contenders (rotated each "
         f"round); a sample is one call, or the mean of a batch of calls lasting about {args.min_sample * 1e3:g} ms "
-        f"for faster calls (a peer whose warm-up exceeds {args.budget:g} s is timed by that one call); ratio = peer "
+        f"for faster calls (a peer whose first timed call exceeds {args.budget:g} s is timed by that one call); ratio = peer "
         f"time / autosparse time (> 1: autosparse is faster); all serial (1 thread for BLAS, MKL, numba)",
     ]
     if mkl_note:
@@ -982,7 +921,7 @@ def main(argv: list[str] | None = None) -> None:
                              "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the generated data (default: %(default)s)")
     parser.add_argument("--sources", metavar="DIR", help="write the C of each autosparse kernel into DIR")
-    parser.add_argument("--json", metavar="FILE", help="also write every timing as JSON records (for the report)")
+    add_option(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -1008,14 +947,14 @@ def main(argv: list[str] | None = None) -> None:
     failures: list[str] = []
     sources: dict[str, str] = {}
     wrong: list[str] = []
-    records: list[dict] = []
+    records = Records(args.json)
     for make in machine.progress(all_cases(args, mkl, ref), "cases"):
         case = make()
         if isinstance(case, str):
             notes.append(case)
             continue
         ours, peers = run_case(case, args, sources)
-        records.extend(json_records(case, ours, peers, sources))
+        record(records, case, ours, peers, sources)
         label = f"FAIL ({ours.detail})" if ours.status == "FAIL" else ms(ours.seconds)
         if ours.status == "FAIL":
             failures.append(f"{case.kernel} on {case.dataset}: {ours.detail}")
@@ -1075,9 +1014,6 @@ def main(argv: list[str] | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for kernel, source in sources.items():
             (folder / f"{kernel.lower()}.c").write_text(source)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"suite": "kernels", "header": header(args, mkl_note),
-                                               "records": records}, indent=1))
     if failures or wrong:
         sys.exit(1)
 

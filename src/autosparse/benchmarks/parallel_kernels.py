@@ -1,71 +1,111 @@
-"""Parallel SpMM and SDDMM at 1 and 2 threads beside their peers at the same thread counts, in one process
-on the same data: SpMM against MKL (sparse_dot_mkl, its thread count set to match) and the hand-written C
-reference built with OpenMP; SDDMM against the C reference. Both kernels use the row-parallel schedule
-`parallelize(i, cpu_thread, no_races)`; SDDMM writes its result into the operand's pattern, so its rows are
-written in parallel without assembly.
+"""Parallel kernels at 1 and 2 threads beside their peers at the same thread counts, in one process on the
+same data, with the bandwidth scaling of a plain copy at 1 and 2 threads beside them (the memory-traffic
+floor these memory-bound kernels share):
 
-    autosparse bench scaling [--repeat 11] [--quick]
+- SpMV on a uniform and an R-MAT power-law matrix (rows skewed towards the first ones, as in graphs,
+  where a static split of rows gives one thread most of the nonzeros): the row loop in parallel
+  (`parallelize(i)`), Senanayake et al.'s row split (`split(i, i0, i1, 2048)`, tiles in parallel) and the
+  load-balanced schedule (`collapse(i, j, f); pos(f, fp, A(i,j)); split(fp, p0, p1, 65536)`, chunks of
+  nonzeros in parallel with atomic flushes of each row's sum), beside the serial default and scipy;
+- SpMM against MKL (sparse_dot_mkl, its thread count set to match) and the hand-written C reference
+  built with OpenMP; SDDMM against the C reference (its result written into the operand's pattern);
+- SpGEMM into sorted CSR (threads count their rows, one sizes the arrays, threads fill their rows) and
+  TTM into a dense-compressed-dense result, against the serial default schedule and sorted-output peers.
 
-Sizes are those of autosparse bench kernels (SpMM 100,000² with 1,000,000 nonzeros times 100,000 × 64; SDDMM
-20,000² with 1,000,000 nonzeros, K = 32), working sets far beyond the 512 KiB L2 per core. Medians of
---repeat calls, round-robin; ratio = peer time / autosparse time at the same thread count (> 1: autosparse
-faster).
+    autosparse bench scaling [--kernel spmv spmm ...] [--repeat 11] [--quick]
+
+Sizes: SpMV 2^21 rows with 20 M nonzeros; SpMM 100,000² with 1,000,000 nonzeros times 100,000 × 64;
+SDDMM 20,000² with 1,000,000 nonzeros, K = 32; SpGEMM two 100,000² with 1,000,000 each; TTM 2,000³ with
+1,000,000 (--quick: a tenth, SpMV an eighth), working sets far beyond the 512 KiB L2 per core. Each
+result is checked before timing; medians of --repeat samples as every suite times them
+(benchmarks/timing.py); ratio = contender time / autosparse's at the same thread count.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
 
 import autosparse as asp
+from . import data, machine
 from .kernels import Reference, load_mkl, ptr
+from .records import Records, add_option
+from .timing import compare
 
 ROWS = "parallelize(i, cpu_thread, no_races)"
+SPMV = "y(i) = A(i,j) * x(j)"
+ROW_SPLIT = "split(i, i0, i1, 2048); parallelize(i0, cpu_thread, no_races)"
+BALANCED = "collapse(i, j, f); pos(f, fp, A(i,j)); split(fp, p0, p1, 65536); parallelize(p0, cpu_thread, atomics)"
 
 
-def _time_ms(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3
+def _matrix(rows: int, nnz: int, seed: int) -> sp.csr_array:
+    return data.generate("uniform", rows, rows, nnz, seed=seed)
 
 
-def _matrix(rows: int, cols: int, nnz: int, rng) -> sp.csr_array:
-    matrix = sp.csr_array((rng.random(nnz) + 0.5, (rng.integers(0, rows, nnz), rng.integers(0, cols, nnz))),
-                          shape=(rows, cols))
-    matrix.sum_duplicates()
-    # int32 indices, as the C references take them (scipy keeps the int64 of the coordinates given)
-    return sp.csr_array((matrix.data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int32)),
-                        shape=matrix.shape)
+def _medians(contenders: dict, repeat: int) -> dict[str, float]:
+    timings = compare({name: (call, None) for name, (_, call) in contenders.items()}, repeat)
+    return {name: timing.seconds * 1e3 for name, timing in timings.items()}
 
 
-def _medians(contenders: dict, repeat: int, mkl=None) -> dict[str, float]:
-    """Round-robin medians; a contender named with its thread count sets MKL's before it runs."""
-    times = {name: [] for name in contenders}
-    for _ in range(repeat + 1):  # the first round warms up
-        for name, (threads, fn) in contenders.items():
-            if mkl is not None:
-                mkl.mkl_set_num_threads(threads)
-            times[name].append(_time_ms(fn))
-    return {name: statistics.median(samples[1:]) for name, samples in times.items()}
-
-
-def _table(title: str, medians: dict[str, float], contenders: dict) -> None:
-    print(f"\n{title}\n")
+def _table(args, kernel: str, dataset: str, details: str, medians: dict[str, float], contenders: dict,
+           nnz: int) -> None:
+    print(f"\n{kernel}, {dataset} {details}, medians of {args.repeat}\n")
     print("| contender | threads | ms | vs autosparse at equal threads |")
     print("|---|---:|---:|---:|")
-    ours = {threads: medians[name] for name, (threads, _) in contenders.items() if name.startswith("autosparse")}
+    mine = {threads: medians[name] for name, (threads, _) in contenders.items()
+            if name.startswith("autosparse") and "serial" not in name}
     for name, (threads, _) in contenders.items():
-        print(f"| {name} | {threads} | {medians[name]:.2f} | {medians[name] / ours[threads]:.2f}× |")
-    print(f"\nautosparse 2 threads vs 1: {ours[1] / ours[2]:.2f}×")
+        print(f"| {name} | {threads} | {medians[name]:.2f} | {medians[name] / mine[threads]:.2f}× |")
+    _record(args, kernel, dataset, medians, contenders, nnz)
+    print(f"\nautosparse 2 threads vs 1: {mine[1] / mine[2]:.2f}×")
 
 
-def spmm(rows: int, nnz: int, cols: int, repeat: int, rng, ref: Reference, mkl) -> None:
-    m = _matrix(rows, rows, nnz, rng)
+def _record(args, kernel: str, dataset: str, medians: dict[str, float], contenders: dict, nnz: int) -> None:
+    """Each thread count its own group, autosparse's parallel schedule at that count the one compared
+    with; the 2-thread group also holds autosparse at 1 thread, for the scaling."""
+    for threads in (1, 2):
+        group = f"{dataset}, {threads} thread{'s' * (threads > 1)}"
+        for name, (count, _) in contenders.items():
+            role = ("ours" if name == f"autosparse {threads}" else "bound" if name.startswith("copy") else
+                    "variant" if name.startswith(("autosparse", "row split", "load-balanced")) else "peer")
+            if count == threads or (threads == 2 and name == "autosparse 1"):
+                args.records.timing(kernel, group, name, medians[name] / 1e3, role=role, threads=count, nnz=nnz)
+
+
+def spmv(args, rng, ref: Reference, mkl) -> None:
+    scale, nnz = (18, 2_500_000) if args.quick else (21, 20_000_000)
+    n = 1 << scale
+    matrices = {"uniform random": _matrix(n, nnz, args.seed),
+                "R-MAT power law": data.generate("rmat", scale, edge_factor=nnz >> scale, seed=args.seed)}
+    for name, matrix in matrices.items():
+        x = rng.random(n)
+        A = asp.Tensor.from_scipy(matrix)
+        expected = matrix @ x
+        kernels = {"autosparse serial kernel": (1, asp.compile(SPMV, {"A": "csr"}))}
+        for threads in (1, 2):
+            for label, schedule in (("autosparse", ROWS), ("row split", ROW_SPLIT), ("load-balanced", BALANCED)):
+                kernels[f"{label} {threads}"] = (threads, asp.compile(SPMV, {"A": "csr"}, schedule=schedule,
+                                                                     num_threads=threads))
+        contenders = {}
+        for label, (threads, kernel) in kernels.items():
+            np.testing.assert_allclose(kernel(A=A, x=x).to_numpy(), expected, rtol=1e-10)
+            contenders[label] = (threads, lambda k=kernel: k(A=A, x=x))
+        contenders["scipy A @ x"] = (1, lambda: matrix @ x)
+        contenders.update(_copies(matrix.data.nbytes + matrix.indices.nbytes))
+        heaviest = int(np.diff(matrix.indptr).max())
+        half = int(matrix.indptr[n // 2])
+        medians = _medians(contenders, args.repeat)
+        _table(args, "SpMV", name, f"{n:,}² with {matrix.nnz:,} nonzeros (heaviest row {heaviest:,}, first half of "
+               f"the rows {half / max(matrix.nnz, 1):.0%} of the nonzeros)", medians, contenders, matrix.nnz)
+        _scaling(medians)
+
+
+def spmm(args, rng, ref: Reference, mkl) -> None:
+    rows, nnz, cols = 100_000 // args.scale, 1_000_000 // args.scale, 64
+    m = _matrix(rows, nnz, args.seed)
     b = rng.random((rows, cols))
     expected = m @ b
     A, B = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(b)
@@ -83,15 +123,16 @@ def spmm(rows: int, nnz: int, cols: int, repeat: int, rng, ref: Reference, mkl) 
         np.testing.assert_allclose(reference(), expected, rtol=1e-12)
         contenders[f"C reference {threads}"] = (threads, reference)
         if mkl is not None:
-            mkl.mkl_set_num_threads(threads)
-            np.testing.assert_allclose(mkl.dot_product_mkl(m, b), expected, rtol=1e-12)
-            contenders[f"MKL {threads}"] = (threads, lambda: mkl.dot_product_mkl(m, b))
-    _table(f"SpMM {rows:,}² with {m.nnz:,} nonzeros × dense {rows:,} × {cols}, medians of {repeat} rounds",
-           _medians(contenders, repeat, mkl), contenders)
+            call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(m, b))
+            np.testing.assert_allclose(call(), expected, rtol=1e-12)
+            contenders[f"MKL {threads}"] = (threads, call)
+    _table(args, "SpMM", "uniform random", f"{rows:,}² with {m.nnz:,} nonzeros × dense {rows:,} × {cols}",
+           _medians(contenders, args.repeat), contenders, m.nnz)
 
 
-def sddmm(rows: int, nnz: int, k: int, repeat: int, rng, ref: Reference) -> None:
-    m = _matrix(rows, rows, nnz, rng)
+def sddmm(args, rng, ref: Reference, mkl) -> None:
+    rows, nnz, k = 20_000 // args.scale, 1_000_000 // args.scale, 32
+    m = _matrix(rows, nnz, args.seed)
     c, d = rng.random((rows, k)), rng.random((k, rows))
     B, C, D = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(c), asp.Tensor.from_numpy(d)
     function = ref.function("sddmm", "sddmm")
@@ -111,8 +152,16 @@ def sddmm(rows: int, nnz: int, k: int, repeat: int, rng, ref: Reference) -> None
         contenders[f"C reference {threads}"] = (threads, reference)
     for result in results[1:]:
         np.testing.assert_allclose(result, results[0], rtol=1e-12)
-    _table(f"SDDMM {rows:,}² with {m.nnz:,} nonzeros, K = {k}, medians of {repeat} rounds",
-           _medians(contenders, repeat), contenders)
+    _table(args, "SDDMM", "uniform random", f"{rows:,}² with {m.nnz:,} nonzeros, K = {k}",
+           _medians(contenders, args.repeat), contenders, m.nnz)
+
+
+def _mkl(mkl, threads: int, call):
+    """`call` with MKL's thread count set first (MKL keeps one process-wide count)."""
+    def with_threads():
+        mkl.mkl_set_num_threads(threads)
+        return call()
+    return with_threads
 
 
 def _copies(nbytes: int) -> dict:
@@ -125,8 +174,8 @@ def _copies(nbytes: int) -> dict:
         for future in [pool.submit(np.copyto, target[:half], source[:half]),
                        pool.submit(np.copyto, target[half:], source[half:])]:
             future.result()
-    return {"copy of the result's bytes 1": (1, lambda: np.copyto(target, source)),
-            "copy of the result's bytes 2": (2, two)}
+    return {"copy of the same bytes 1": (1, lambda: np.copyto(target, source)),
+            "copy of the same bytes 2": (2, two)}
 
 
 def _same_csr(result: asp.Tensor, expected: sp.csr_array) -> None:
@@ -137,10 +186,9 @@ def _same_csr(result: asp.Tensor, expected: sp.csr_array) -> None:
     np.testing.assert_allclose(mine.data, expected.data, rtol=1e-12)
 
 
-def spgemm(rows: int, nnz: int, repeat: int, rng, mkl) -> None:
-    """Parallel two-phase assembly: threads count their rows, one sizes the arrays, threads fill their
-    rows; against the serial kernel (default schedule: bound phase, then fill) and sorted-output peers."""
-    a, b = _matrix(rows, rows, nnz, rng), _matrix(rows, rows, nnz, rng)
+def spgemm(args, rng, ref: Reference, mkl) -> None:
+    rows, nnz = 100_000 // args.scale, 1_000_000 // args.scale
+    a, b = _matrix(rows, nnz, args.seed), _matrix(rows, nnz, args.seed + 1)
     expected = a @ b
     expected.sort_indices()
     A, B = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
@@ -153,11 +201,9 @@ def spgemm(rows: int, nnz: int, repeat: int, rng, mkl) -> None:
         _same_csr(kernel(A=A, B=B), expected)
         contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B))
         if mkl is not None:
-            mkl.mkl_set_num_threads(threads)
-            _same_csr(asp.Tensor.from_scipy(sp.csr_array(mkl.dot_product_mkl(a, b, reorder_output=True))),
-                      expected)
-            contenders[f"MKL {threads} (sorted output)"] = (threads,
-                                                            lambda: mkl.dot_product_mkl(a, b, reorder_output=True))
+            call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(a, b, reorder_output=True))
+            _same_csr(asp.Tensor.from_scipy(sp.csr_array(call())), expected)
+            contenders[f"MKL {threads} (sorted output)"] = (threads, call)
 
     def scipy_sorted():
         product = a @ b
@@ -165,17 +211,17 @@ def spgemm(rows: int, nnz: int, repeat: int, rng, mkl) -> None:
         return product
     contenders["scipy A @ B, sorted"] = (1, scipy_sorted)
     contenders.update(_copies(expected.nnz * 12))
-    medians = _medians(contenders, repeat, mkl)
-    _table(f"SpGEMM {rows:,}² × {rows:,}² with {a.nnz:,} and {b.nnz:,} nonzeros into sorted CSR "
-           f"({expected.nnz:,} nonzeros), medians of {repeat} rounds", medians, contenders)
-    _scaling(medians, "autosparse serial kernel")
+    medians = _medians(contenders, args.repeat)
+    _table(args, "SpGEMM", "uniform random", f"{rows:,}² × {rows:,}² with {a.nnz:,} and {b.nnz:,} nonzeros into "
+           f"sorted CSR ({expected.nnz:,} nonzeros)", medians, contenders, a.nnz)
+    _scaling(medians)
 
 
-def ttm(size: int, nnz: int, rank: int, repeat: int, rng) -> None:
+def ttm(args, rng, ref: Reference, mkl) -> None:
     """TTM into a dense-compressed-dense result, assembled by the threads (rows of i)."""
-    coords = np.unique(rng.integers(0, size, (nnz, 3)), axis=0)
-    values = rng.random(len(coords)) + 0.5
-    B = asp.Tensor.from_coo(coords.T, values, (size,) * 3, "dss")
+    size, nnz, rank = 2_000 // args.scale, 1_000_000 // args.scale, 16
+    made = data.generate("uniform_tensor", (size,) * 3, nnz, seed=args.seed)
+    B = asp.Tensor.from_coo(made.coords, made.vals, made.shape, "dss")
     C = rng.random((rank, size))
     formats = {"B": "dss", "C": "dense", "A": "dsd"}
     serial = asp.compile("A(i,j,k) = B(i,j,l) * C(k,l)", formats)
@@ -186,16 +232,19 @@ def ttm(size: int, nnz: int, rank: int, repeat: int, rng) -> None:
         np.testing.assert_array_equal(kernel(B=B, C=C).vals, expected.vals)
         contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(B=B, C=C))
     contenders.update(_copies(len(expected.vals) * 8))
-    medians = _medians(contenders, repeat)
-    _table(f"TTM {size:,}³ with {len(coords):,} nonzeros × dense {rank} × {size:,} into dsd "
-           f"({len(expected.vals):,} values), medians of {repeat} rounds", medians, contenders)
-    _scaling(medians, "autosparse serial kernel")
+    medians = _medians(contenders, args.repeat)
+    _table(args, "TTM", "uniform random", f"{size:,}³ with {B.nnz:,} nonzeros × dense {rank} × {size:,} into dsd "
+           f"({len(expected.vals):,} values)", medians, contenders, B.nnz)
+    _scaling(medians)
 
 
-def _scaling(medians: dict[str, float], serial: str) -> None:
-    copy = medians["copy of the result's bytes 1"] / medians["copy of the result's bytes 2"]
-    print(f"autosparse 2 threads vs the serial kernel: {medians[serial] / medians['autosparse 2']:.2f}×; "
+def _scaling(medians: dict[str, float]) -> None:
+    copy = medians["copy of the same bytes 1"] / medians["copy of the same bytes 2"]
+    print(f"autosparse 2 threads vs the serial kernel: {medians['autosparse serial kernel'] / medians['autosparse 2']:.2f}×; "
           f"copy bandwidth scaling 2 vs 1 thread: {copy:.2f}×")
+
+
+KERNELS = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm, "spgemm": spgemm, "ttm": ttm}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,23 +252,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--kernel", nargs="+", choices=["spmm", "sddmm", "spgemm", "ttm"])
+    parser.add_argument("--kernel", nargs="+", choices=list(KERNELS), default=list(KERNELS))
+    add_option(parser)
     args = parser.parse_args(argv)
+    args.records = Records(args.json)
+    args.scale = 10 if args.quick else 1
     rng = np.random.default_rng(args.seed)
-    scale = 10 if args.quick else 1
     mkl, why = load_mkl()
+    print(f"- machine: {machine.describe()}")
     if mkl is None:
-        print(f"MKL: n/a — {why}")
+        print(f"- MKL: n/a — {why}")
     ref = Reference(openmp=True)
-    wanted = args.kernel or ["spmm", "sddmm", "spgemm", "ttm"]
-    if "spmm" in wanted:
-        spmm(100_000 // scale, 1_000_000 // scale, 64, args.repeat, rng, ref, mkl)
-    if "sddmm" in wanted:
-        sddmm(20_000 // scale, 1_000_000 // scale, 32, args.repeat, rng, ref)
-    if "spgemm" in wanted:
-        spgemm(100_000 // scale, 1_000_000 // scale, args.repeat, rng, mkl)
-    if "ttm" in wanted:
-        ttm(2_000 // scale, 1_000_000 // scale, 16, args.repeat, rng)
+    for name in machine.progress(args.kernel, "kernels"):
+        KERNELS[name](args, rng, ref, mkl)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import time
 
 import autosparse as asp
 from autosparse.autoschedule.verify import verify
+from autosparse.benchmarks.records import Records, add_option
 
 KERNELS = {
     1: ("A(i,l) = B(i,j) * C(i,k) * D(j,k) * E(j,l)", {"B": "ds"}),
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kernel", type=int, nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--rule", choices=("everywhere", "literal"), default="everywhere")
     parser.add_argument("--no-check", action="store_true")
+    add_option(parser)
     args = parser.parse_args(argv)
+    records = Records(args.json)
     print("| # | kernel | generated (paper) | stage 1 (paper) | stage 2 (paper) | stage 3 (paper) | "
           "generation s (paper) | stage 1 s (paper) | stage 2 s (paper) | stage 3 s (paper) | compiled = numpy |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -80,6 +83,12 @@ def main(argv: list[str] | None = None) -> None:
         counts = [f"{generated.count:,} ({paper[0]:,})"] + [
             f"{_pair(s.count, s.groups)} ({_pair(*p)})" for s, p in zip(stages, paper[1:])]
         seconds = [f"{s.seconds:.3g} ({p:g})" for s, p in zip(found.stages, PAPER_SECONDS[number])]
+        for stage, found_stage, theirs, their_seconds in zip(("generated", "stage 1", "stage 2", "stage 3"),
+                                                             found.stages, (paper[0], *(p[0] for p in paper[1:])),
+                                                             PAPER_SECONDS[number]):
+            records.add("count", kernel=f"{number} {NAMES[number]}", mode=f"rule {args.rule}", stage=stage,
+                        count=found_stage.count, distinct_costs=getattr(found_stage, "groups", None),
+                        seconds=found_stage.seconds, paper=theirs, paper_seconds=their_seconds)
         checked = "—" if args.no_check else f"{verify(found)[0]} / {len(found)}"
         print(f"| {number} | {NAMES[number]} | {' | '.join(counts)} | {' | '.join(seconds)} | {checked} |", flush=True)
         print(f"<!-- kernel {number}: {total:.2f} s through stage 3, {found.search.solver_queries} solver queries, "

@@ -35,6 +35,7 @@ from autosparse.autoschedule.sparseauto.runtime import sizes
 from autosparse.notation import accesses, parse
 
 from .asymptotic_select import DATA, agrees, in_child, timed
+from .records import Records, add_option
 from .sparseauto_counts import KERNELS, NAMES, front
 
 # name: (shape, nonzeros) of the paper's datasets (Table 1) that the synthetic inputs scale.
@@ -139,6 +140,14 @@ def run_kernel(number, args):
         for name, outcome in (("default", default), ("asymptotic", other)):
             if outcome and selected and not agrees(outcome, selected):
                 print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
+        for contender, outcome, extra in (("default schedule", default, {"limit": args.timeout}),
+                                          ("selected", selected, {"schedule": str(chosen)}),
+                                          ("asymptotic pick", other, {})):
+            if contender != "asymptotic pick" or len(asymptotic):
+                args.records.timing(f"{number} {NAMES[number]}", label, contender,
+                                    outcome["seconds"] if outcome else None,
+                                    role="ours" if contender == "selected" else "variant",
+                                    status="" if outcome else "timeout", nnz=found["B"].nnz, **extra)
         speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
                    f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
         versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
@@ -175,6 +184,11 @@ def run_cases(args):
         measured = " < ".join(finished) + (f" (then {', '.join(cut)}: > {args.timeout:g} s)" if cut else "")
         predicted = " < ".join(sorted(model, key=model.get))
         chosen = candidates.select(**found)
+        for name in FIGURE_2:
+            args.records.timing("TTMc §3.1", f"case {case}", f"schedule {name}",
+                                times[name]["seconds"] if times[name] else None,
+                                role="variant", status="" if times[name] else "timeout", nnz=nnz,
+                                predicted=model[name])
         print(f"| {case} | {i}×{j}×{k}, {l},{m},{n} | {nnz:,} | " + " | ".join(fmt(times[s], args.timeout)
                                                                               for s in FIGURE_2)
               + f" | {measured} | {predicted} | `{chosen}` |", flush=True)
@@ -202,7 +216,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases-only", action="store_true")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side (the cases run after them)")
+    add_option(parser)
     args = parser.parse_args(argv)
+    args.records = Records(args.json)  # forked workers append to the same file
     if not args.cases_only:
         run_kernels(args)
     if not args.no_cases:

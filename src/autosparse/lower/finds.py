@@ -226,7 +226,7 @@ class Finder:
                     b.line(f"{table}[{crd('q')}] = 0;")
             else:
                 b.line(f"const int64_t length = {self.end} - {lo};")
-                b.line(f"int64_t slots = 16; while (slots < 2 * length) slots <<= 1;")
+                b.line("int64_t slots = 16; while (slots < 2 * length) slots <<= 1;")
                 with b.block(f"if (slots > {table}_capacity)"):
                     b.line(f"free({table});")
                     b.line(f"{table} = malloc((size_t)slots * 2 * sizeof(int64_t));")
