@@ -72,8 +72,9 @@ def run_suite(directory: Path, suite: str, options: list[str]) -> int:
 def _commit() -> str:
     found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
                            cwd=Path(__file__).parent)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           check=False, cwd=Path(__file__).parent).stdout.strip()
+    # the sources only: the report's own files change as it is written
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/src", ":/pyproject.toml"],
+                           capture_output=True, text=True, check=False, cwd=Path(__file__).parent).stdout.strip()
     return (found.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
 
 
