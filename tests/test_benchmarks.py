@@ -274,8 +274,10 @@ def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
 
 @pytest.mark.parametrize("suite, options, kernel", [
     ("scaling", ["--quick", "--kernel", "sddmm", "--repeat", "1"], "SDDMM"),
-    ("coiteration", ["--quick", "--only", "bcsr", "--repeat", "1"], "SpMV on BCSR")])
-def test_other_suites_leave_records_with_autosparse_marked(tmp_path, suite, options, kernel):
+    ("coiteration", ["--quick", "--only", "bcsr", "--repeat", "1"], "SpMV on BCSR"),
+    ("asymptotic", ["--quick", "--kernel", "SpMV", "--max-n", "256", "--scales"], "SpMV"),
+    ("sparseauto", ["--quick", "--kernel", "4", "--no-cases"], "4 ⟨SpMM,GEMM⟩")])
+def test_other_suites_leave_records_with_autosparse_marked_and_its_source_hashed(tmp_path, suite, options, kernel):
     from autosparse.benchmarks import command
     from autosparse.benchmarks.records import read
 
@@ -286,5 +288,22 @@ def test_other_suites_leave_records_with_autosparse_marked(tmp_path, suite, opti
     assert taken and all(r["kernel"] == kernel and r["seconds"] > 0 for r in taken)
     groups = {}
     for r in taken:
-        groups.setdefault(r["dataset"], []).append(r["role"])
-    assert all(roles.count("ours") == 1 and "peer" in roles for roles in groups.values())
+        groups.setdefault(r["dataset"], []).append(r)
+        if r["role"] == "ours":
+            assert len(r["source"]) == 12 and int(r["source"], 16) >= 0
+    assert all([r["role"] for r in group].count("ours") == 1 for group in groups.values())
+
+
+@pytest.mark.parametrize("suite, module", [("asymptotic-counts", "asymptotic_counts"),
+                                           ("sparseauto-counts", "sparseauto_counts")])
+def test_counting_suites_have_a_quick_size_and_record_every_stage(tmp_path, suite, module):
+    import importlib
+
+    from autosparse.benchmarks.records import read
+
+    main = importlib.import_module(f"autosparse.benchmarks.{module}").main
+    kernel = {"asymptotic-counts": "SpMV", "sparseauto-counts": "4"}[suite]
+    main(["--quick", "--kernel", kernel, "--no-check", "--json", str(tmp_path / "r.jsonl")])
+    taken = read(tmp_path / "r.jsonl")
+    assert taken and all(r["kind"] == "count" and r["count"] >= 1 for r in taken)
+    assert any(r["paper"] is not None and r["count"] == r["paper"] for r in taken)  # the final frontier's

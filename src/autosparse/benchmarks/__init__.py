@@ -24,3 +24,12 @@ def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
     program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
                f"from autosparse.benchmarks.{SUITES[suite]} import main; main()")
     return [sys.executable, "-c", program, *options], environment
+
+
+def quick_sizes(parser, args, **sizes) -> None:
+    """With --quick, `sizes` for the options the command line left at their defaults: a run small
+    enough for CI that still goes through every step of the suite."""
+    if args.quick:
+        for name, value in sizes.items():
+            if getattr(args, name) == parser.get_default(name):
+                setattr(args, name, value)

@@ -23,6 +23,7 @@ import time
 
 import autosparse as asp
 from autosparse.autoschedule.verify import verify
+from autosparse.benchmarks import quick_sizes
 from autosparse.benchmarks.records import Records, add_option
 
 KERNELS = {
@@ -50,8 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stages", action="store_true", help="print every stage's count and time")
     parser.add_argument("--frontier", nargs="+", default=["paper"], choices=["paper", "ours"],
                         help="whose frontier: the paper's analysis or autosparse's default")
+    parser.add_argument("--quick", action="store_true", help="CI size: SpMV, SpMV2 and SpGEMM, 10 s searches")
     add_option(parser)
     args = parser.parse_args(argv)
+    quick_sizes(parser, args, kernel=["SpMV", "SpMV2", "SpGEMM"], limit=10.0)
     records = Records(args.json)
     print("| kernel | mode | frontier | min-depth: distinct / every copy (paper) | undominated: distinct / every copy "
           "(paper) | distinct costs | compiled = numpy | "

@@ -43,12 +43,12 @@ from itertools import repeat
 import numpy as np
 
 import autosparse as asp
-from autosparse.benchmarks import data
+from autosparse.benchmarks import data, quick_sizes
 from autosparse.autoschedule.select import estimates
 from autosparse.notation import accesses, parse
 
 from .asymptotic_counts import KERNELS
-from .records import Records, add_option
+from .records import Records, add_option, source_hash
 from .timing import batch_for, sample
 
 DATA = data.shipped_data()
@@ -191,6 +191,9 @@ def compiled_for(kernel, operands):
     types), so that a child's time limit covers the run only."""
     stand_ins = {}
     for name, tensor in operands.items():
+        if not isinstance(tensor, asp.Tensor):  # a numpy array
+            stand_ins[name] = np.zeros((3,) * np.ndim(tensor))
+            continue
         shape = (3,) * tensor.order
         if tensor.format.is_dense:
             stand_ins[name] = asp.Tensor.from_numpy(np.zeros(shape), format=tensor.format)
@@ -232,7 +235,8 @@ def reformatted(operands, formats, cache):
 
 def measure_input(name, front, operands, args):
     expression, formats = KERNELS[name]
-    default_kernel = asp.compile(expression, formats=formats)
+    default_kernel = compiled_for(asp.compile(expression, formats=formats), operands)
+    hashes = {"default schedule": source_hash(default_kernel)}
     default = in_child(lambda: timed(default_kernel, operands), args.timeout + 30)
     start = time.perf_counter()
     chosen = front.select(**operands)
@@ -261,10 +265,11 @@ def measure_input(name, front, operands, args):
                 outcome = "timeout"
         timings.append([cand, outcome, transposes])
         runs[id(cand)] = (kernel, ready)
+        hashes[id(cand)] = source_hash(kernel)
         if isinstance(outcome, dict):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
     default = confirmed(default, timings, chosen, runs, default_kernel, operands)
-    return default, chosen, select_seconds, timings
+    return default, chosen, select_seconds, timings, hashes
 
 
 def confirmed(default, timings, chosen, runs, default_kernel, operands, rounds=2):
@@ -302,11 +307,12 @@ def fmt_seconds(outcome):
 
 
 def report(name, label, operands, result, rows, failures):
-    default, chosen, select_seconds, timings = result
+    default, chosen, select_seconds, timings, hashes = result
     chosen_outcome, chosen_transposes = next((o, t) for c, o, t in timings if c is chosen)
     timed_ok = [(c, o) for c, o, _ in timings if isinstance(o, dict)]
     fastest = min((o["seconds"] for _, o in timed_ok), default=None)
-    fastest_cin = next((str(c.cin) for c, o in timed_ok if o["seconds"] == fastest), "—")
+    fastest_candidate = next((c for c, o in timed_ok if o["seconds"] == fastest), None)
+    fastest_cin = str(fastest_candidate.cin) if fastest_candidate else "—"
     cut = sum(1 for _, o, _ in timings if o == "timeout")
     failures += [(name, label, str(c.cin), o) for c, o, _ in timings if isinstance(o, str) and o != "timeout"]
     within = isinstance(chosen_outcome, dict) and fastest is not None and chosen_outcome["seconds"] <= 1.25 * fastest
@@ -323,11 +329,12 @@ def report(name, label, operands, result, rows, failures):
     total_ratio = (f"{(chosen_outcome['seconds'] + chosen_transposes) / min(totals):.2f}"
                    if isinstance(chosen_outcome, dict) and totals else "—")
     rows.append((name, label, within, fastest_cin))
-    for contender, outcome, extra in (("default schedule", default, {}),
+    for contender, outcome, extra in (("default schedule", default, {"source": hashes["default schedule"]}),
                                       ("selected", chosen_outcome, {"transposes": chosen_transposes,
-                                                                    "cin": str(chosen.cin)}),
+                                                                    "cin": str(chosen.cin),
+                                                                    "source": hashes.get(id(chosen))}),
                                       ("fastest candidate", {"seconds": fastest} if fastest else "failed",
-                                       {"cin": fastest_cin})):
+                                       {"cin": fastest_cin, "source": hashes.get(id(fastest_candidate))})):
         ARGS.records.timing(name, label, contender, outcome["seconds"] if isinstance(outcome, dict) else None,
                             role="ours" if contender == "selected" else "variant", nnz=nnz_of(operands),
                             status="" if isinstance(outcome, dict) else outcome,
@@ -383,9 +390,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds of autoscheduling (SpMTTKRP's full search is anytime)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: SpMV, SpMV2 and SpGEMM, n up to 1,024, R-MAT 2^10, no real data, 5 s limits")
     add_option(parser)
     global ARGS
     ARGS = args = parser.parse_args(argv)
+    quick_sizes(parser, args, kernel=["SpMV", "SpMV2", "SpGEMM"], max_n=1024, scales=[10], no_real=True, timeout=5.0,
+                search_limit=5.0)
     args.records = Records(args.json)  # forked workers append to the same file
     print("| kernel | input | nnz | default s | selected s | its transposes s | speedup | with transposes | "
           "fastest candidate s | selected / fastest | the same, transposes included | candidates timed | select ms | "

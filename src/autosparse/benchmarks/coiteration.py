@@ -41,7 +41,7 @@ import autosparse as asp
 from . import data
 from . import machine
 from .machine import progress
-from .records import Records, add_option
+from .records import Records, add_option, source_hash
 from .timing import Mismatch, compare
 from .kernels import DATA, tensora_tensor
 
@@ -113,10 +113,14 @@ def measure(calls: dict, expected: np.ndarray, args, result=dense) -> dict[str, 
     return {name: timing.seconds for name, timing in timings.items()}
 
 
-def record(args, kernel: str, dataset: str, medians: dict[str, float | None], ours: str, variants=(), **extra) -> None:
+def record(args, kernel: str, dataset: str, medians: dict[str, float | None], calls: dict, ours: str, variants=(),
+           **extra) -> None:
+    """Each contender's median; autosparse's (those with a kernel in `calls`) with their source hash."""
     for name, seconds in medians.items():
         role = "ours" if name == ours else "variant" if name in variants else "peer"
-        args.records.timing(kernel, dataset, name, seconds, role=role, **extra)
+        compiled = calls[name][1]
+        args.records.timing(kernel, dataset, name, seconds, role=role, **extra,
+                            **({"source": source_hash(compiled)} if compiled is not None else {}))
 
 
 def geomean(values) -> float:
@@ -141,7 +145,7 @@ def spmspv(args, rng) -> None:
         cells = " | ".join("FAIL" if medians[n] is None else f"{medians[n] * 1e3:.3f}" for n in names)
         print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {np.count_nonzero(x):,} | {cells} | {chosen} | "
               f"{best / auto:.2f} | {medians['merge'] / auto:.2f} |", flush=True)
-        record(args, "SpMSpV", name, medians, "auto", STRATEGIES, nnz=A.nnz, chose=chosen)
+        record(args, "SpMSpV", name, medians, calls, "auto", STRATEGIES, nnz=A.nnz, chose=chosen)
         rows_out += 1
         within += auto <= 1.1 * best
         speedups.append(medians["merge"] / auto)
@@ -178,9 +182,9 @@ def ttm(args, rng) -> None:
         serial = asp.compile(TTM, formats=formats)
         parallel = asp.compile(TTM, formats=formats, schedule="parallelize(i, cpu_thread, no_races)", num_threads=2)
         expected = serial(A=A, B=B).vals
-        calls = {"serial": ((lambda: serial(A=A, B=B)), None), "parallel": ((lambda: parallel(A=A, B=B)), None)}
+        calls = {"serial": ((lambda: serial(A=A, B=B)), serial), "parallel": ((lambda: parallel(A=A, B=B)), parallel)}
         medians = measure(calls, expected, args, result=lambda c: c.vals)
-        record(args, "TTM, 2 threads", name, medians, "parallel", ("serial",), nnz=A.nnz)
+        record(args, "TTM, 2 threads", name, medians, calls, "parallel", ("serial",), nnz=A.nnz)
         fibers = len(A.levels[1]["crd"])
         speedup = medians["serial"] / medians["parallel"]
         speedups.append(speedup)
@@ -215,10 +219,10 @@ def bcsr(args, rng) -> None:
         blocked = asp.compile(spmv, formats={"A": f"bcsr({b})"})
         plain = asp.compile(spmv, formats={"A": "csr"})
         bsr = sp.bsr_array(A, blocksize=(b, b))
-        calls = {names[0]: ((lambda: blocked(A=ours_bcsr, x=x)), None), names[1]: ((lambda: plain(A=ours_csr, x=x)), None),
+        calls = {names[0]: ((lambda: blocked(A=ours_bcsr, x=x)), blocked), names[1]: ((lambda: plain(A=ours_csr, x=x)), plain),
                  names[2]: ((lambda: A @ x), None), names[3]: ((lambda: bsr @ x), None)}
         medians = measure(calls, A @ x, args)
-        record(args, "SpMV on BCSR", name, medians, names[0], names[1:2], nnz=A.nnz)
+        record(args, "SpMV on BCSR", name, medians, calls, names[0], names[1:2], nnz=A.nnz)
         cells = " | ".join(f"{medians[n] * 1e3:.3f}" for n in names)
         print(f"| {name} | {A.shape[0]:,} | {A.nnz:,} | {b}×{b} | {cells} | {medians[names[1]] / medians[names[0]]:.2f} |",
               flush=True)

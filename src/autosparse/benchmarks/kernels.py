@@ -32,7 +32,6 @@ import atexit
 import ctypes
 import gc
 import glob
-import hashlib
 import json
 import math
 import os
@@ -56,7 +55,7 @@ from tensora.compile._cffi_ownership import allocate_taco_structure, global_weak
 
 import autosparse as asp
 from autosparse.benchmarks import data, machine
-from autosparse.benchmarks.records import Records, add_option
+from autosparse.benchmarks.records import Records, add_option, source_hash
 from autosparse.benchmarks.timing import Mismatch, Timing, compare, interleaved
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
@@ -724,26 +723,26 @@ def all_cases(args, mkl, ref):
 # ---------------------------------------------------------------------------------------------------
 # Timing
 
-def record(records: Records, case: Case, ours: Timing, peers: dict[str, Timing], sources: dict[str, str]) -> None:
+def record(records: Records, case: Case, ours: Timing, peers: dict[str, Timing], sources: dict) -> None:
     """One record per contender of a case: what the report tabulates and plots."""
     nnz = max((t.nnz for t in case.operands.values() if isinstance(t, asp.Tensor) and not t.format.is_dense),
               default=0)
-    source = sources.get(case.kernel)
-    source_hash = hashlib.sha256(source.encode()).hexdigest()[:12] if source else ""
+    kernel = sources.get(case.kernel)
     for name, timing in {"autosparse": ours, **peers}.items():
         records.timing(case.kernel, case.dataset, name, timing.seconds, role="ours" if name == "autosparse" else "peer",
                        status=timing.status, detail=timing.detail, nnz=nnz,
-                       **({"source": source_hash} if name == "autosparse" else {}))
+                       **({"source": source_hash(kernel)} if name == "autosparse" and kernel else {}))
 
 
-def run_case(case: Case, args, sources: dict[str, str]) -> tuple[Timing, dict[str, Timing]]:
-    """Compile and check ours, then time it beside every peer (timing.compare)."""
+def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]]:
+    """Compile and check ours (its kernel kept in `sources` by kernel name), then time it beside every
+    peer (timing.compare)."""
     ours = Timing()
     contenders = {}
     try:
         kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule)
         kernel(**case.operands)  # the first call specialises and compiles (or loads from the cache)
-        sources[case.kernel] = kernel.source
+        sources[case.kernel] = kernel
         contenders["autosparse"] = ((lambda: kernel(**case.operands)), case.check)
     except Exception as error:
         ours.status, ours.detail = "FAIL", f"{type(error).__name__}: {error}"
@@ -945,7 +944,7 @@ def main(argv: list[str] | None = None) -> None:
     verdicts: list[tuple[str, str, str, str]] = []  # (target, dataset, measured, verdict)
     notes: list[str] = []
     failures: list[str] = []
-    sources: dict[str, str] = {}
+    sources: dict[str, asp.Kernel] = {}
     wrong: list[str] = []
     records = Records(args.json)
     for make in machine.progress(all_cases(args, mkl, ref), "cases"):
@@ -1003,8 +1002,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {target} | {dataset} | {measured} | {verdict} |")
     print("\n(Tensora targets are judged against the faster of its two backends.)")
     print("\n| kernel | autosparse source (sha256, first 12) |\n|---|---|")
-    for kernel, source in sources.items():
-        print(f"| {kernel} | {hashlib.sha256(source.encode()).hexdigest()[:12]} |")
+    for name, kernel in sources.items():
+        print(f"| {name} | {source_hash(kernel)} |")
     if failures:
         print("\nautosparse failures:\n" + "\n".join(f"- {f}" for f in failures))
     if wrong:
@@ -1012,8 +1011,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.sources:
         folder = Path(args.sources)
         folder.mkdir(parents=True, exist_ok=True)
-        for kernel, source in sources.items():
-            (folder / f"{kernel.lower()}.c").write_text(source)
+        for name, kernel in sources.items():
+            (folder / f"{name.lower()}.c").write_text(kernel.source)
     if failures or wrong:
         sys.exit(1)
 

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 import autosparse as asp
 from . import data, machine
 from .kernels import Reference, load_mkl, ptr
-from .records import Records, add_option
+from .records import Records, add_option, source_hash
 from .timing import compare
 
 ROWS = "parallelize(i, cpu_thread, no_races)"
@@ -46,18 +46,20 @@ def _matrix(rows: int, nnz: int, seed: int) -> sp.csr_array:
 
 
 def _medians(contenders: dict, repeat: int) -> dict[str, float]:
-    timings = compare({name: (call, None) for name, (_, call) in contenders.items()}, repeat)
+    timings = compare({name: (call, None) for name, (_, call, _) in contenders.items()}, repeat)
     return {name: timing.seconds * 1e3 for name, timing in timings.items()}
 
 
 def _table(args, kernel: str, dataset: str, details: str, medians: dict[str, float], contenders: dict,
            nnz: int) -> None:
+    """Print the medians as a table and record them; `contenders` maps a name to (threads, call, the
+    autosparse kernel it calls or None)."""
     print(f"\n{kernel}, {dataset} {details}, medians of {args.repeat}\n")
     print("| contender | threads | ms | vs autosparse at equal threads |")
     print("|---|---:|---:|---:|")
-    mine = {threads: medians[name] for name, (threads, _) in contenders.items()
+    mine = {threads: medians[name] for name, (threads, _, _) in contenders.items()
             if name.startswith("autosparse") and "serial" not in name}
-    for name, (threads, _) in contenders.items():
+    for name, (threads, _, _) in contenders.items():
         print(f"| {name} | {threads} | {medians[name]:.2f} | {medians[name] / mine[threads]:.2f}× |")
     _record(args, kernel, dataset, medians, contenders, nnz)
     print(f"\nautosparse 2 threads vs 1: {mine[1] / mine[2]:.2f}×")
@@ -68,11 +70,12 @@ def _record(args, kernel: str, dataset: str, medians: dict[str, float], contende
     with; the 2-thread group also holds autosparse at 1 thread, for the scaling."""
     for threads in (1, 2):
         group = f"{dataset}, {threads} thread{'s' * (threads > 1)}"
-        for name, (count, _) in contenders.items():
+        for name, (count, _, compiled) in contenders.items():
             role = ("ours" if name == f"autosparse {threads}" else "bound" if name.startswith("copy") else
                     "variant" if name.startswith(("autosparse", "row split", "load-balanced")) else "peer")
             if count == threads or (threads == 2 and name == "autosparse 1"):
-                args.records.timing(kernel, group, name, medians[name] / 1e3, role=role, threads=count, nnz=nnz)
+                args.records.timing(kernel, group, name, medians[name] / 1e3, role=role, threads=count, nnz=nnz,
+                                    **({"source": source_hash(compiled)} if compiled is not None else {}))
 
 
 def spmv(args, rng, ref: Reference, mkl) -> None:
@@ -92,8 +95,8 @@ def spmv(args, rng, ref: Reference, mkl) -> None:
         contenders = {}
         for label, (threads, kernel) in kernels.items():
             np.testing.assert_allclose(kernel(A=A, x=x).to_numpy(), expected, rtol=1e-10)
-            contenders[label] = (threads, lambda k=kernel: k(A=A, x=x))
-        contenders["scipy A @ x"] = (1, lambda: matrix @ x)
+            contenders[label] = (threads, lambda k=kernel: k(A=A, x=x), kernel)
+        contenders["scipy A @ x"] = (1, lambda: matrix @ x, None)
         contenders.update(_copies(matrix.data.nbytes + matrix.indices.nbytes))
         heaviest = int(np.diff(matrix.indptr).max())
         half = int(matrix.indptr[n // 2])
@@ -114,18 +117,18 @@ def spmm(args, rng, ref: Reference, mkl) -> None:
     for threads in (1, 2):
         kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr"}, schedule=ROWS, num_threads=threads)
         np.testing.assert_allclose(kernel(A=A, B=B).to_numpy(), expected, rtol=1e-12)
-        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B))
+        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B), kernel)
 
         def reference(t=threads):
             out = np.empty((rows, cols))
             function(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(out), t)
             return out
         np.testing.assert_allclose(reference(), expected, rtol=1e-12)
-        contenders[f"C reference {threads}"] = (threads, reference)
+        contenders[f"C reference {threads}"] = (threads, reference, None)
         if mkl is not None:
             call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(m, b))
             np.testing.assert_allclose(call(), expected, rtol=1e-12)
-            contenders[f"MKL {threads}"] = (threads, call)
+            contenders[f"MKL {threads}"] = (threads, call, None)
     _table(args, "SpMM", "uniform random", f"{rows:,}² with {m.nnz:,} nonzeros × dense {rows:,} × {cols}",
            _medians(contenders, args.repeat), contenders, m.nnz)
 
@@ -141,7 +144,7 @@ def sddmm(args, rng, ref: Reference, mkl) -> None:
         kernel = asp.compile("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "A": "csr"}, schedule=ROWS,
                              num_threads=threads)
         results.append(kernel(B=B, C=C, D=D).to_scipy().data)
-        contenders[f"autosparse {threads}"] = (threads, lambda q=kernel: q(B=B, C=C, D=D))
+        contenders[f"autosparse {threads}"] = (threads, lambda q=kernel: q(B=B, C=C, D=D), kernel)
 
         def reference(t=threads):
             pos, crd, out = np.empty(rows + 1, dtype=np.int32), np.empty(m.nnz, dtype=np.int32), np.empty(m.nnz)
@@ -149,7 +152,7 @@ def sddmm(args, rng, ref: Reference, mkl) -> None:
                      ptr(out), t)
             return out
         results.append(reference())
-        contenders[f"C reference {threads}"] = (threads, reference)
+        contenders[f"C reference {threads}"] = (threads, reference, None)
     for result in results[1:]:
         np.testing.assert_allclose(result, results[0], rtol=1e-12)
     _table(args, "SDDMM", "uniform random", f"{rows:,}² with {m.nnz:,} nonzeros, K = {k}",
@@ -174,8 +177,8 @@ def _copies(nbytes: int) -> dict:
         for future in [pool.submit(np.copyto, target[:half], source[:half]),
                        pool.submit(np.copyto, target[half:], source[half:])]:
             future.result()
-    return {"copy of the same bytes 1": (1, lambda: np.copyto(target, source)),
-            "copy of the same bytes 2": (2, two)}
+    return {"copy of the same bytes 1": (1, lambda: np.copyto(target, source), None),
+            "copy of the same bytes 2": (2, two, None)}
 
 
 def _same_csr(result: asp.Tensor, expected: sp.csr_array) -> None:
@@ -194,22 +197,22 @@ def spgemm(args, rng, ref: Reference, mkl) -> None:
     A, B = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
     serial = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"})
     _same_csr(serial(A=A, B=B), expected)
-    contenders = {"autosparse serial kernel": (1, lambda: serial(A=A, B=B))}
+    contenders = {"autosparse serial kernel": (1, lambda: serial(A=A, B=B), serial)}
     for threads in (1, 2):
         kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"}, schedule=ROWS,
                              num_threads=threads)
         _same_csr(kernel(A=A, B=B), expected)
-        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B))
+        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B), kernel)
         if mkl is not None:
             call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(a, b, reorder_output=True))
             _same_csr(asp.Tensor.from_scipy(sp.csr_array(call())), expected)
-            contenders[f"MKL {threads} (sorted output)"] = (threads, call)
+            contenders[f"MKL {threads} (sorted output)"] = (threads, call, None)
 
     def scipy_sorted():
         product = a @ b
         product.sort_indices()
         return product
-    contenders["scipy A @ B, sorted"] = (1, scipy_sorted)
+    contenders["scipy A @ B, sorted"] = (1, scipy_sorted, None)
     contenders.update(_copies(expected.nnz * 12))
     medians = _medians(contenders, args.repeat)
     _table(args, "SpGEMM", "uniform random", f"{rows:,}² × {rows:,}² with {a.nnz:,} and {b.nnz:,} nonzeros into "
@@ -226,11 +229,11 @@ def ttm(args, rng, ref: Reference, mkl) -> None:
     formats = {"B": "dss", "C": "dense", "A": "dsd"}
     serial = asp.compile("A(i,j,k) = B(i,j,l) * C(k,l)", formats)
     expected = serial(B=B, C=C)
-    contenders = {"autosparse serial kernel": (1, lambda: serial(B=B, C=C))}
+    contenders = {"autosparse serial kernel": (1, lambda: serial(B=B, C=C), serial)}
     for threads in (1, 2):
         kernel = asp.compile("A(i,j,k) = B(i,j,l) * C(k,l)", formats, schedule=ROWS, num_threads=threads)
         np.testing.assert_array_equal(kernel(B=B, C=C).vals, expected.vals)
-        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(B=B, C=C))
+        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(B=B, C=C), kernel)
     contenders.update(_copies(len(expected.vals) * 8))
     medians = _medians(contenders, args.repeat)
     _table(args, "TTM", "uniform random", f"{size:,}³ with {B.nnz:,} nonzeros × dense {rank} × {size:,} into dsd "

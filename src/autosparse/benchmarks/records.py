@@ -13,6 +13,7 @@ paper's figure beside).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -41,6 +42,11 @@ class Records:
                status: str = "", **extra: Any) -> None:
         self.add(kernel=kernel, dataset=dataset, contender=contender, seconds=seconds, role=role,
                  status=status if seconds is not None or status else "not timed", **extra)
+
+
+def source_hash(kernel) -> str:
+    """The first 12 hex digits of the SHA-256 of a compiled kernel's C: which code a time belongs to."""
+    return hashlib.sha256(kernel.source.encode()).hexdigest()[:12]
 
 
 def _plain(value):

@@ -17,6 +17,7 @@ import time
 
 import autosparse as asp
 from autosparse.autoschedule.verify import verify
+from autosparse.benchmarks import quick_sizes
 from autosparse.benchmarks.records import Records, add_option
 
 KERNELS = {
@@ -68,8 +69,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kernel", type=int, nargs="+", default=list(KERNELS), choices=list(KERNELS))
     parser.add_argument("--rule", choices=("everywhere", "literal"), default="everywhere")
     parser.add_argument("--no-check", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: every kernel but 2 and 5 (whose generation takes the most)")
     add_option(parser)
     args = parser.parse_args(argv)
+    quick_sizes(parser, args, kernel=[1, 3, 4, 6, 7, 8])
     records = Records(args.json)
     print("| # | kernel | generated (paper) | stage 1 (paper) | stage 2 (paper) | stage 3 (paper) | "
           "generation s (paper) | stage 1 s (paper) | stage 2 s (paper) | stage 3 s (paper) | compiled = numpy |")

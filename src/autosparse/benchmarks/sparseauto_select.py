@@ -34,8 +34,9 @@ from autosparse.autoschedule.sparseauto.pipeline import as_compute
 from autosparse.autoschedule.sparseauto.runtime import sizes
 from autosparse.notation import accesses, parse
 
-from .asymptotic_select import DATA, agrees, in_child, timed
-from .records import Records, add_option
+from . import quick_sizes
+from .asymptotic_select import DATA, agrees, compiled_for, in_child, timed
+from .records import Records, add_option, source_hash
 from .sparseauto_counts import KERNELS, NAMES, front
 
 # name: (shape, nonzeros) of the paper's datasets (Table 1) that the synthetic inputs scale.
@@ -100,8 +101,11 @@ def inputs(number, rng, args):
 
 
 def measure(kernel, ready, timeout):
+    """(`timed`'s outcome, None when cut off or failed; the hash of the kernel's source), the kernel
+    compiled here so that the child's time limit covers the run only."""
+    compiled_for(kernel, ready)
     outcome = in_child(lambda: timed(kernel, ready), timeout + 30)
-    return outcome if isinstance(outcome, dict) else None
+    return (outcome if isinstance(outcome, dict) else None), source_hash(kernel)
 
 
 def fmt(outcome, timeout):
@@ -125,18 +129,20 @@ def run_kernel(number, args):
     candidates = front(number)
     asymptotic = asp.autoschedule(expression, formats=formats, time_limit=args.search_limit)
     for label, found in inputs(number, rng, args):
+        sources = {}
         start = time.perf_counter()
         chosen = candidates.select(**found)
         select_ms = 1e3 * (time.perf_counter() - start)
         picked = asp.compile(expression, formats=formats, schedule=chosen)
-        selected = measure(picked, found, args.timeout)
-        default = measure(asp.compile(expression, formats=formats), found, args.timeout)
+        selected, sources["selected"] = measure(picked, found, args.timeout)
+        default, sources["default schedule"] = measure(asp.compile(expression, formats=formats), found, args.timeout)
         other = None  # the asymptotic search may take no program within its limit
         if len(asymptotic):
             theirs = asymptotic.select(**found)
             ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
-            other = measure(asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items()
-                                                             if k in formats}, schedule=theirs), ready, args.timeout)
+            other, sources["asymptotic pick"] = measure(
+                asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items() if k in formats},
+                            schedule=theirs), ready, args.timeout)
         for name, outcome in (("default", default), ("asymptotic", other)):
             if outcome and selected and not agrees(outcome, selected):
                 print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
@@ -147,7 +153,8 @@ def run_kernel(number, args):
                 args.records.timing(f"{number} {NAMES[number]}", label, contender,
                                     outcome["seconds"] if outcome else None,
                                     role="ours" if contender == "selected" else "variant",
-                                    status="" if outcome else "timeout", nnz=found["B"].nnz, **extra)
+                                    status="" if outcome else "timeout", nnz=found["B"].nnz,
+                                    source=sources[contender], **extra)
         speedup = (f"{default['seconds'] / selected['seconds']:.3g}×" if default and selected else
                    f"> {args.timeout / selected['seconds']:.3g}×" if selected else "—")
         versus = f"{selected['seconds'] / other['seconds']:.2f}" if other and selected else "—"
@@ -173,10 +180,10 @@ def run_cases(args):
                  "D": rng.random((j, m)), "E": rng.random((k, n))}
         extents = dict(zip("ijklmn", (i, j, k, l, m, n)))
         values_at = sizes({f.tensor: f for f in compute.factors}, candidates.formats, found, extents)
-        times, model = {}, {}
+        times, model, sources = {}, {}, {}
         for name, schedule in FIGURE_2.items():
             kernel = asp.compile(TTMC, formats={"B": "dss"}, schedule=schedule)
-            times[name] = measure(kernel, found, args.timeout)
+            times[name], sources[name] = measure(kernel, found, args.timeout)
             big = _big_of(kernel)
             model[name] = big.time.evaluate(values_at)
         finished = sorted((s for s in times if times[s]), key=lambda s: times[s]["seconds"])
@@ -188,7 +195,7 @@ def run_cases(args):
             args.records.timing("TTMc §3.1", f"case {case}", f"schedule {name}",
                                 times[name]["seconds"] if times[name] else None,
                                 role="variant", status="" if times[name] else "timeout", nnz=nnz,
-                                predicted=model[name])
+                                predicted=model[name], source=sources[name])
         print(f"| {case} | {i}×{j}×{k}, {l},{m},{n} | {nnz:,} | " + " | ".join(fmt(times[s], args.timeout)
                                                                               for s in FIGURE_2)
               + f" | {measured} | {predicted} | `{chosen}` |", flush=True)
@@ -216,8 +223,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases-only", action="store_true")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="worker processes measuring kernels side by side (the cases run after them)")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: kernels 1, 4 and 6 at 20,000 nonzeros, no real data nor §3.1 cases (their "
+                             "dense modes alone take seconds), 5 s limits")
     add_option(parser)
     args = parser.parse_args(argv)
+    quick_sizes(parser, args, kernel=[1, 4, 6], max_nnz=2e4, no_real=True, no_cases=True, timeout=5.0,
+                search_limit=5.0)
     args.records = Records(args.json)  # forked workers append to the same file
     if not args.cases_only:
         run_kernels(args)
