@@ -205,12 +205,16 @@ def test_the_report_states_every_loss_with_its_factor(tmp_path):
                _timing("SpMV", "uniform", "tensora (llvm)", 8e-3),
                _timing("SpMV", "uniform", "tensora (cffi)", 4e-3),
                _timing("SpMV", "uniform", "pydata A @ x", None, status="WRONG"),
+               _timing("SpMV", "uniform", "C reference", 1.6e-3),
                _timing("SpMV", "uniform", "copy of the same bytes", 0.5e-3, "bound")]
     groups = report._groups("kernels", records)
     text = "\n".join(report._timing_section("kernels", groups, tmp_path))
     # scipy, Tensora's faster backend, pydata's wrong result shown as such, the copy
-    assert "| uniform | 100 | 2 | 0.50× | 2.00× | WRONG | 0.25× |" in text and "| data | nnz | ours ms | scipy |" in text
-    assert "- SpMV, uniform: scipy A @ x takes 1 ms against autosparse's 2 ms: 2.00× faster" in text
+    assert "| uniform | 100 | 2 | 0.50× | 2.00× | WRONG | 0.80× | 0.25× |" in text
+    assert "| data | nnz | ours ms | scipy |" in text
+    # one line per case, the fastest peer first
+    assert "- SpMV, uniform: scipy A @ x takes 1 ms against autosparse's 2 ms: 2.00× faster; also C reference (1.25×)" \
+        in text
     assert "copy" not in text.split("### Where autosparse loses")[1]  # a bound is no peer
     assert (tmp_path / "kernels-speedup.png").read_bytes()[:4] == b"\x89PNG"
     assert "fastest on 0 of the 1" in report._summary_line("kernels", groups)

@@ -180,6 +180,20 @@ def _slower(groups: dict, role: str) -> list[tuple[float, str, str, dict, dict]]
     return sorted(found, key=lambda item: -item[0])
 
 
+def _losses(found: list[tuple[float, str, str, dict, dict]]) -> list[str]:
+    """One line per kernel and data set, the most faster contender first, the others after it."""
+    cases: dict[tuple[str, str], list] = {}
+    for item in found:  # sorted most faster first
+        cases.setdefault(item[1:3], []).append(item)
+    lines = []
+    for (kernel, dataset), items in cases.items():
+        factor, _, _, record, ours = items[0]
+        also = "".join(f"; also {r['contender']} ({f:.2f}×)" for f, _, _, r, _ in items[1:])
+        lines.append(f"- {kernel}, {dataset}: {record['contender']} takes {record['seconds'] * 1e3:.4g} ms against "
+                     f"{ours['contender']}'s {ours['seconds'] * 1e3:.4g} ms: {factor:.2f}× faster{also}")
+    return lines
+
+
 def _summary_line(suite: str, groups: dict) -> str:
     with_peers = [g for g in groups.values() if any(r["role"] == "peer" and r["seconds"] for r in g["columns"].values())]
     losses = _slower(groups, "peer")
@@ -222,11 +236,7 @@ def _timing_section(suite: str, groups: dict, directory: Path) -> list[str]:
         if role == "variant" and not found and not any(r["role"] == role for g in groups.values()
                                                        for r in g["columns"].values()):
             continue
-        lines += [f"### {title}", ""]
-        lines += [f"- {kernel}, {dataset}: {record['contender']} takes {record['seconds'] * 1e3:.4g} ms against "
-                  f"{ours['contender']}'s {ours['seconds'] * 1e3:.4g} ms: {factor:.2f}× faster"
-                  for factor, kernel, dataset, record, ours in found] or [nobody]
-        lines.append("")
+        lines += [f"### {title}", "", *(_losses(found) or [nobody]), ""]
     if _speedup_plot(suite, groups, directory / f"{suite}-speedup.png"):
         lines += [f"![Each contender's time over autosparse's, {suite}]({suite}-speedup.png)", ""]
     if suite == "kernels" and any(SCALED in dataset for _, dataset in groups):
@@ -260,7 +270,7 @@ def _speedup_plot(suite: str, groups: dict, path: Path) -> bool:
             axis.bar([x + n * width for x in range(len(datasets))], [h - 1 for h in heights], width, bottom=1,
                      label=column, color=colour[column])
         axis.axhline(1.0, color="black", linewidth=0.8)
-        _log_ratios(axis)
+        _log_axis(axis)
         axis.set_title(kernel, fontsize=9)
         axis.set_xticks([x + 0.4 - width / 2 for x in range(len(datasets))], datasets, rotation=30, ha="right",
                         fontsize=6)
@@ -270,9 +280,9 @@ def _speedup_plot(suite: str, groups: dict, path: Path) -> bool:
     return _grid(kernels, draw, path)
 
 
-def _log_ratios(axis) -> None:
-    """A log y axis of ratios labelled as plain numbers, ticks between powers of ten labelled too when the
-    bars span less than a decade (the default labels them 1.2 × 10^0)."""
+def _log_axis(axis) -> None:
+    """A log y axis labelled with plain numbers, ticks between powers of ten labelled too when the data
+    span less than a decade (the default labels them 1.2 × 10^0)."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     axis.set_yscale("log")
@@ -302,7 +312,7 @@ def _runtime_plot(groups: dict, path: Path) -> None:
         for column, points in series.items():
             axis.plot(*zip(*points), marker="o", linewidth=1, label=column, color=colour.get(column))
         axis.set_xscale("log")
-        axis.set_yscale("log")
+        _log_axis(axis)
         axis.set_title(f"{kernel} ({first})", fontsize=9)
         axis.set_xlabel("nonzeros", fontsize=7)
         axis.set_ylabel("ms", fontsize=7)
@@ -350,7 +360,7 @@ def _count_plot(runs: dict, stage_names: list[str], path: Path) -> bool:
             if known:
                 axis.plot(*zip(*known), linestyle="none", marker="x", markersize=8, color=colour[mode],
                           label=f"{mode}: paper")
-        axis.set_yscale("log")
+        _log_axis(axis)
         axis.set_title(kernel, fontsize=9)
         axis.set_xlabel("stage", fontsize=7)
         axis.set_ylabel("candidates", fontsize=7)
