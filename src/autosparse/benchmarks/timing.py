@@ -107,9 +107,3 @@ def interleaved(calls: dict[str, Callable[[], Any]], batches: dict[str, int], re
             gc.enable()
     return samples
 
-
-def median_seconds(call: Callable[[], Any], repeat: int, min_sample: float = MIN_SAMPLE) -> float:
-    """One call's median time, warmed up and sampled as `compare` samples."""
-    call()
-    batch = batch_for(seconds_of(call), min_sample)
-    return statistics.median(interleaved({"": call}, {"": batch}, repeat)[""])
