@@ -27,7 +27,11 @@ class ParseError(AutosparseError, ValueError):
     def __init__(self, message: str, text: str, column: int):
         self.text, self.column = text, column
         pointer = " " * (column - 1) + "^"
+        self.message = message
         super().__init__(f"{message} at column {column}\n    {text}\n    {pointer}")
+
+    def __reduce__(self):
+        return type(self), (self.message, self.text, self.column)
 
 
 class CompileError(AutosparseError):

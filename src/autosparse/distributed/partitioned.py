@@ -1,0 +1,134 @@
+"""A tensor split along one mode into chunks, each an ordinary Tensor of its own.
+
+Chunk k holds the entries whose coordinate in `mode` is in [bounds[k], bounds[k+1]), that coordinate
+re-based to zero, so a kernel runs on a chunk as on any tensor. Cuts fall where they balance stored
+entries (nonzeros, not rows: a power-law matrix's heavy rows would otherwise land in one chunk).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import AutosparseError, ShapeError
+from ..format.compressed import Compressed
+from ..format.dense import Dense
+from ..io import read
+from ..tensor import Tensor
+from ..tensor.slicing import cut, join
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """Chunks of one tensor along `mode` (equal formats; equal extents in every other mode)."""
+
+    chunks: tuple[Tensor, ...]
+    mode: int
+
+    def __post_init__(self):
+        if not self.chunks:
+            raise ShapeError("Expected at least one chunk")
+        first = self.chunks[0]
+        if not 0 <= self.mode < first.order:
+            raise ShapeError(f"Expected a mode of an order-{first.order} tensor to partition along, "
+                             f"but found {self.mode}")
+        for chunk in self.chunks[1:]:
+            if chunk.format != first.format or chunk.dtype != first.dtype or any(
+                    n != m for k, (n, m) in enumerate(zip(chunk.shape, first.shape)) if k != self.mode):
+                raise ShapeError(f"Expected chunks of format {first.format}, dtype {first.dtype} and shape "
+                                 f"{first.shape} but for mode {self.mode}, but found {chunk!r}")
+
+    @property
+    def bounds(self) -> tuple[int, ...]:
+        return tuple(int(b) for b in np.cumsum([0, *(c.shape[self.mode] for c in self.chunks)]))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        first = self.chunks[0].shape
+        return tuple(self.bounds[-1] if k == self.mode else n for k, n in enumerate(first))
+
+    @property
+    def order(self) -> int:
+        return self.chunks[0].order
+
+    @property
+    def format(self):
+        return self.chunks[0].format
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.chunks[0].dtype
+
+    @property
+    def nnz(self) -> int:
+        return sum(c.nnz for c in self.chunks)
+
+    def gather(self) -> Tensor:
+        """The whole tensor, in the chunks' format."""
+        return join(self.chunks, self.mode)
+
+    @classmethod
+    def from_tensor(cls, tensor: Tensor, parts: int, mode: int | None = None) -> "Partitioned":
+        """`tensor` cut into `parts` chunks along `mode` (by default its outermost stored one) holding
+        about equal numbers of stored entries."""
+        mode = tensor.format.mode_order[0] if mode is None else mode
+        if not 0 <= mode < tensor.order:
+            raise ShapeError(f"Expected a mode of an order-{tensor.order} tensor to partition along, but found {mode}")
+        bounds = balanced_bounds(*entry_counts(tensor, mode), tensor.shape[mode], parts)
+        return cls(tuple(cut(tensor, mode, b, e) for b, e in zip(bounds, bounds[1:])), mode)
+
+    @classmethod
+    def from_directory(cls, path: "str | os.PathLike", format=None, mode: int = 0) -> "Partitioned":
+        """One chunk per .mtx/.tns file of the directory, in order of their names, each holding its rows
+        (its run of `mode`) counted from zero."""
+        files = sorted(p for p in Path(path).iterdir() if p.name.endswith((".mtx", ".tns", ".mtx.gz", ".tns.gz")))
+        if not files:
+            raise AutosparseError(f"Expected .mtx or .tns files in {path}, but found none")
+        return cls(tuple(read(f, format) for f in files), mode)
+
+
+def partition(tensor: Tensor, parts: int, mode: int | None = None) -> Partitioned:
+    """`Partitioned.from_tensor`."""
+    return Partitioned.from_tensor(tensor, parts, mode)
+
+
+def entry_counts(tensor: Tensor, mode: int) -> tuple[np.ndarray, np.ndarray]:
+    """The coordinates of `mode` that hold stored entries, increasing, and how many each holds."""
+    fmt = tensor.format
+    if (fmt.is_dense or fmt.mode_order[0] == mode and len(fmt.levels) == 2 and isinstance(fmt.levels[0], Dense)
+            and isinstance(fmt.levels[1], Compressed) and not fmt.blocks):
+        extent = tensor.shape[mode]
+        counts = (np.full(extent, tensor.nnz // max(extent, 1)) if fmt.is_dense
+                  else np.diff(tensor.levels[1]["pos"]))  # CSR's row lengths
+        return np.arange(extent), counts
+    coords, _ = tensor.to_coo()
+    return np.unique(coords[mode], return_counts=True)
+
+
+def balanced_bounds(coords: np.ndarray, counts: np.ndarray, extent: int, parts: int) -> tuple[int, ...]:
+    """Cuts of [0, extent) into at most `parts` runs, each ending where the entries before it first
+    reach its share of the total; a cut never splits one coordinate's entries, and runs are never empty."""
+    if parts < 1:
+        raise AutosparseError(f"Expected at least one part, but found {parts}")
+    if extent == 0:
+        return (0, 0)
+    parts = min(parts, extent)
+    total = int(np.sum(counts))
+    if total == 0 or len(coords) == 0:
+        cuts = [extent * k // parts for k in range(parts + 1)]
+    else:
+        before = np.cumsum(counts)  # entries up to and including each coordinate
+        targets = [total * k / parts for k in range(1, parts)]
+        ends = np.searchsorted(before, targets, side="left")
+        cuts = [0, *(int(coords[e]) + 1 for e in ends), extent]
+    return tuple(sorted(set(min(max(c, 0), extent) for c in cuts)))
+
+
+def chunk_counts(bounds: Sequence[int], coords: np.ndarray, counts: np.ndarray) -> tuple[int, ...]:
+    """The stored entries each run of `bounds` holds."""
+    before = np.concatenate([[0], np.cumsum(counts)])
+    return tuple(int(x) for x in np.diff(before[np.searchsorted(coords, bounds, side="left")]))

@@ -1,0 +1,198 @@
+"""Which index to split a kernel along, where to cut it, and how the chunks' results combine.
+
+Chunks never share memory, so there are no races to avoid, only wrong sums: splitting an index of the
+result gives each chunk its own run of the result (joined in order), and splitting a summed index gives
+each chunk a partial result (added up), which is exact only when every term of the expression reads a
+tensor indexed by it (`2 + A(i,k)` summed over k in two chunks would count the 2 twice). Among the
+indices that qualify, the schedule's outermost loop wins: its operands are stored with it first, so
+their chunks are views, and each chunk's kernel runs only its own part of that loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import AutosparseError, ShapeError
+from ..notation import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, accesses
+from ..tensor import Tensor
+from ..tensor.slicing import cut
+from .partitioned import Partitioned, balanced_bounds, chunk_counts, entry_counts
+
+#: Pieces per chunk when chunks are balanced on estimated work: the nonzero-balanced pieces are
+#: regrouped, so a chunk's cost can be off its share by about one piece.
+PIECES_PER_CHUNK = 4
+
+
+class Combine(enum.Enum):
+    JOIN = "join"  # the split index indexes the result: chunks' results one after another
+    SUM = "sum"    # a summed index: partial results added (a tree of additions)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one evaluation is split: along `index`, into runs `bounds`; `cuts` names each operand's modes
+    cut along it (the other operands, `broadcast`, go whole to every worker); `costs` is each chunk's
+    expected work (`cost_model`: "estimate", the autoscheduler's estimate of the kernel's work on the
+    chunk, or "nonzeros", the stored entries of the cut operands)."""
+
+    index: IndexVar
+    combine: Combine
+    result_mode: int | None
+    cuts: Mapping[str, tuple[int, ...]]
+    broadcast: tuple[str, ...]
+    bounds: tuple[int, ...]
+    costs: tuple[float, ...]
+    cost_model: str
+
+    @property
+    def chunks(self) -> int:
+        return len(self.bounds) - 1
+
+    def chunk_operands(self, k: int, operands: Mapping[str, "Tensor | Partitioned"]) -> dict[str, Tensor]:
+        """Chunk k's operands that are cut (views where the layout allows)."""
+        return {name: _chunk(operands[name], modes, self.bounds[k], self.bounds[k + 1])
+                for name, modes in self.cuts.items()}
+
+    def __str__(self) -> str:
+        cuts = ", ".join(f"{n} along mode {'/'.join(map(str, m))}" for n, m in self.cuts.items())
+        return (f"split {self.index} into {self.chunks} chunks at {list(self.bounds)} ({self.combine.value}); "
+                f"cut {cuts}; broadcast {', '.join(self.broadcast) or 'nothing'}; costs ({self.cost_model}) "
+                f"{[round(c) for c in self.costs]}")
+
+
+def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
+                operands: Mapping[str, "Tensor | Partitioned"], index: str | None = None) -> IndexVar:
+    """The index to split along: the one `index` names or a partitioned operand dictates, else the
+    outermost loop that a split keeps exact."""
+    reads = accesses(assignment.rhs)
+    indexed = {i for a in reads for i in a.indices}
+    fixed = {a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
+    if len(fixed) > 1:
+        raise ShapeError(f"Expected the partitioned operands to be split along one index, but they are split "
+                         f"along {', '.join(sorted(map(str, fixed)))}")
+    if index is not None:
+        chosen = IndexVar(index)
+        if fixed and chosen not in fixed:
+            raise ShapeError(f"Expected to split along {fixed.pop()}, the partitioned operands' index, "
+                             f"but found index={index!r}")
+        candidates = [chosen]
+    else:
+        candidates = list(fixed) or [i for i in loop_order if i in indexed]
+    for candidate in candidates:
+        if candidate not in indexed:
+            raise AutosparseError(f"Expected to split along an index of the operands of {assignment}, "
+                                  f"but {candidate} indexes none")
+        if not _cut_alike(reads, candidate):
+            continue
+        if candidate in assignment.lhs.indices or _every_term_reads(assignment.rhs, candidate):
+            return candidate
+    raise AutosparseError(f"Expected an index that splits {assignment} exactly, but of "
+                          f"{', '.join(map(str, candidates))}, each is summed over while a term reads no tensor "
+                          f"indexed by it (each chunk would add that term again), or indexes different modes "
+                          f"of one tensor read twice (a chunk of it cannot serve both reads)")
+
+
+def make_plan(assignment: Assignment, index: IndexVar, operands: Mapping[str, "Tensor | Partitioned"],
+              parts: int, estimate: Callable[[Mapping[str, Tensor]], float] | None = None) -> Plan:
+    """The plan for splitting `index` into about `parts` chunks: the partitioned operands' own chunks,
+    or runs balancing the cut operands' stored entries; with `estimate` (the autoscheduler's estimated
+    work of the kernel on given operands), nonzero-balanced pieces regrouped into runs of equal
+    estimated work."""
+    reads = accesses(assignment.rhs)
+    cuts = {name: tuple(m for a in reads if a.tensor == name for m, i in enumerate(a.indices) if i == index)
+            for name in dict.fromkeys(a.tensor for a in reads)}
+    cuts = {name: tuple(dict.fromkeys(modes)) for name, modes in cuts.items() if modes}
+    broadcast = tuple(name for name in dict.fromkeys(a.tensor for a in reads) if name not in cuts)
+    extent = next(operands[n].shape[m[0]] for n, m in cuts.items())
+    partitioned = [operands[n] for n in cuts if isinstance(operands[n], Partitioned)]
+    bounds_given = {p.bounds for p in partitioned}
+    if len(bounds_given) > 1:
+        raise ShapeError(f"Expected the partitioned operands' chunks to line up, but their bounds are "
+                         f"{' and '.join(map(str, sorted(bounds_given)))}")
+    combine = Combine.JOIN if index in assignment.lhs.indices else Combine.SUM
+    result_mode = assignment.lhs.indices.index(index) if combine is Combine.JOIN else None
+    plan = Plan(index, combine, result_mode, cuts, broadcast, (), (), "nonzeros")
+    if bounds_given:
+        bounds = bounds_given.pop()
+        counts = [sum(p.chunks[k].nnz for p in partitioned if not p.format.is_dense) for k in range(len(bounds) - 1)]
+    else:
+        weights = _entries_along(operands, cuts)
+        bounds = balanced_bounds(*weights, extent, parts * (PIECES_PER_CHUNK if estimate is not None else 1))
+        counts = chunk_counts(bounds, *weights)
+    if estimate is None:
+        return _with(plan, bounds, counts, "nonzeros")
+    pieces = _with(plan, bounds, counts, "")
+    costs = [estimate(pieces.chunk_operands(k, operands)) for k in range(pieces.chunks)]
+    if not bounds_given:
+        bounds, costs = _regrouped(bounds, costs, parts)
+    return _with(plan, bounds, costs, "estimate")
+
+
+def _with(plan: Plan, bounds, costs, model: str) -> Plan:
+    return Plan(plan.index, plan.combine, plan.result_mode, plan.cuts, plan.broadcast, tuple(bounds),
+                tuple(float(c) for c in costs), model)
+
+
+def _regrouped(bounds: Sequence[int], costs: Sequence[float], parts: int) -> tuple[tuple[int, ...], list[float]]:
+    """Consecutive pieces grouped into at most `parts` runs of about equal summed cost."""
+    before = np.cumsum([0.0, *costs])
+    total = before[-1]
+    if total <= 0:
+        total, before = len(costs), np.arange(len(costs) + 1, dtype=float)
+    ends = sorted({int(np.searchsorted(before, total * k / parts, side="left")) for k in range(1, parts)}
+                  | {0, len(costs)})
+    return tuple(bounds[e] for e in ends), [float(before[b] - before[a]) for a, b in zip(ends, ends[1:])]
+
+
+def _entries_along(operands: Mapping[str, Tensor], cuts) -> tuple[np.ndarray, np.ndarray]:
+    """Stored entries per coordinate of the split index, summed over the cut sparse operands (dense
+    ones cost the same per coordinate, and weigh in only where no sparse one is cut)."""
+    sparse = [name for name in cuts if not operands[name].format.is_dense]
+    found = [entry_counts(operands[name], cuts[name][0]) for name in sparse or cuts]
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    coords = np.concatenate([c for c, _ in found])
+    counts = np.concatenate([n for _, n in found])
+    unique, inverse = np.unique(coords, return_inverse=True)
+    return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
+
+
+def _chunk(value: "Tensor | Partitioned", modes: tuple[int, ...], begin: int, end: int) -> Tensor:
+    if isinstance(value, Partitioned):
+        index = value.bounds.index(begin)
+        chunk = value.chunks[index]
+        modes = tuple(m for m in modes if m != value.mode)
+    else:
+        chunk = value
+    for mode in modes:
+        chunk = cut(chunk, mode, begin, end)
+    return chunk
+
+
+def _cut_alike(reads: Sequence[Access], index: IndexVar) -> bool:
+    """Whether every read of each tensor has `index` at the same modes (one chunk serves them all)."""
+    modes: dict[str, tuple[int, ...]] = {}
+    for access in reads:
+        here = tuple(m for m, i in enumerate(access.indices) if i == index)
+        if modes.setdefault(access.tensor, here) != here:
+            return False
+    return True
+
+
+def _every_term_reads(expr: Expr, index: IndexVar) -> bool:
+    """Whether every term of `expr`, multiplied out, has a factor indexed by `index`."""
+    if isinstance(expr, Access):
+        return index in expr.indices
+    if isinstance(expr, Literal):
+        return False
+    if isinstance(expr, Neg):
+        return _every_term_reads(expr.operand, index)
+    if isinstance(expr, Mul):
+        return _every_term_reads(expr.left, index) or _every_term_reads(expr.right, index)
+    if isinstance(expr, (Add, Sub)):
+        return _every_term_reads(expr.left, index) and _every_term_reads(expr.right, index)
+    raise AutosparseError(f"Expected an expression of index notation, but found {type(expr).__name__}")
