@@ -8,6 +8,11 @@ family; each subclass names one kind of mistake.
 class AutosparseError(Exception):
     """Base class of every error autosparse raises on bad input."""
 
+    def __reduce__(self):
+        # Rebuilt from its arguments in another process (a Dask worker's error reaching the client):
+        # the generic exception pickling cannot make a MemoryError subclass.
+        return type(self), self.args
+
 
 class FormatError(AutosparseError, ValueError):
     """A format string, a level array or a tensor's storage breaks a rule of its format."""

@@ -116,7 +116,8 @@ def make_plan(assignment: Assignment, index: IndexVar, operands: Mapping[str, "T
     combine = Combine.JOIN if index in assignment.lhs.indices else Combine.SUM
     result_mode = assignment.lhs.indices.index(index) if combine is Combine.JOIN else None
     plan = Plan(index, combine, result_mode, cuts, broadcast, (), (), "nonzeros")
-    if bounds_given:
+    fixed = bool(bounds_given)
+    if fixed:
         bounds = bounds_given.pop()
         counts = [sum(p.chunks[k].nnz for p in partitioned if not p.format.is_dense) for k in range(len(bounds) - 1)]
     else:
@@ -127,7 +128,7 @@ def make_plan(assignment: Assignment, index: IndexVar, operands: Mapping[str, "T
         return _with(plan, bounds, counts, "nonzeros")
     pieces = _with(plan, bounds, counts, "")
     costs = [estimate(pieces.chunk_operands(k, operands)) for k in range(pieces.chunks)]
-    if not bounds_given:
+    if not fixed:
         bounds, costs = _regrouped(bounds, costs, parts)
     return _with(plan, bounds, costs, "estimate")
 

@@ -89,7 +89,7 @@ def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
         if isinstance(level, Dense):
             levels.append({})
             continue
-        crd = np.concatenate([p["crd"].astype(index_dtype) + (starts[k] if depth == 0 else 0)
+        crd = np.concatenate([p["crd"].astype(index_dtype) + index_dtype.type(starts[k] if depth == 0 else 0)
                               for k, p in enumerate(pieces)])
         if isinstance(level, Singleton):
             levels.append({"crd": crd})
@@ -99,7 +99,8 @@ def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
             pos = np.array([0, ends[-1]], dtype=index_dtype)
         else:
             pos = np.concatenate([np.zeros(1, index_dtype),
-                                  *(p["pos"][1:].astype(index_dtype) + ends[k] for k, p in enumerate(pieces))])
+                                  *(p["pos"][1:].astype(index_dtype) + index_dtype.type(ends[k])
+                                    for k, p in enumerate(pieces))])
         levels.append({"pos": pos, "crd": crd})
     vals = np.concatenate([t.vals for t in tensors])
     return Tensor._trusted(tuple(shape), fmt, st.Storage(tuple(levels), vals))
