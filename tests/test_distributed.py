@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 import autosparse as asp
 from autosparse.distributed import Partitioned, evaluate_planned, partition
+from autosparse.tensor.slicing import cut
 
 distributed = pytest.importorskip("distributed")
 
@@ -79,6 +80,18 @@ def test_partitioned_operands_and_schedules(client, schedule):
     local = asp.evaluate("C(i,j) = A(i,k) * B(k,j)", format="csr", A=a, B=b)
     result, plan = evaluate_planned("C(i,j) = A(i,k) * B(k,j)", client, "csr", schedule, A=partition(a, 5), B=b)
     assert plan.chunks == 5
+    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+
+
+def test_chunks_in_files_are_read_by_the_workers(client, tmp_path):
+    whole = _tensor((50, 20, 10), 0.05, 18, fmt="coo")
+    for k, (b, e) in enumerate([(0, 20), (20, 21), (21, 50)]):
+        asp.write(tmp_path / f"part{k}.tns", cut(whole, 0, b, e))
+    c, d = rng.random((20, 4)), rng.random((10, 4))
+    local = asp.evaluate("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", B=whole, C=c, D=d)
+    chunks = Partitioned.from_directory(tmp_path, format="sss")
+    result, plan = evaluate_planned("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", client, B=chunks, C=c, D=d)
+    assert plan.bounds == (0, 20, 21, 50)
     np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import autosparse as asp
 from autosparse.distributed import Combine, Partitioned, partition, prepare
-from autosparse.distributed.partitioned import balanced_bounds
+from autosparse.distributed.partitioned import TensorFile, balanced_bounds
 from autosparse.tensor.slicing import cut, join
 
 from conftest import assert_same_tensor, format_grid, reference_dense, special_tensors
@@ -106,11 +106,23 @@ def test_from_directory_reads_chunks_in_name_order(tmp_path):
     for k, (b, e) in enumerate([(0, 10), (10, 11), (11, 30)]):
         asp.write(tmp_path / f"block{k:02d}.mtx", cut(whole, 0, b, e))
     partitioned = Partitioned.from_directory(tmp_path, format="csr")
-    assert partitioned.bounds == (0, 10, 11, 30)
+    assert all(isinstance(c, TensorFile) for c in partitioned.chunks)  # nothing read but the headers
+    assert partitioned.bounds == (0, 10, 11, 30) and partitioned.nnz == whole.nnz
     np.testing.assert_array_equal(partitioned.gather().to_numpy(), matrix.toarray())
     (tmp_path / "empty").mkdir()
     with pytest.raises(asp.AutosparseError, match="Expected .mtx or .tns files"):
         Partitioned.from_directory(tmp_path / "empty")
+
+
+def test_tns_chunks_take_their_shape_from_the_header_or_their_coordinates(tmp_path):
+    tensor = asp.Tensor.from_coo([[0, 3], [1, 1], [0, 2]], [1.5, 2.0], (6, 2, 3), format="sss")
+    asp.write(tmp_path / "a.tns", tensor)
+    (tmp_path / "b.tns").write_text("1 2 3 4.5\n2 1 1 1\n")
+    described = [TensorFile.of(tmp_path / n) for n in ("a.tns", "b.tns")]
+    assert [(f.shape, f.nnz, str(f.format)) for f in described] == [((6, 2, 3), 2, "ucq"), ((2, 2, 3), 2, "ucq")]
+    np.testing.assert_array_equal(described[0].load().to_numpy(), tensor.to_numpy())
+    partitioned = Partitioned.from_directory(tmp_path, format="sss")
+    assert partitioned.shape == (8, 2, 3) and partitioned.gather().to_numpy()[7, 0, 0] == 1
 
 
 # --- plans ------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
 from ..tensor import Tensor
 from ..tensor.slicing import join
-from .partitioned import Partitioned
+from .partitioned import Partitioned, loaded
 from .plan import Combine, Plan, make_plan, split_index
 from .tasks import KernelSpec, add, run_chunk
 
@@ -116,7 +116,8 @@ def _sample(assignment, tensors: Mapping[str, "Tensor | Partitioned"], index: st
     if not any(isinstance(t, Partitioned) for t in tensors.values()):
         return dict(tensors)
     first = make_plan(assignment, split_index(assignment, (), tensors, index), tensors, 1)
-    return {**{n: tensors[n] for n in first.broadcast}, **first.chunk_operands(0, tensors)}
+    return {**{n: tensors[n] for n in first.broadcast},
+            **{n: loaded(t) for n, t in first.chunk_operands(0, tensors).items()}}
 
 
 def _client(client):

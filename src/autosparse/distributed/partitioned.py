@@ -15,18 +15,54 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import AutosparseError, ShapeError
+from ..format import Format
 from ..format.compressed import Compressed
 from ..format.dense import Dense
-from ..io import read
+from ..format.spec import as_format
+from ..io import describe, read
 from ..tensor import Tensor
 from ..tensor.slicing import cut, join
 
 
 @dataclass(frozen=True)
-class Partitioned:
-    """Chunks of one tensor along `mode` (equal formats; equal extents in every other mode)."""
+class TensorFile:
+    """A chunk still in its file: what planning needs to know of it (from the file's header), and
+    `load` for the worker that runs it, so the client never holds the entries and a lost worker's chunk
+    is read again."""
 
-    chunks: tuple[Tensor, ...]
+    path: str
+    format: Format
+    shape: tuple[int, ...]
+    nnz: int  # entry lines (a symmetric .mtx file stores about half its entries)
+    dtype: np.dtype
+
+    @classmethod
+    def of(cls, path: "str | os.PathLike", format=None) -> "TensorFile":
+        shape, nnz, dtype = describe(path)
+        default = "coo" if str(path).endswith((".tns", ".tns.gz")) else "csr"
+        return cls(str(path), as_format(format or default, len(shape)), shape, nnz, dtype)
+
+    @property
+    def order(self) -> int:
+        return len(self.shape)
+
+    def load(self) -> Tensor:
+        tensor = read(self.path, self.format)
+        if tensor.shape != self.shape:
+            raise ShapeError(f"Expected {self.path} to hold a tensor of shape {self.shape}, but found {tensor.shape}")
+        return tensor
+
+
+def loaded(chunk: "Tensor | TensorFile") -> Tensor:
+    return chunk.load() if isinstance(chunk, TensorFile) else chunk
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """Chunks of one tensor along `mode` (equal formats; equal extents in every other mode), in memory
+    or in files."""
+
+    chunks: tuple["Tensor | TensorFile", ...]
     mode: int
 
     def __post_init__(self):
@@ -69,7 +105,7 @@ class Partitioned:
 
     def gather(self) -> Tensor:
         """The whole tensor, in the chunks' format."""
-        return join(self.chunks, self.mode)
+        return join([loaded(c) for c in self.chunks], self.mode)
 
     @classmethod
     def from_tensor(cls, tensor: Tensor, parts: int, mode: int | None = None) -> "Partitioned":
@@ -84,11 +120,13 @@ class Partitioned:
     @classmethod
     def from_directory(cls, path: "str | os.PathLike", format=None, mode: int = 0) -> "Partitioned":
         """One chunk per .mtx/.tns file of the directory, in order of their names, each holding its rows
-        (its run of `mode`) counted from zero."""
+        (its run of `mode`) counted from zero. Only the files' headers are read here (a .tns file
+        without a `# shape:` line is scanned for its largest coordinates): each chunk is read where it
+        is used, on the worker that runs it."""
         files = sorted(p for p in Path(path).iterdir() if p.name.endswith((".mtx", ".tns", ".mtx.gz", ".tns.gz")))
         if not files:
             raise AutosparseError(f"Expected .mtx or .tns files in {path}, but found none")
-        return cls(tuple(read(f, format) for f in files), mode)
+        return cls(tuple(TensorFile.of(f, format) for f in files), mode)
 
 
 def partition(tensor: Tensor, parts: int, mode: int | None = None) -> Partitioned:

@@ -12,6 +12,7 @@ from typing import Mapping
 
 from ..api import Kernel
 from ..tensor import Tensor
+from .partitioned import TensorFile, loaded
 
 _kernels: dict["KernelSpec", Kernel] = {}
 
@@ -35,9 +36,9 @@ class KernelSpec:
         return kernel
 
 
-def run_chunk(spec: KernelSpec, operands: Mapping[str, Tensor]):
+def run_chunk(spec: KernelSpec, operands: Mapping[str, "Tensor | TensorFile"]):
     """One chunk's result: a Tensor in the spec's result format, or a number for order 0."""
-    return spec.kernel()(**operands)
+    return spec.kernel()(**{name: loaded(value) for name, value in operands.items()})
 
 
 def add(left, right, result_format: str):
