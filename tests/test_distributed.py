@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
-from autosparse.distributed import Partitioned, evaluate_planned, partition
+from autosparse.distributed import Partitioned, Resident, evaluate_planned, partition
 from autosparse.tensor.slicing import cut
 
 distributed = pytest.importorskip("distributed")
@@ -93,6 +93,18 @@ def test_chunks_in_files_are_read_by_the_workers(client, tmp_path):
     result, plan = evaluate_planned("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", client, B=chunks, C=c, D=d)
     assert plan.bounds == (0, 20, 21, 50)
     np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+
+
+def test_persisted_chunks_stay_on_the_workers(client):
+    a = _csr(400, 300, 0.02, 19)
+    held = partition(a, 4).persist(client)
+    assert all(isinstance(c, Resident) for c in held.chunks) and held.nnz == a.nnz
+    for seed in (1, 2):  # the second call ships x alone
+        x = np.random.default_rng(seed).random(300)
+        result, plan = evaluate_planned("y(i) = A(i,j) * x(j)", client, A=held, x=x)
+        np.testing.assert_allclose(result.to_numpy(), a.to_numpy() @ x, rtol=1e-12)
+    assert plan.chunks == 4
+    np.testing.assert_array_equal(held.gather().to_numpy(), a.to_numpy())
 
 
 def test_contractions_over_the_split_index_add_up_in_a_tree(client):

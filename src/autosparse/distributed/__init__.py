@@ -13,7 +13,7 @@ chunks' tasks and the combination run on Dask (`evaluate.py`); the workers build
 """
 
 from .evaluate import evaluate, evaluate_planned, prepare
-from .partitioned import Partitioned, partition
+from .partitioned import Partitioned, Resident, TensorFile, partition
 from .plan import Combine, Plan
 
-__all__ = ["Combine", "Partitioned", "Plan", "evaluate", "evaluate_planned", "partition", "prepare"]
+__all__ = ["Combine", "Partitioned", "Plan", "Resident", "TensorFile", "evaluate", "evaluate_planned", "partition", "prepare"]

@@ -25,7 +25,7 @@ from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
 from ..tensor import Tensor
 from ..tensor.slicing import join
-from .partitioned import Partitioned, loaded
+from .partitioned import Partitioned, loaded, shipped
 from .plan import Combine, Plan, make_plan, split_index
 from .tasks import KernelSpec, add, run_chunk
 
@@ -96,7 +96,8 @@ def run(client, spec: KernelSpec, plan: Plan, tensors: Mapping[str, "Tensor | Pa
     with warnings.catch_warnings():  # the cut operands belong in the tasks (see the module)
         warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
         for rank, k in enumerate(ranks):
-            futures[k] = client.submit(run_chunk, spec, {**plan.chunk_operands(k, tensors), **shared},
+            chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}
+            futures[k] = client.submit(run_chunk, spec, {**chunk, **shared},
                                        key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
     result_format = dict(spec.formats)[parse(spec.expression).lhs.tensor]
     if plan.combine is Combine.JOIN:

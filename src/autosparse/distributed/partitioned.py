@@ -53,8 +53,35 @@ class TensorFile:
         return tensor
 
 
-def loaded(chunk: "Tensor | TensorFile") -> Tensor:
-    return chunk.load() if isinstance(chunk, TensorFile) else chunk
+@dataclass(frozen=True)
+class Resident:
+    """A chunk held by a worker (a Dask future), with what planning needs to know of it. Tasks that
+    read it run where it is, and only their other operands travel."""
+
+    future: object
+    format: Format
+    shape: tuple[int, ...]
+    nnz: int
+    dtype: np.dtype
+
+    @property
+    def order(self) -> int:
+        return len(self.shape)
+
+
+Chunk = "Tensor | TensorFile | Resident"
+
+
+def loaded(chunk: Chunk) -> Tensor:
+    """The chunk's tensor, read or fetched where it is not at hand."""
+    if isinstance(chunk, TensorFile):
+        return chunk.load()
+    return chunk.future.result() if isinstance(chunk, Resident) else chunk
+
+
+def shipped(chunk: Chunk):
+    """What a task takes for the chunk: a resident one's future (Dask hands the task its value)."""
+    return chunk.future if isinstance(chunk, Resident) else chunk
 
 
 @dataclass(frozen=True)
@@ -62,7 +89,7 @@ class Partitioned:
     """Chunks of one tensor along `mode` (equal formats; equal extents in every other mode), in memory
     or in files."""
 
-    chunks: tuple["Tensor | TensorFile", ...]
+    chunks: tuple[Chunk, ...]
     mode: int
 
     def __post_init__(self):
@@ -102,6 +129,15 @@ class Partitioned:
     @property
     def nnz(self) -> int:
         return sum(c.nnz for c in self.chunks)
+
+    def persist(self, client) -> "Partitioned":
+        """The same chunks held in the workers' memory, so that later evaluations ship none of them.
+        Each is the result of a task (reading its file, or holding the chunk the task carries), so a
+        worker's loss costs a rerun of that task, never the chunk."""
+        held = [c if isinstance(c, Resident) else
+                Resident(client.submit(loaded, c, pure=False), c.format, c.shape, c.nnz, c.dtype)
+                for c in self.chunks]
+        return Partitioned(tuple(held), self.mode)
 
     def gather(self) -> Tensor:
         """The whole tensor, in the chunks' format."""

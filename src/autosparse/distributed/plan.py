@@ -20,7 +20,7 @@ from ..errors import AutosparseError, ShapeError
 from ..notation import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, accesses
 from ..tensor import Tensor
 from ..tensor.slicing import cut
-from .partitioned import Partitioned, TensorFile, balanced_bounds, chunk_counts, entry_counts, loaded
+from .partitioned import Chunk, Partitioned, balanced_bounds, chunk_counts, entry_counts, loaded
 
 #: Pieces per chunk when chunks are balanced on estimated work: the nonzero-balanced pieces are
 #: regrouped, so a chunk's cost can be off its share by about one piece.
@@ -52,7 +52,7 @@ class Plan:
     def chunks(self) -> int:
         return len(self.bounds) - 1
 
-    def chunk_operands(self, k: int, operands: Mapping[str, "Tensor | Partitioned"]) -> dict[str, "Tensor | TensorFile"]:
+    def chunk_operands(self, k: int, operands: Mapping[str, "Tensor | Partitioned"]) -> dict[str, Chunk]:
         """Chunk k's operands that are cut (views where the layout allows; files still unread)."""
         return {name: _chunk(operands[name], modes, self.bounds[k], self.bounds[k + 1])
                 for name, modes in self.cuts.items()}
@@ -162,7 +162,7 @@ def _entries_along(operands: Mapping[str, Tensor], cuts) -> tuple[np.ndarray, np
     return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
 
 
-def _chunk(value: "Tensor | Partitioned", modes: tuple[int, ...], begin: int, end: int) -> "Tensor | TensorFile":
+def _chunk(value: "Tensor | Partitioned", modes: tuple[int, ...], begin: int, end: int) -> Chunk:
     if isinstance(value, Partitioned):
         chunk = value.chunks[value.bounds.index(begin)]
         modes = tuple(m for m in modes if m != value.mode)
