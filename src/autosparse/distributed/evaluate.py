@@ -29,6 +29,10 @@ from .partitioned import Partitioned, loaded, shipped
 from .plan import Combine, Plan, make_plan, split_index
 from .tasks import KernelSpec, add, run_chunk
 
+# Chunks travel inside their tasks on purpose (see above), which Dask warns of past 10 MB: from the
+# client's event-loop thread, where no `catch_warnings` around a call reaches.
+warnings.filterwarnings("ignore", message="Sending large graph of size", category=UserWarning)
+
 
 def evaluate(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
              index: str | None = None, model: str = "asymptotic", num_threads: int | None = None, **operands):
@@ -93,12 +97,10 @@ def run(client, spec: KernelSpec, plan: Plan, tensors: Mapping[str, "Tensor | Pa
     shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in whole.items()}
     ranks = sorted(range(plan.chunks), key=lambda k: -plan.costs[k]) if plan.costs else range(plan.chunks)
     futures = [None] * plan.chunks
-    with warnings.catch_warnings():  # the cut operands belong in the tasks (see the module)
-        warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
-        for rank, k in enumerate(ranks):
-            chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}
-            futures[k] = client.submit(run_chunk, spec, {**chunk, **shared},
-                                       key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
+    for rank, k in enumerate(ranks):
+        chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}
+        futures[k] = client.submit(run_chunk, spec, {**chunk, **shared},
+                                   key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
     result_format = dict(spec.formats)[parse(spec.expression).lhs.tensor]
     if plan.combine is Combine.JOIN:
         return join(client.gather(futures), plan.result_mode)
