@@ -11,10 +11,14 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import autosparse as asp
 from autosparse.distributed import Partitioned, Resident, evaluate_planned, partition
 from autosparse.tensor.slicing import cut
+from kernel_cases import reference, tolerance
+from test_kernel_hypothesis import make_operands, problems
 
 distributed = pytest.importorskip("distributed")
 
@@ -196,3 +200,30 @@ def test_errors_cross_processes_as_themselves(error):
 
     back = loads(dumps(error))
     assert type(back) is type(error) and str(back) == str(error)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(problem=problems(), parts=st.integers(2, 4))
+def test_random_expressions_match_numpy_or_refuse_as_locally(client, problem, parts):
+    statement, extents, formats, value_dtype, index_dtype, density, explicit, seed = problem
+    expression = str(statement)
+    arrays, operands = make_operands(*problem)
+    fmt = formats.get("Z")
+    try:
+        local = asp.evaluate(expression, format=fmt, **operands)
+    except asp.AutosparseError as error:
+        with pytest.raises(type(error)):
+            evaluate_planned(expression, client, fmt, parts=parts, **operands)
+        event("refused locally and on the cluster")
+        return
+    result, plan = evaluate_planned(expression, client, fmt, parts=parts, **operands)
+    rtol, atol = tolerance(np.result_type(*(a.dtype for a in arrays.values())))
+    atol *= max(1.0, float(np.max(reference(statement, arrays, extents, magnitude=True), initial=0.0)))
+    expected = reference(statement, arrays, extents)
+    if statement.lhs.indices:
+        assert result.format == local.format and result.shape == local.shape
+        np.testing.assert_allclose(result.to_numpy(), expected, rtol=rtol, atol=atol, err_msg=expression)
+    else:
+        np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol, err_msg=expression)
+    event(f"matched, {plan.combine.value if plan.index else 'whole'} of {plan.chunks}")

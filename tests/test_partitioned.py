@@ -149,9 +149,13 @@ def test_the_plan_splits_the_outermost_index_that_stays_exact(expression, format
     assert plan.chunks == 3 and plan.bounds[0] == 0
 
 
-def test_a_summed_index_that_a_term_misses_is_refused():
+def test_an_expression_no_split_keeps_exact_is_one_task_unless_a_split_is_asked_for():
+    _, plan, _ = prepare("s() = a(i) + 2", parts=2, a=np.ones(4))
+    assert plan.index is None and plan.chunks == 1 and plan.broadcast == ("a",)
     with pytest.raises(asp.AutosparseError, match="splits"):
-        prepare("s() = a(i) + 2", parts=2, a=np.ones(4))
+        prepare("s() = a(i) + 2", parts=2, index="i", a=np.ones(4))
+    with pytest.raises(asp.AutosparseError, match="splits"):
+        prepare("s() = a(i) + 2", a=partition(asp.Tensor.from_numpy(np.ones(4)), 2))
     _, plan, _ = prepare("y(j) = A(i,j) + 2", parts=2, A=np.ones((4, 3)))  # i is summed: j is split
     assert str(plan.index) == "j"
 

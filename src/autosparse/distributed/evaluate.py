@@ -102,6 +102,8 @@ def run(client, spec: KernelSpec, plan: Plan, tensors: Mapping[str, "Tensor | Pa
         futures[k] = client.submit(run_chunk, spec, {**chunk, **shared},
                                    key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
     result_format = dict(spec.formats)[parse(spec.expression).lhs.tensor]
+    if len(futures) == 1:
+        return futures[0].result()
     if plan.combine is Combine.JOIN:
         return join(client.gather(futures), plan.result_mode)
     level, depth = futures, 0
@@ -118,7 +120,7 @@ def _sample(assignment, tensors: Mapping[str, "Tensor | Partitioned"], index: st
     chunk with the others cut to match."""
     if not any(isinstance(t, Partitioned) for t in tensors.values()):
         return dict(tensors)
-    first = make_plan(assignment, split_index(assignment, (), tensors, index), tensors, 1)
+    first = make_plan(assignment, split_index(assignment, (), tensors, index), tensors, 1)  # partitioned: split
     return {**{n: tensors[n] for n in first.broadcast},
             **{n: loaded(t) for n, t in first.chunk_operands(0, tensors).items()}}
 

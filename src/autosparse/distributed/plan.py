@@ -39,7 +39,7 @@ class Plan:
     expected work (`cost_model`: "estimate", the autoscheduler's estimate of the kernel's work on the
     chunk, or "nonzeros", the stored entries of the cut operands)."""
 
-    index: IndexVar
+    index: IndexVar | None  # None: not split, one chunk
     combine: Combine
     result_mode: int | None
     cuts: Mapping[str, tuple[int, ...]]
@@ -58,6 +58,8 @@ class Plan:
                 for name, modes in self.cuts.items()}
 
     def __str__(self) -> str:
+        if self.index is None:
+            return "not split: one task reads every operand whole"
         cuts = ", ".join(f"{n} along mode {'/'.join(map(str, m))}" for n, m in self.cuts.items())
         return (f"split {self.index} into {self.chunks} chunks at {list(self.bounds)} ({self.combine.value}); "
                 f"cut {cuts}; broadcast {', '.join(self.broadcast) or 'nothing'}; costs ({self.cost_model}) "
@@ -65,9 +67,9 @@ class Plan:
 
 
 def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
-                operands: Mapping[str, "Tensor | Partitioned"], index: str | None = None) -> IndexVar:
+                operands: Mapping[str, "Tensor | Partitioned"], index: str | None = None) -> IndexVar | None:
     """The index to split along: the one `index` names or a partitioned operand dictates, else the
-    outermost loop that a split keeps exact."""
+    outermost loop that a split keeps exact, else None (the whole evaluation is one task)."""
     reads = accesses(assignment.rhs)
     indexed = {i for a in reads for i in a.indices}
     fixed = {a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
@@ -90,19 +92,24 @@ def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
             continue
         if candidate in assignment.lhs.indices or _every_term_reads(assignment.rhs, candidate):
             return candidate
+    if index is None and not fixed:
+        return None
     raise AutosparseError(f"Expected an index that splits {assignment} exactly, but of "
                           f"{', '.join(map(str, candidates))}, each is summed over while a term reads no tensor "
                           f"indexed by it (each chunk would add that term again), or indexes different modes "
                           f"of one tensor read twice (a chunk of it cannot serve both reads)")
 
 
-def make_plan(assignment: Assignment, index: IndexVar, operands: Mapping[str, "Tensor | Partitioned"],
+def make_plan(assignment: Assignment, index: IndexVar | None, operands: Mapping[str, "Tensor | Partitioned"],
               parts: int, estimate: Callable[[Mapping[str, Tensor]], float] | None = None) -> Plan:
     """The plan for splitting `index` into about `parts` chunks: the partitioned operands' own chunks,
     or runs balancing the cut operands' stored entries; with `estimate` (the autoscheduler's estimated
     work of the kernel on given operands), nonzero-balanced pieces regrouped into runs of equal
-    estimated work."""
+    estimated work. Without an index, one chunk that reads every operand whole."""
     reads = accesses(assignment.rhs)
+    if index is None:
+        names = tuple(dict.fromkeys(a.tensor for a in reads))
+        return Plan(None, Combine.JOIN, None, {}, names, (0, 1), (0.0,), "nonzeros")
     cuts = {name: tuple(m for a in reads if a.tensor == name for m, i in enumerate(a.indices) if i == index)
             for name in dict.fromkeys(a.tensor for a in reads)}
     cuts = {name: tuple(dict.fromkeys(modes)) for name, modes in cuts.items() if modes}
