@@ -13,8 +13,10 @@ called here, no Dask). Every result is checked against the in-process one before
 Sizes: SpMV on a uniform 2^21-row matrix with 20 M nonzeros and an R-MAT 2^21 graph (16 per row);
 SpGEMM A·B of two uniform 200,000² matrices with 2 M nonzeros each, B broadcast; MTTKRP on a power-law
 2,000 × 2,000 × 2,000 tensor with 20 M nonzeros, rank 16 (--quick: a sixteenth). The overhead rows time
-a task that does nothing (one at a time: latency; 200 at once: throughput) and a whole evaluation of a
-64-row SpMV (planning, broadcasting x, two tasks, gathering and joining y).
+a task that does nothing (one at a time: latency; 200 at once: throughput), one carrying 64 MiB to a
+worker and back (the loopback link), and a whole evaluation of a 64-row SpMV (planning, two tasks
+carrying x, gathering and joining y). From these and each kernel's traffic the suite projects a call's
+time on more machines (`_projection`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ import autosparse as asp
 from . import data, machine, quick_sizes
 from .records import Records, add_option, source_hash
 from .timing import Mismatch, compare
+
+#: What the overhead rows send to a worker and back, to measure the loopback link.
+TRANSFER_BYTES = 64 << 20
+#: The link the projection assumes between the client and each worker: 10 Gb Ethernet.
+NETWORK = 1.25e9
 
 KERNELS = {
     "spmv": ("y(i) = A(i,j) * x(j)", "dense"),
@@ -61,9 +68,7 @@ def _inputs(kernel: str, scale: int, seed: int) -> dict[str, tuple[str, dict, st
 
 
 def _nbytes(value) -> int:
-    if isinstance(value, asp.Tensor):
-        return value.vals.nbytes + sum(a.nbytes for level in value.levels for a in level.values())
-    return int(np.asarray(value).nbytes)
+    return value.nbytes if isinstance(value, asp.Tensor) else int(np.asarray(value).nbytes)
 
 
 def _checker(expected: np.ndarray):
@@ -116,6 +121,26 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
                                 chunk_bytes=chunk_bytes, source=source_hash(local))
         if ours and timings["1 worker"].seconds:
             print(f"\n2 workers vs 1: {timings['1 worker'].seconds / ours:.2f}×")
+        if all(t.seconds for t in timings.values()):
+            _projection(args, {name: t.seconds for name, t in timings.items()}, broadcast, result_bytes)
+
+
+def _projection(args, seconds: dict[str, float], broadcast: int, result_bytes: int) -> None:
+    """The time of one call on W machines, modelled from this run: the in-process kernel divided
+    evenly, the whole-evaluation overhead measured here plus the scheduler's share of each further
+    task, and the client's link carrying the broadcast to each worker and the result back (Dask's
+    scatter(broadcast=True) sends from the client to every worker in turn)."""
+    fixed, per_task = args.overhead["evaluate, 64-row SpMV"], args.overhead["200 tasks at once, total"] / 200
+    modelled = seconds["in process"] / 2 + fixed + (2 * broadcast + result_bytes) / args.link
+    print(f"\nModel check at 2 workers, loopback {args.link / 1e9:.2f} GB/s: "
+          f"{modelled * 1e3:,.1f} ms modelled, {seconds['2 workers'] * 1e3:,.1f} ms measured.\n")
+    print(f"Projected on W machines over a {NETWORK / 1e9:.2f} GB/s (10 GbE) link, as speedup over in process:\n")
+    print("| W | ms | speedup | of which traffic ms |")
+    print("|---:|---:|---:|---:|")
+    for machines in (2, 4, 16, 64):
+        traffic = (machines * broadcast + result_bytes) / NETWORK
+        total = seconds["in process"] / machines + fixed + per_task * (machines - 2) + traffic
+        print(f"| {machines} | {total * 1e3:,.1f} | {seconds['in process'] / total:.2f}× | {traffic * 1e3:,.1f} |")
 
 
 def _noop(value=None):
@@ -135,12 +160,18 @@ def overhead(args, clients: dict[int, object]) -> None:
     def many(count: int = 200):
         client.gather([client.submit(_noop, k, pure=False) for k in range(count)])
 
+    block = np.ones(TRANSFER_BYTES // 8)
+
+    def round_trip():  # to a worker and back, as a chunk's operands and its result travel
+        return client.submit(_noop, block, pure=False).result()
+
     expected = tiny.to_numpy() @ x
     contenders = {
         "evaluate, 64-row SpMV": (lambda: evaluate_planned("y(i) = A(i,j) * x(j)", client, A=held, x=x)[0],
                                   _checker(expected)),
         "one task, round trip": (lambda: client.submit(_noop, pure=False).result(), None),
         "200 tasks at once, total": (many, None),
+        f"one task carrying {TRANSFER_BYTES >> 20} MiB there and back": (round_trip, None),
     }
     timings = compare(contenders, args.repeat)
     print(f"\nPer-task overhead, 2 workers; medians of {args.repeat}\n")
@@ -149,10 +180,14 @@ def overhead(args, clients: dict[int, object]) -> None:
     for name, timing in timings.items():
         print(f"| {name} | {timing.seconds * 1e3:,.3f} |")
     per_task = timings["200 tasks at once, total"].seconds / 200
-    print(f"\nper task when many are in flight: {per_task * 1e3:.3f} ms")
+    carry = next(t.seconds for name, t in timings.items() if name.startswith("one task carrying"))
+    args.link = 2 * TRANSFER_BYTES / max(carry - timings["one task, round trip"].seconds, 1e-9)
+    print(f"\nper task when many are in flight: {per_task * 1e3:.3f} ms; loopback transfer "
+          f"{args.link / 1e9:.2f} GB/s")
     for name, timing in timings.items():
         args.records.timing("overhead", "2 workers", name, timing.seconds,
                             role="ours" if name.startswith("evaluate") else "variant", status=timing.status)
+    args.overhead = {name: timing.seconds for name, timing in timings.items()}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,8 @@ Everything that can be wrong with the input (names, shapes, formats, dtypes, the
 here, before any task is sent, by the same code a local `evaluate` runs, so it fails the same way. A
 chunk's cut operands travel inside its task, so a worker lost mid-run costs a rerun of its tasks
 elsewhere, never the data (Dask cannot recompute scattered data, only tasks); operands every chunk reads
-are scattered to every worker once, so one worker's loss leaves copies on the others.
+are scattered to every worker once (small ones ride in the tasks), so one worker's loss leaves copies on
+the others.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from .tasks import KernelSpec, add, run_chunk
 # Chunks travel inside their tasks on purpose (see above), which Dask warns of past 10 MB: from the
 # client's event-loop thread, where no `catch_warnings` around a call reaches.
 warnings.filterwarnings("ignore", message="Sending large graph of size", category=UserWarning)
+
+
+#: Operands every chunk reads travel inside each task up to this size (no round trip to scatter them
+#: first, and a lost worker's task carries its own copy); larger ones are scattered to every worker once.
+INLINE_BYTES = 1 << 20
 
 
 def evaluate(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
@@ -94,7 +100,8 @@ def run(client, spec: KernelSpec, plan: Plan, tensors: Mapping[str, "Tensor | Pa
     token = uuid.uuid4().hex[:12]
     whole = {name: tensors[name].gather() if isinstance(tensors[name], Partitioned) else tensors[name]
              for name in plan.broadcast}
-    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in whole.items()}
+    shared = {name: value if value.nbytes <= INLINE_BYTES else client.scatter(value, broadcast=True, hash=False)
+              for name, value in whole.items()}
     ranks = sorted(range(plan.chunks), key=lambda k: -plan.costs[k]) if plan.costs else range(plan.chunks)
     futures = [None] * plan.chunks
     for rank, k in enumerate(ranks):

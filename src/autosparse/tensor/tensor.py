@@ -131,6 +131,11 @@ class Tensor:
         return self._storage.vals
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of storage: every index array and the values."""
+        return self._storage.vals.nbytes + sum(a.nbytes for level in self._storage.levels for a in level.values())
+
+    @property
     def nnz(self) -> int:
         """The number of stored entries (explicit zeros count; a dense level stores every coordinate)."""
         if self._nnz is None:
