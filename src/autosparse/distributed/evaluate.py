@@ -102,7 +102,7 @@ def run(client, spec: KernelSpec, plan: Plan, tensors: Mapping[str, "Tensor | Pa
              for name in plan.broadcast}
     shared = {name: value if value.nbytes <= INLINE_BYTES else client.scatter(value, broadcast=True, hash=False)
               for name, value in whole.items()}
-    ranks = sorted(range(plan.chunks), key=lambda k: -plan.costs[k]) if plan.costs else range(plan.chunks)
+    ranks = sorted(range(plan.chunks), key=lambda k: -plan.costs[k])
     futures = [None] * plan.chunks
     for rank, k in enumerate(ranks):
         chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}

@@ -123,20 +123,17 @@ def make_plan(assignment: Assignment, index: IndexVar | None, operands: Mapping[
     combine = Combine.JOIN if index in assignment.lhs.indices else Combine.SUM
     result_mode = assignment.lhs.indices.index(index) if combine is Combine.JOIN else None
     plan = Plan(index, combine, result_mode, cuts, broadcast, (), (), "nonzeros")
-    fixed = bool(bounds_given)
-    if fixed:
+    if bounds_given:  # the partitioned operands' own chunks: neither moved nor read here to be estimated
         bounds = bounds_given.pop()
         counts = [sum(p.chunks[k].nnz for p in partitioned if not p.format.is_dense) for k in range(len(bounds) - 1)]
-    else:
-        weights = _entries_along(operands, cuts)
-        bounds = balanced_bounds(*weights, extent, parts * (PIECES_PER_CHUNK if estimate is not None else 1))
-        counts = chunk_counts(bounds, *weights)
-    if estimate is None:
         return _with(plan, bounds, counts, "nonzeros")
-    pieces = _with(plan, bounds, counts, "")
-    costs = [estimate(pieces.chunk_operands(k, operands)) for k in range(pieces.chunks)]
-    if not fixed:
-        bounds, costs = _regrouped(bounds, costs, parts)
+    weights = _entries_along(operands, cuts)
+    if estimate is None:
+        bounds = balanced_bounds(*weights, extent, parts)
+        return _with(plan, bounds, chunk_counts(bounds, *weights), "nonzeros")
+    pieces = _with(plan, balanced_bounds(*weights, extent, parts * PIECES_PER_CHUNK), (), "")
+    bounds, costs = _regrouped(pieces.bounds, [estimate(pieces.chunk_operands(k, operands))
+                                               for k in range(pieces.chunks)], parts)
     return _with(plan, bounds, costs, "estimate")
 
 
