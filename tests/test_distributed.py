@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import autosparse as asp
 from autosparse.distributed import Partitioned, Resident, evaluate_planned, partition
+from autosparse.distributed.evaluate import INLINE_BYTES
 from autosparse.tensor.slicing import cut
 from kernel_cases import reference, tolerance
 from test_kernel_hypothesis import make_operands, problems
@@ -120,6 +121,19 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     x = rng.random(1000)
     dot, _ = evaluate_planned("s() = a(i) * b(i)", client, parts=4, a=x, b=x)
     assert dot == pytest.approx(float(x @ x), rel=1e-12)
+    shifted, plan = evaluate_planned("s() = a(i) + 2", client, parts=3, a=x)  # 2 per i, wherever i falls
+    assert plan.chunks == 3 and shifted == pytest.approx(float(x.sum() + 2000), rel=1e-12)
+    unordered, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "ds~", parts=3, A=a)
+    assert plan.chunks == 3 and unordered.format == asp.Format("ds~")
+    np.testing.assert_allclose(unordered.to_numpy(), local.to_numpy(), rtol=1e-12)
+
+
+def test_a_tensor_read_two_ways_squares_on_the_cluster(client):
+    a = _csr(300, 300, 0.02, 20)
+    local = asp.evaluate("C(i,j) = A(i,k) * A(k,j)", format="csr", A=a)
+    result, plan = evaluate_planned("C(i,j) = A(i,k) * A(k,j)", client, "csr", A=a)
+    assert plan.chunks == WORKERS and plan.broadcast == ("A1",)
+    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
 
 
 def test_empty_and_single_row_inputs(client):
@@ -161,7 +175,9 @@ class _Stall(distributed.WorkerPlugin):
 
 
 def test_a_worker_killed_mid_run_does_not_change_the_answer(client):
-    operands = {"A": _csr(2000, 2000, 0.005, 16), "B": _csr(2000, 2000, 0.005, 17)}
+    # B passes INLINE_BYTES: it reaches the workers as a task's result, which a lost worker's copy needs
+    operands = {"A": _csr(2000, 2000, 0.002, 16), "B": _csr(2000, 2000, 0.04, 17)}
+    assert operands["B"].nbytes > INLINE_BYTES
     local = asp.evaluate("C(i,j) = A(i,k) * B(k,j)", format="csr", **operands)
     pids = client.run(os.getpid)
     client.register_plugin(_Stall(), name="stall")

@@ -3,6 +3,8 @@ slicing, the balance of the cuts, and which index a plan splits."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -117,12 +119,29 @@ def test_from_directory_reads_chunks_in_name_order(tmp_path):
 def test_tns_chunks_take_their_shape_from_the_header_or_their_coordinates(tmp_path):
     tensor = asp.Tensor.from_coo([[0, 3], [1, 1], [0, 2]], [1.5, 2.0], (6, 2, 3), format="sss")
     asp.write(tmp_path / "a.tns", tensor)
-    (tmp_path / "b.tns").write_text("1 2 3 4.5\n2 1 1 1\n")
+    (tmp_path / "b.tns").write_text("# shape: 3 2 3\n1 2 3 4.5\n2 1 1 1\n")
     described = [TensorFile.of(tmp_path / n) for n in ("a.tns", "b.tns")]
-    assert [(f.shape, f.nnz, str(f.format)) for f in described] == [((6, 2, 3), 2, "ucq"), ((2, 2, 3), 2, "ucq")]
+    assert [(f.shape, f.nnz, str(f.format)) for f in described] == [((6, 2, 3), 2, "ucq"), ((3, 2, 3), 2, "ucq")]
+    assert all(Path(f.path).is_absolute() for f in described)  # workers elsewhere find them
     np.testing.assert_array_equal(described[0].load().to_numpy(), tensor.to_numpy())
     partitioned = Partitioned.from_directory(tmp_path, format="sss")
-    assert partitioned.shape == (8, 2, 3) and partitioned.gather().to_numpy()[7, 0, 0] == 1
+    assert partitioned.shape == (9, 2, 3) and partitioned.gather().to_numpy()[7, 0, 0] == 1
+    (tmp_path / "c.tns").write_text("1 2 3 4.5\n")  # no shape line: its trailing empty rows would vanish
+    with pytest.raises(asp.ShapeError, match="shape:"):
+        Partitioned.from_directory(tmp_path)
+
+
+def test_empty_chunks_keep_their_place():
+    a = _csr(4, 3, seed=6)
+    chunks = Partitioned((cut(a, 0, 0, 0), cut(a, 0, 0, 3), cut(a, 0, 3, 4)), 0)
+    job = prepare("y(i) = A(i,j) * x(j)", A=chunks, x=np.ones(3))
+    assert [t.shape for t in job.plan.chunk_operands(1, job.operands).values()] == [(3, 3)]
+
+
+def test_triangular_formats_are_refused_before_cutting():
+    lower = asp.Tensor.from_numpy(np.tril(np.ones((5, 5))), "dt")
+    with pytest.raises(asp.FormatError, match="convert it"):
+        partition(lower, 2)
 
 
 # --- plans ------------------------------------------------------------------------------------------
@@ -144,20 +163,26 @@ def test_the_plan_splits_the_outermost_index_that_stays_exact(expression, format
     operands = {"A": _csr(), "x": rng.random(30), "a": rng.random(9), "b": rng.random(9 if "s()" in expression else 40)}
     used = {n: (v.to_format(formats[n]) if n in formats else v) for n, v in operands.items()
             if f"{n}(" in expression.split("=", 1)[1]}
-    _, plan, _ = prepare(expression, parts=3, **used)
+    plan = prepare(expression, parts=3, **used).plan
     assert str(plan.index) == index and plan.combine is combine
     assert plan.chunks == 3 and plan.bounds[0] == 0
 
 
-def test_an_expression_no_split_keeps_exact_is_one_task_unless_a_split_is_asked_for():
-    _, plan, _ = prepare("s() = a(i) + 2", parts=2, a=np.ones(4))
-    assert plan.index is None and plan.chunks == 1 and plan.broadcast == ("a",)
-    with pytest.raises(asp.AutosparseError, match="splits"):
-        prepare("s() = a(i) + 2", parts=2, index="i", a=np.ones(4))
-    with pytest.raises(asp.AutosparseError, match="splits"):
-        prepare("s() = a(i) + 2", a=partition(asp.Tensor.from_numpy(np.ones(4)), 2))
-    _, plan, _ = prepare("y(j) = A(i,j) + 2", parts=2, A=np.ones((4, 3)))  # i is summed: j is split
-    assert str(plan.index) == "j"
+def test_any_summed_index_splits_and_a_tensor_read_two_ways_is_two_operands():
+    plan = prepare("s() = a(i) + 2", parts=2, a=np.ones(4)).plan  # 2 per i, in every chunk
+    assert str(plan.index) == "i" and plan.combine is Combine.SUM and plan.chunks == 2
+    job = prepare("C(i,j) = A(i,k) * A(k,j)", parts=2, A=_csr(30, 30))  # one A cut by rows, one sent whole
+    assert job.spec.expression == "C(i,j) = A(i,k) * A1(k,j)"
+    assert dict(job.plan.cuts) == {"A": (0,)} and job.plan.broadcast == ("A1",)
+    assert job.operands["A1"] is job.operands["A"]
+    square = partition(_csr(30, 30), 2)  # a partitioned tensor is cut one way only
+    with pytest.raises(asp.ShapeError, match=r"A\(i,k\) is split along i, A\(k,j\) is split along k"):
+        prepare("C(i,j) = A(i,k) * A(k,j)", A=square)
+
+
+def test_sums_into_unordered_formats_add_sorted_twins():
+    job = prepare("C(j,k) = A(i,j) * A(i,k)", format="ds~", parts=2, A=_csr())
+    assert job.plan.combine is Combine.SUM and dict(job.spec.formats)["C"] == "ds" and job.result_format == "ds~"
 
 
 def test_bad_input_fails_before_anything_is_planned():
@@ -171,13 +196,16 @@ def test_bad_input_fails_before_anything_is_planned():
         prepare("y(i) = A(i,j) * x(j)", schedule="reorder(q, i)", A=_csr(), x=np.ones(30))
     with pytest.raises(asp.AutosparseError, match="'='"):
         prepare("y(i) += A(i,j) * x(j)", A=_csr(), x=np.ones(30))
+    with pytest.raises(asp.AutosparseError, match="at least one part"):
+        prepare("y(i) = A(i,j) * x(j)", parts=0, A=_csr(), x=np.ones(30))
     with pytest.raises(asp.ShapeError, match="partitioned operands' index"):
         prepare("y(i) = A(i,j) * x(j)", index="j", A=partition(_csr(), 2), x=np.ones(30))
 
 
 def test_partitioned_operands_fix_the_split_and_cut_the_others_alike():
     a, b = _csr(seed=1), _csr(seed=2)
-    _, plan, tensors = prepare("C(i,j) = A(i,j) * B(i,j)", format="csr", A=partition(a, 3), B=b)
+    job = prepare("C(i,j) = A(i,j) * B(i,j)", format="csr", A=partition(a, 3), B=b)
+    plan, tensors = job.plan, job.operands
     assert plan.bounds == partition(a, 3).bounds
     chunk = plan.chunk_operands(1, tensors)
     begin, end = plan.bounds[1:3]
@@ -189,6 +217,6 @@ def test_partitioned_operands_fix_the_split_and_cut_the_others_alike():
 def test_estimated_work_balances_chunks_of_an_autoscheduled_kernel():
     matrix = _power_law(400, seed=3)
     a = asp.Tensor.from_scipy(matrix)
-    _, plan, _ = prepare("C(i,j) = A(i,k) * B(k,j)", format="csr", schedule="auto", parts=2, A=a, B=a)
+    plan = prepare("C(i,j) = A(i,k) * B(k,j)", format="csr", schedule="auto", parts=2, A=a, B=a).plan
     assert plan.cost_model == "estimate" and plan.chunks == 2
     assert max(plan.costs) <= 1.5 * min(plan.costs)

@@ -12,7 +12,8 @@ called here, no Dask). Every result is checked against the in-process one before
 
 Sizes: SpMV on a uniform 2^21-row matrix with 20 M nonzeros and an R-MAT 2^21 graph (16 per row);
 SpGEMM A·B of two uniform 200,000² matrices with 2 M nonzeros each, B broadcast; MTTKRP on a power-law
-2,000 × 2,000 × 2,000 tensor with 20 M nonzeros, rank 16 (--quick: a sixteenth). The overhead rows time
+2,000 × 2,000 × 2,000 tensor with 20 M nonzeros, rank 16 (--quick: a sixteenth of the nonzeros, of the
+rows, and of the 2-D sides; a third of the 3-D sides). The overhead rows time
 a task that does nothing (one at a time: latency; 200 at once: throughput), one carrying 64 MiB to a
 worker and back (the loopback link), and a whole evaluation of a 64-row SpMV (planning, two tasks
 carrying x, gathering and joining y). From these and each kernel's traffic the suite projects a call's
@@ -79,6 +80,8 @@ def _checker(expected: np.ndarray):
 
 
 def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
+    from dask.distributed import wait
+
     from ..distributed import evaluate_planned, partition
 
     expression, fmt = KERNELS[kernel]
@@ -87,8 +90,7 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
         local = asp.compile(expression, {**formats, expression.split("(")[0]: fmt})
         expected = local(**operands).to_numpy()
         held = {workers: partition(operands[split], workers).persist(client) for workers, client in clients.items()}
-        for partitioned in held.values():
-            partitioned.gather()  # wait until every chunk is resident
+        wait([chunk.future for partitioned in held.values() for chunk in partitioned.chunks])
         contenders = {"in process": (lambda: local(**operands), _checker(expected))}
         plans = {}
         for workers, client in sorted(clients.items(), reverse=True):
@@ -193,7 +195,7 @@ def overhead(args, clients: dict[int, object]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="a sixteenth of the sizes, 3 repeats")
+    parser.add_argument("--quick", action="store_true", help="a sixteenth of the nonzeros, 3 repeats")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--kernel", nargs="+", choices=list(KERNELS), default=list(KERNELS))
     add_option(parser)

@@ -8,6 +8,8 @@ entries (nonzeros, not rows: a power-law matrix's heavy rows would otherwise lan
 from __future__ import annotations
 
 import os
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -38,9 +40,15 @@ class TensorFile:
 
     @classmethod
     def of(cls, path: "str | os.PathLike", format=None) -> "TensorFile":
-        shape, nnz, dtype = describe(path)
+        """Workers read the file by its absolute path (on a cluster: a filesystem they share). A chunk's
+        extent must be stated (a .tns file's `# shape:` line, as `autosparse.write` puts it): its
+        trailing empty rows would otherwise go missing, and every later chunk's rows move up."""
+        shape, nnz, dtype, stated = describe(path)
+        if not stated:
+            raise ShapeError(f"Expected a '# shape:' line in {path}: a chunk's extent cannot be told from its "
+                             f"coordinates (write chunks with autosparse.write)")
         default = "coo" if str(path).endswith((".tns", ".tns.gz")) else "csr"
-        return cls(str(path), as_format(format or default, len(shape)), shape, nnz, dtype)
+        return cls(str(Path(path).resolve()), as_format(format or default, len(shape)), shape, nnz, dtype)
 
     @property
     def order(self) -> int:
@@ -77,6 +85,15 @@ def loaded(chunk: Chunk) -> Tensor:
     if isinstance(chunk, TensorFile):
         return chunk.load()
     return chunk.future.result() if isinstance(chunk, Resident) else chunk
+
+
+@contextmanager
+def carrying_data():
+    """Around submitting tasks that carry their data on purpose (it is what lets Dask recompute them),
+    Dask's warning against large graphs says nothing useful."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph of size", category=UserWarning)
+        yield
 
 
 def shipped(chunk: Chunk):
@@ -134,9 +151,10 @@ class Partitioned:
         """The same chunks held in the workers' memory, so that later evaluations ship none of them.
         Each is the result of a task (reading its file, or holding the chunk the task carries), so a
         worker's loss costs a rerun of that task, never the chunk."""
-        held = [c if isinstance(c, Resident) else
-                Resident(client.submit(loaded, c, pure=False), c.format, c.shape, c.nnz, c.dtype)
-                for c in self.chunks]
+        with carrying_data():
+            held = [c if isinstance(c, Resident) else
+                    Resident(client.submit(loaded, c, pure=False), c.format, c.shape, c.nnz, c.dtype)
+                    for c in self.chunks]
         return Partitioned(tuple(held), self.mode)
 
     def gather(self) -> Tensor:

@@ -1,11 +1,15 @@
 """Which index to split a kernel along, where to cut it, and how the chunks' results combine.
 
-Chunks never share memory, so there are no races to avoid, only wrong sums: splitting an index of the
-result gives each chunk its own run of the result (joined in order), and splitting a summed index gives
-each chunk a partial result (added up), which is exact only when every term of the expression reads a
-tensor indexed by it (`2 + A(i,k)` summed over k in two chunks would count the 2 twice). Among the
-indices that qualify, the schedule's outermost loop wins: its operands are stored with it first, so
-their chunks are views, and each chunk's kernel runs only its own part of that loop.
+Chunks never share memory, so there are no races to avoid: splitting an index of the result gives each
+chunk its own run of the result (joined in order), and splitting a summed index gives each chunk a
+partial sum (added up). Both are exact for any expression, since a summed index sums the whole right
+side and each chunk sees the index's extent as its own run (`s() = a(i) + 2` is 2 per i, in every
+chunk). What can stop a split is a tensor read twice with the index at different modes: one chunk of it
+cannot serve both reads; such reads are made separate operands first (`separate_reads`: `A(i,k) * A(k,j)`
+cuts one A by rows and sends the other whole), except of a partitioned tensor. Among the indices that
+can be split, the schedule's outermost loop wins: its
+operands are stored with it first, so their chunks are views, and each chunk's kernel runs only its own
+part of that loop.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..cin import Forall, Where
 from ..errors import AutosparseError, ShapeError
-from ..notation import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, accesses
+from ..notation import Access, Assignment, IndexVar, accesses
 from ..tensor import Tensor
 from ..tensor.slicing import cut
 from .partitioned import Chunk, Partitioned, balanced_bounds, chunk_counts, entry_counts, loaded
@@ -54,7 +59,7 @@ class Plan:
 
     def chunk_operands(self, k: int, operands: Mapping[str, "Tensor | Partitioned"]) -> dict[str, Chunk]:
         """Chunk k's operands that are cut (views where the layout allows; files still unread)."""
-        return {name: _chunk(operands[name], modes, self.bounds[k], self.bounds[k + 1])
+        return {name: _chunk(operands[name], modes, k, self.bounds[k], self.bounds[k + 1])
                 for name, modes in self.cuts.items()}
 
     def __str__(self) -> str:
@@ -66,16 +71,54 @@ class Plan:
                 f"{[round(c) for c in self.costs]}")
 
 
+def separate_reads(assignment: Assignment, operands: Mapping[str, "Tensor | Partitioned"]
+                   ) -> tuple[Assignment, dict[str, "Tensor | Partitioned"]]:
+    """The assignment with each further way a tensor is read (other indices) naming an operand of its
+    own that is the same tensor, so each read can be cut or sent whole on its own. Partitioned tensors
+    keep one name: their chunks are cut one way."""
+    taken = set(operands) | {assignment.lhs.tensor}
+    names: dict[tuple[str, tuple], str] = {}
+    operands = dict(operands)
+
+    def rename(expr):
+        if not isinstance(expr, Access):
+            return expr.with_children(tuple(rename(c) for c in expr.children()))
+        if isinstance(operands[expr.tensor], Partitioned):
+            return expr
+        key = (expr.tensor, expr.indices)
+        if key not in names:
+            first = not any(tensor == expr.tensor for tensor, _ in names)
+            name = expr.tensor if first else next(f"{expr.tensor}{k}" for k in range(1, len(taken) + 2)
+                                                  if f"{expr.tensor}{k}" not in taken)
+            taken.add(name)
+            names[key] = name
+            operands[name] = operands[expr.tensor]
+        return Access(names[key], expr.indices)
+
+    return Assignment(assignment.lhs, rename(assignment.rhs), assignment.accumulate), operands
+
+
+def work_order(stmt) -> tuple[IndexVar, ...]:
+    """The CIN's loop indices, outermost first, a `where`'s producer before its consumer: the loops
+    that read the operands come before those that copy a workspace out."""
+    if isinstance(stmt, Forall):
+        return (stmt.index, *work_order(stmt.body))
+    if isinstance(stmt, Where):
+        return (*work_order(stmt.producer), *work_order(stmt.consumer))
+    return tuple(i for child in stmt.children() for i in work_order(child))
+
+
 def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
                 operands: Mapping[str, "Tensor | Partitioned"], index: str | None = None) -> IndexVar | None:
     """The index to split along: the one `index` names or a partitioned operand dictates, else the
     outermost loop that a split keeps exact, else None (the whole evaluation is one task)."""
     reads = accesses(assignment.rhs)
     indexed = {i for a in reads for i in a.indices}
-    fixed = {a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
+    along = {a: a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
+    fixed = set(along.values())
     if len(fixed) > 1:
-        raise ShapeError(f"Expected the partitioned operands to be split along one index, but they are split "
-                         f"along {', '.join(sorted(map(str, fixed)))}")
+        raise ShapeError(f"Expected the partitioned operands to be split along one index, but "
+                         f"{', '.join(f'{a} is split along {i}' for a, i in along.items())}")
     if index is not None:
         chosen = IndexVar(index)
         if fixed and chosen not in fixed:
@@ -88,16 +131,12 @@ def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
         if candidate not in indexed:
             raise AutosparseError(f"Expected to split along an index of the operands of {assignment}, "
                                   f"but {candidate} indexes none")
-        if not _cut_alike(reads, candidate):
-            continue
-        if candidate in assignment.lhs.indices or _every_term_reads(assignment.rhs, candidate):
+        if _cut_alike(reads, candidate):
             return candidate
     if index is None and not fixed:
         return None
-    raise AutosparseError(f"Expected an index that splits {assignment} exactly, but of "
-                          f"{', '.join(map(str, candidates))}, each is summed over while a term reads no tensor "
-                          f"indexed by it (each chunk would add that term again), or indexes different modes "
-                          f"of one tensor read twice (a chunk of it cannot serve both reads)")
+    raise AutosparseError(f"Expected an index that splits {assignment}, but {candidates[0]} indexes different "
+                          f"modes of a tensor read twice (one chunk of it cannot serve both reads)")
 
 
 def make_plan(assignment: Assignment, index: IndexVar | None, operands: Mapping[str, "Tensor | Partitioned"],
@@ -166,9 +205,9 @@ def _entries_along(operands: Mapping[str, Tensor], cuts) -> tuple[np.ndarray, np
     return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
 
 
-def _chunk(value: "Tensor | Partitioned", modes: tuple[int, ...], begin: int, end: int) -> Chunk:
+def _chunk(value: "Tensor | Partitioned", modes: tuple[int, ...], k: int, begin: int, end: int) -> Chunk:
     if isinstance(value, Partitioned):
-        chunk = value.chunks[value.bounds.index(begin)]
+        chunk = value.chunks[k]
         modes = tuple(m for m in modes if m != value.mode)
     else:
         chunk = value
@@ -187,18 +226,3 @@ def _cut_alike(reads: Sequence[Access], index: IndexVar) -> bool:
         if modes.setdefault(access.tensor, here) != here:
             return False
     return True
-
-
-def _every_term_reads(expr: Expr, index: IndexVar) -> bool:
-    """Whether every term of `expr`, multiplied out, has a factor indexed by `index`."""
-    if isinstance(expr, Access):
-        return index in expr.indices
-    if isinstance(expr, Literal):
-        return False
-    if isinstance(expr, Neg):
-        return _every_term_reads(expr.operand, index)
-    if isinstance(expr, Mul):
-        return _every_term_reads(expr.left, index) or _every_term_reads(expr.right, index)
-    if isinstance(expr, (Add, Sub)):
-        return _every_term_reads(expr.left, index) and _every_term_reads(expr.right, index)
-    raise AutosparseError(f"Expected an expression of index notation, but found {type(expr).__name__}")

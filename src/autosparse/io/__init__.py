@@ -32,9 +32,10 @@ def read(path: "str | os.PathLike", format=None, *, index_dtype=None, shape=None
     return read_tns(path, format, index_dtype, shape)
 
 
-def describe(path: "str | os.PathLike") -> tuple[tuple[int, ...], int, "np.dtype"]:
-    """A tensor file's shape, its number of entry lines and its value dtype, without holding its
-    entries (.mtx: the header; .tns: one pass over the lines, the shape from `# shape:` when given)."""
+def describe(path: "str | os.PathLike") -> tuple[tuple[int, ...], int, "np.dtype", bool]:
+    """A tensor file's shape, its number of entry lines, its value dtype and whether the file states
+    its shape, without holding its entries (.mtx: the header; .tns: one pass over the lines, the shape
+    from `# shape:` when given, else from the largest coordinates)."""
     path = Path(path)
     return describe_mtx(path) if _kind(path) == ".mtx" else describe_tns(path)
 

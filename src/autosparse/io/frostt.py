@@ -51,7 +51,7 @@ def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
     return Tensor.from_coo(coords, values, shape, format or "coo", index_dtype)
 
 
-def describe_tns(path: Path) -> tuple[tuple[int, ...], int, np.dtype]:
+def describe_tns(path: Path) -> tuple[tuple[int, ...], int, np.dtype, bool]:
     shape, dtype, lines, largest = None, np.dtype(np.float64), 0, None
     with open_file(path, "rb") as handle:
         for line in handle:
@@ -67,7 +67,7 @@ def describe_tns(path: Path) -> tuple[tuple[int, ...], int, np.dtype]:
                     largest = coords if largest is None else [max(a, b) for a, b in zip(largest, coords)]
     if shape is None and largest is None:
         raise ShapeError(f"Expected entries or a '# shape:' line in {path} to tell the shape, but found neither")
-    return shape or tuple(largest), lines, dtype
+    return shape or tuple(largest), lines, dtype, shape is not None
 
 
 def _parse(lines, path: Path, dtype, usecols=None) -> np.ndarray:

@@ -34,7 +34,7 @@ def read_mtx(path: Path, format, index_dtype) -> Tensor:
     return Tensor.from_coo(coords, coo.data, coo.shape, format or "csr", index_dtype)
 
 
-def describe_mtx(path: Path) -> tuple[tuple[int, ...], int, np.dtype]:
+def describe_mtx(path: Path) -> tuple[tuple[int, ...], int, np.dtype, bool]:
     """From the banner and the size line alone."""
     with open_file(path, "rb") as handle:
         banner = handle.readline().split()
@@ -47,7 +47,8 @@ def describe_mtx(path: Path) -> tuple[tuple[int, ...], int, np.dtype]:
     rows, cols = int(sizes[0]), int(sizes[1])
     entries = int(sizes[2]) if len(sizes) == 3 else rows * cols
     field = banner[3].lower().decode()
-    return (rows, cols), entries, np.dtype({"integer": np.int64, "complex": np.complex128}.get(field, np.float64))
+    dtype = np.dtype({"integer": np.int64, "complex": np.complex128}.get(field, np.float64))
+    return (rows, cols), entries, dtype, True
 
 
 def write_mtx(path: Path, tensor: Tensor) -> None:

@@ -14,11 +14,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import FormatError, ShapeError
 from ..format import Format
 from ..format.compressed import Compressed
 from ..format.dense import Dense
 from ..format.singleton import Singleton
+from ..format.triangular import Triangular
 from . import storage as st
 from .dtypes import INT32_MAX
 from .tensor import Tensor
@@ -32,6 +33,9 @@ def cut(tensor: Tensor, mode: int, begin: int, end: int) -> Tensor:
                          f"but found [{begin}, {end})")
     shape = tuple(end - begin if m == mode else n for m, n in enumerate(tensor.shape))
     fmt = tensor.format
+    if any(isinstance(level, Triangular) for level in fmt.levels):
+        raise FormatError(f"Expected a format whose pieces are tensors of it, but {fmt} stores a square "
+                          f"triangle and a run of its rows is not one: convert it (to csr) before cutting")
     if not _runs_are_ranges(fmt, mode):
         coords, values = tensor.to_coo()
         kept = (coords[mode] >= begin) & (coords[mode] < end)
