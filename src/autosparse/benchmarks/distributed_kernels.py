@@ -23,6 +23,7 @@ time on more machines (`_projection`).
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from contextlib import ExitStack
 
@@ -129,20 +130,31 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
 
 def _projection(args, seconds: dict[str, float], broadcast: int, result_bytes: int) -> None:
     """The time of one call on W machines, modelled from this run: the in-process kernel divided
-    evenly, the whole-evaluation overhead measured here plus the scheduler's share of each further
-    task, and the client's link carrying the broadcast to each worker and the result back (Dask's
-    scatter(broadcast=True) sends from the client to every worker in turn)."""
+    evenly; the whole-evaluation overhead measured here, plus the scheduler's share of each further
+    task; and the traffic (`_traffic`)."""
     fixed, per_task = args.overhead["evaluate, 64-row SpMV"], args.overhead["200 tasks at once, total"] / 200
-    modelled = seconds["in process"] / 2 + fixed + (2 * broadcast + result_bytes) / args.link
+    modelled = seconds["in process"] / 2 + fixed + _traffic(2, broadcast, result_bytes) / args.link
     print(f"\nModel check at 2 workers, loopback {args.link / 1e9:.2f} GB/s: "
           f"{modelled * 1e3:,.1f} ms modelled, {seconds['2 workers'] * 1e3:,.1f} ms measured.\n")
-    print(f"Projected on W machines over a {NETWORK / 1e9:.2f} GB/s (10 GbE) link, as speedup over in process:\n")
+    print(f"Projected on W machines over {NETWORK / 1e9:.2f} GB/s (10 GbE) links, as speedup over in process:\n")
     print("| W | ms | speedup | of which traffic ms |")
     print("|---:|---:|---:|---:|")
     for machines in (2, 4, 16, 64):
-        traffic = (machines * broadcast + result_bytes) / NETWORK
+        traffic = _traffic(machines, broadcast, result_bytes) / NETWORK
         total = seconds["in process"] / machines + fixed + per_task * (machines - 2) + traffic
         print(f"| {machines} | {total * 1e3:,.1f} | {seconds['in process'] / total:.2f}× | {traffic * 1e3:,.1f} |")
+
+
+def _traffic(machines: int, broadcast: int, result_bytes: int) -> float:
+    """Bytes on the busiest link, in sequence: a broadcast up to INLINE_BYTES rides in each of the W
+    tasks, all leaving the client; a larger one leaves the client once, as a task's result, and the
+    workers copy it from whoever has it, doubling the holders each round (log2 W rounds); the result
+    comes back to the client."""
+    from ..distributed.evaluate import INLINE_BYTES
+
+    if broadcast <= INLINE_BYTES:
+        return machines * broadcast + result_bytes
+    return (1 + math.ceil(math.log2(machines))) * broadcast + result_bytes
 
 
 def _noop(value=None):
