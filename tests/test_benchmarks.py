@@ -311,3 +311,21 @@ def test_counting_suites_have_a_quick_size_and_record_every_stage(tmp_path, suit
     taken = read(tmp_path / "r.jsonl")
     assert taken and all(r["kind"] == "count" and r["count"] >= 1 for r in taken)
     assert any(r["paper"] is not None and r["count"] == r["paper"] for r in taken)  # the final frontier's
+
+
+def test_the_distributed_suite_times_every_contender_checked_and_projects(tmp_path):
+    from autosparse.benchmarks import command
+    from autosparse.benchmarks.records import read
+
+    argv, environment = command("distributed", ["--quick", "--kernel", "mttkrp", "--repeat", "1",
+                                                "--json", str(tmp_path / "r.jsonl")])
+    done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    taken = read(tmp_path / "r.jsonl")
+    timed = {(r["kernel"], r["contender"]): r for r in taken}
+    assert {c for k, c in timed if k == "MTTKRP"} == {"in process", "2 workers", "1 worker", "2 workers, shipped"}
+    assert all(r["seconds"] > 0 and r["status"] == "" for r in taken)
+    assert [r["role"] for r in taken if r["kernel"] == "MTTKRP"].count("ours") == 1
+    assert timed[("MTTKRP", "2 workers")]["broadcast_bytes"] > 0
+    assert any(k == "overhead" for k, _ in timed)
+    assert "Projected on W machines" in done.stdout

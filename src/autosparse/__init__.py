@@ -15,6 +15,16 @@ from .tensor import Tensor
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # `asp.distributed` without importing it (and Dask's client code) for every user
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AutosparseError", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
     "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",

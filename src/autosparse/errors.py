@@ -8,6 +8,11 @@ family; each subclass names one kind of mistake.
 class AutosparseError(Exception):
     """Base class of every error autosparse raises on bad input."""
 
+    def __reduce__(self):
+        # Rebuilt from its arguments in another process (a Dask worker's error reaching the client):
+        # the generic exception pickling cannot make a MemoryError subclass.
+        return type(self), self.args
+
 
 class FormatError(AutosparseError, ValueError):
     """A format string, a level array or a tensor's storage breaks a rule of its format."""
@@ -27,7 +32,11 @@ class ParseError(AutosparseError, ValueError):
     def __init__(self, message: str, text: str, column: int):
         self.text, self.column = text, column
         pointer = " " * (column - 1) + "^"
+        self.message = message
         super().__init__(f"{message} at column {column}\n    {text}\n    {pointer}")
+
+    def __reduce__(self):
+        return type(self), (self.message, self.text, self.column)
 
 
 class CompileError(AutosparseError):

@@ -27,6 +27,12 @@ _choices: dict[tuple, ScheduleCandidate] = {}
 
 def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
                     model: str = "asymptotic") -> ScheduleCandidate:
+    return chosen(assignment, formats, operands, model)[1]
+
+
+def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
+           model: str = "asymptotic") -> tuple["Front | SparseAutoFront", ScheduleCandidate]:
+    """The autoscheduler's candidates for the expression, and the one chosen for these operands."""
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     resolved = {name: str(as_format(formats.get(name, "dense"), order)) for name, order in orders.items()}
     key = (model, str(assignment), tuple(sorted(resolved.items())))
@@ -41,7 +47,7 @@ def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], opera
     choice = _choices.get((key, size_class))
     if choice is None:
         choice = _choices[(key, size_class)] = front.select(**tensors)
-    return choice
+    return front, choice
 
 
 def _rounded(n: int) -> int:

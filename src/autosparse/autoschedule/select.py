@@ -86,6 +86,11 @@ def estimates(front, operands: Mapping[str, object]) -> list[float]:
     return [work(c) for c in front]
 
 
+def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
+    """One candidate's estimated work on `operands` (what `select` ranks by)."""
+    return _estimator(front, operands)(cand)
+
+
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times and those that probe hashed operands PROBE_WEIGHT

@@ -11,10 +11,11 @@ import sys
 #: `autosparse bench SUITE` -> the module of autosparse.benchmarks that runs it.
 SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
           "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
-          "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels"}
+          "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
+          "distributed": "distributed_kernels"}
 #: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
 SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto"}
+SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed"}
 
 
 def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import FormatError
 from ..tensor import Tensor
-from .frostt import read_tns, write_tns
-from .matrix_market import read_mtx, write_mtx
+from .frostt import describe_tns, read_tns, write_tns
+from .matrix_market import describe_mtx, read_mtx, write_mtx
 
 
 def _kind(path: Path) -> str:
@@ -28,6 +30,14 @@ def read(path: "str | os.PathLike", format=None, *, index_dtype=None, shape=None
     if _kind(path) == ".mtx":
         return read_mtx(path, format, index_dtype)
     return read_tns(path, format, index_dtype, shape)
+
+
+def describe(path: "str | os.PathLike") -> tuple[tuple[int, ...], int, "np.dtype", bool]:
+    """A tensor file's shape, its number of entry lines, its value dtype and whether the file states
+    its shape, without holding its entries (.mtx: the header; .tns: one pass over the lines, the shape
+    from `# shape:` when given, else from the largest coordinates)."""
+    path = Path(path)
+    return describe_mtx(path) if _kind(path) == ".mtx" else describe_tns(path)
 
 
 def write(path: "str | os.PathLike", tensor: Tensor) -> None:

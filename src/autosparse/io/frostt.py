@@ -51,6 +51,25 @@ def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
     return Tensor.from_coo(coords, values, shape, format or "coo", index_dtype)
 
 
+def describe_tns(path: Path) -> tuple[tuple[int, ...], int, np.dtype, bool]:
+    shape, dtype, lines, largest = None, np.dtype(np.float64), 0, None
+    with open_file(path, "rb") as handle:
+        for line in handle:
+            if line.startswith(b"#"):
+                if found := _SHAPE_LINE.match(line.rstrip(b"\r\n")):
+                    shape = tuple(int(d) for d in found.group(1).split())
+                elif found := _DTYPE_LINE.match(line.rstrip(b"\r\n")):
+                    dtype = np.dtype(found.group(1).decode())
+            elif line.strip():
+                lines += 1
+                if shape is None:
+                    coords = [int(float(c)) for c in line.split()[:-1]]
+                    largest = coords if largest is None else [max(a, b) for a, b in zip(largest, coords)]
+    if shape is None and largest is None:
+        raise ShapeError(f"Expected entries or a '# shape:' line in {path} to tell the shape, but found neither")
+    return shape or tuple(largest), lines, dtype, shape is not None
+
+
 def _parse(lines, path: Path, dtype, usecols=None) -> np.ndarray:
     try:
         with warnings.catch_warnings():

@@ -34,6 +34,23 @@ def read_mtx(path: Path, format, index_dtype) -> Tensor:
     return Tensor.from_coo(coords, coo.data, coo.shape, format or "csr", index_dtype)
 
 
+def describe_mtx(path: Path) -> tuple[tuple[int, ...], int, np.dtype, bool]:
+    """From the banner and the size line alone."""
+    with open_file(path, "rb") as handle:
+        banner = handle.readline().split()
+        line = handle.readline()
+        while line.startswith(b"%") or (line and not line.strip()):
+            line = handle.readline()
+    sizes = line.split()
+    if len(banner) < 4 or banner[0].lower() != b"%%matrixmarket" or len(sizes) not in (2, 3):
+        raise FormatError(f"Expected a Matrix Market file in {path}, with a banner and a size line")
+    rows, cols = int(sizes[0]), int(sizes[1])
+    entries = int(sizes[2]) if len(sizes) == 3 else rows * cols
+    field = banner[3].lower().decode()
+    dtype = np.dtype({"integer": np.int64, "complex": np.complex128}.get(field, np.float64))
+    return (rows, cols), entries, dtype, True
+
+
 def write_mtx(path: Path, tensor: Tensor) -> None:
     import scipy.io
     import scipy.sparse as sp

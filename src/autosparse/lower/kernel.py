@@ -28,7 +28,7 @@ from ..cin.provenance import Provenance, Split, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
 from . import finds, keyed
-from .lower import Plan, Scope, lower, temporaries_inside, thread_temporaries
+from .lower import Plan, Scope, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
 from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
@@ -125,11 +125,6 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         keyed.check(access, tensor_levels(access), f"coiterate({access.level_indices[-1]}, hash, {access.tensor.name})")
 
     counters: list[str] | None = [] if instrument else None
-
-    def count(label: str, b: CBuilder) -> None:
-        if counters is not None:
-            b.line(f"counters[{len(counters)}]++;")
-            counters.append(label)
     two_phase = isinstance(result_target, AppendedResult)
     region = _chunking_loop(stmt, result_target)
     if region is not None:
@@ -189,7 +184,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                 workspace.allocate(b)
         finds.declare_tables(tables, b)
         for access, table in keyed_tables.items():
-            keyed.build(access, tensor_levels(access), table, lambda label: count(label, b), b)
+            keyed.build(access, tensor_levels(access), table, lambda label: count_iteration(counters, b, label), b)
         if region is not None:
             phases = (bounding if bounding != counting else None, counting, filling)
             _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)

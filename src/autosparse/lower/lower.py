@@ -521,7 +521,7 @@ def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, pl
     index = names.coordinate(loop.index)
     with b.block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
             _iteration(stmt, plan, b):
-        _count(plan, b, f"∀{loop.index} dense")
+        count_iteration(plan.counters, b, f"∀{loop.index} dense")
         for it in sparse:
             _load(it, plan, b, guard=True, index=index)
         _cases(stmt, loop, lattice, lattice, plan, scope, b)
@@ -736,7 +736,7 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
         with b.block(header), _iteration(stmt, plan, b):
-            _count(plan, b, f"∀{loop.index} over {it.access}")
+            count_iteration(plan.counters, b, f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
                 b.line(f"if ({vacant}) continue;")
@@ -750,7 +750,7 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
     _require_ordered(iterators, loop, plan, descending)
     running = " && ".join(f"{_iterator_names(it, plan)[0]} < {_iterator_names(it, plan)[1]}" for it in iterators)
     with b.block(f"while ({running})"):
-        _count(plan, b, f"∀{loop.index} merge")
+        count_iteration(plan.counters, b, f"∀{loop.index} merge")
         coordinates = []
         for it in iterators:
             _load(it, plan, b, guard=False)
@@ -857,7 +857,7 @@ def _find_pass(stmt: Forall, loop: _Loop, lattice: lat.Lattice, roles: finds.Rol
         for finder in finders.values():
             finder.prepare(plan.tables, scope.parallel, b)
         with b.block(f"while ({q} < {end})"):
-            _count(plan, b, f"∀{loop.index} walk {driver.access}")
+            count_iteration(plan.counters, b, f"∀{loop.index} walk {driver.access}")
             vacant = level.vacant(q)
             if vacant:
                 b.line(f"if ({vacant}) {{ {q}++; continue; }}")
@@ -879,14 +879,14 @@ def _finder(it: lat.Iterator, strategy, driver_order: int, loop: _Loop, plan: Pl
     begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
     return finds.Finder(strategy, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
                         loop.index, driver_order,
-                        lambda what: _count(plan, b, f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
+                        lambda what: count_iteration(plan.counters, b, f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
 
 
-def _count(plan: Plan, b: CBuilder, label: str) -> None:
+def count_iteration(counters: list[str] | None, b: CBuilder, label: str) -> None:
     """Instrumented kernels count every iteration of every loop (the loop's label names it)."""
-    if plan.counters is not None:
-        b.line(f"counters[{len(plan.counters)}]++;")
-        plan.counters.append(label)
+    if counters is not None:
+        b.line(f"counters[{len(counters)}]++;")
+        counters.append(label)
 
 
 # --- derived loops (Senanayake et al. §4.2) ----------------------------------------------------------
@@ -931,7 +931,7 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
         with b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), _iteration(stmt, plan, b):
-            _count(plan, b, f"∀{index} {relation}")
+            count_iteration(plan.counters, b, f"∀{index} {relation}")
             if recovered is None:
                 lower(stmt.body, plan, inner, b)
             else:
@@ -962,7 +962,7 @@ def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, row: str
         if stmt.unroll:
             b.line(f"#pragma GCC unroll {stmt.unroll}")
         with b.block(f"for (; {q} < {segment}; {q}++)"):
-            _count(plan, b, f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
+            count_iteration(plan.counters, b, f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
             _at_row(collapsed, access, row, q, stmt.body, plan, body_scope, b)
         if register is None:
             return
@@ -1193,7 +1193,7 @@ def _found_at(sparse: list[lat.Iterator], stmt: Forall, rule, plan: Plan, scope:
         q, end, _, _ = _iterator_names(it, plan)
         begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
         finder = finds.Finder(Strategy.BINARY, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
-                              stmt.index, 1, lambda what: _count(plan, b, f"∀{stmt.index} {what} {it.access}"),
+                              stmt.index, 1, lambda what: count_iteration(plan.counters, b, f"∀{stmt.index} {what} {it.access}"),
                               str(rule))
         finder.prepare(plan.tables, scope.parallel, b)
         found[it] = finder.find(names.coordinate(stmt.index), b)

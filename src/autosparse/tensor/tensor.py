@@ -65,6 +65,10 @@ class Tensor:
         tensor._shape, tensor._format, tensor._storage, tensor._nnz, tensor._cache = shape, fmt, storage, None, None
         return tensor
 
+    def __reduce__(self):
+        # Another process gets the arrays, not this one's cached addresses of them.
+        return Tensor._trusted, (self._shape, self._format, self._storage)
+
     @property
     def kind(self) -> tuple:
         """(format, shape, dtype, index dtype): what a kernel specialised for this tensor depends on."""
@@ -125,6 +129,11 @@ class Tensor:
     @property
     def vals(self) -> np.ndarray:
         return self._storage.vals
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of storage: every index array and the values."""
+        return self._storage.vals.nbytes + sum(a.nbytes for level in self._storage.levels for a in level.values())
 
     @property
     def nnz(self) -> int:

@@ -1,0 +1,174 @@
+"""Evaluating an assignment on a Dask cluster: one task per chunk, results joined or summed.
+
+Everything that can be wrong with the input (names, shapes, formats, the schedule) is checked here,
+before any task is sent, by the code a local `evaluate` runs, so it fails the same way. Whatever a task
+reads can be made again: a chunk's cut operands travel inside its task (or are a persisted chunk, itself
+a task's result, or a file the task reads), small operands every chunk reads ride in every task, and a
+large one is the result of one task that Dask copies to the workers that need it. So a worker lost
+mid-run costs a rerun of its tasks elsewhere, never the data (Dask can recompute tasks, not data
+scattered from the client).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..api import Kernel
+from ..api.auto import chosen
+from ..api.operands import as_tensor, infer_format
+from ..autoschedule.candidate import ScheduleCandidate
+from ..autoschedule.front import Front
+from ..autoschedule.select import estimated_work
+from ..errors import AutosparseError
+from ..format import Format
+from ..format.compressed import Compressed
+from ..format.spec import as_format
+from ..notation import accesses, index_extents, parse
+from ..tensor import Tensor
+from ..tensor.slicing import join
+from .partitioned import Partitioned, carrying_data, loaded, shipped
+from .plan import Combine, Plan, make_plan, separate_reads, split_index, work_order
+from .tasks import KernelSpec, add, run_chunk
+
+#: Operands every chunk reads ride inside each task up to this size (no task of their own to wait
+#: for); a larger one is the result of one task, copied by Dask to each worker once.
+INLINE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Job:
+    """A checked evaluation, nothing sent yet: the chunks' kernel, the plan, the operands (Tensors or
+    Partitioned) and the format the caller asked for (chunks that are summed compute an ordered twin
+    of it, see `_summable`)."""
+
+    spec: KernelSpec
+    plan: Plan
+    operands: Mapping[str, "Tensor | Partitioned"]
+    result_format: str
+
+
+def evaluate(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
+             index: str | None = None, model: str = "asymptotic", num_threads: int | None = None, **operands):
+    """`autosparse.evaluate` on a Dask cluster (`client`, or the default client): operands may be
+    `Partitioned` (split along their mode, into their own chunks) or anything `evaluate` takes (split
+    here, into `parts` chunks, by default one per worker). `index` forces the index to split along;
+    `schedule` is as for `evaluate`, "auto" included."""
+    result, _ = evaluate_planned(expression, client, format, schedule, parts, index, model, num_threads, **operands)
+    return result
+
+
+def evaluate_planned(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
+                     index: str | None = None, model: str = "asymptotic", num_threads: int | None = None,
+                     **operands) -> tuple[object, Plan]:
+    """`evaluate`, and the plan it ran."""
+    client = _client(client)
+    job = prepare(expression, format, schedule, parts or _workers(client), index, model, num_threads, **operands)
+    return run(client, job), job.plan
+
+
+def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: str | None = None,
+            model: str = "asymptotic", num_threads: int | None = None, **operands) -> Job:
+    """The checked kernel and its plan, with nothing sent."""
+    if parts < 1:
+        raise AutosparseError(f"Expected at least one part, but found parts={parts}")
+    assignment = parse(expression)
+    if assignment.accumulate:
+        raise AutosparseError(f"Expected an assignment with '=' to evaluate on a cluster, but found {assignment} "
+                              f"(the result there has no earlier values to add to)")
+    orders = {a.tensor: len(a.indices) for a in accesses(assignment.rhs)}
+    if operands.keys() != orders.keys():
+        raise AutosparseError(f"Expected operands {sorted(orders)}, but found {sorted(operands)}")
+    tensors = {name: value if isinstance(value, Partitioned) else as_tensor(value, infer_format(value, orders[name]),
+                                                                             name)
+               for name, value in operands.items()}
+    if schedule is None or schedule == "auto":  # a schedule given names the reads as they are
+        assignment, tensors = separate_reads(assignment, tensors)
+    index_extents(assignment, {name: t.shape for name, t in tensors.items()})
+    result = assignment.lhs.tensor
+    formats = {name: str(t.format) for name, t in tensors.items()}
+    requested = as_format("dense" if format is None else format, len(assignment.lhs.indices))
+    formats[result] = str(requested)
+    estimate, coiteration = None, None
+    if isinstance(schedule, str) and schedule.strip() == "auto":
+        front, schedule = chosen(assignment, formats, _sample(assignment, tensors, index), model)
+        coiteration = "auto"
+        if isinstance(front, Front):  # SparseAuto's candidates have no estimate of their own to balance
+            cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}
+            estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
+    if isinstance(schedule, ScheduleCandidate):
+        schedule, needed = schedule.kernel_schedule()
+        formats.update({name: str(fmt) for name, fmt in needed.items()})
+    kernel = Kernel(assignment, formats, schedule, num_threads, coiteration=coiteration)  # checks the schedule
+    plan = make_plan(assignment, split_index(assignment, work_order(kernel.cin), tensors, index), tensors, parts,
+                     estimate)
+    if plan.combine is Combine.SUM and plan.chunks > 1:
+        formats[result] = str(_summable(requested))
+    spec = KernelSpec(str(assignment), tuple(sorted(formats.items())), schedule, coiteration, num_threads)
+    return Job(spec, plan, tensors, str(requested))
+
+
+def run(client, job: Job):
+    """Submit one task per chunk (the dearest first), then join or sum their results."""
+    plan, tensors = job.plan, job.operands
+    token = uuid.uuid4().hex[:12]
+    with carrying_data():
+        shared = {name: tensors[name] if tensors[name].nbytes <= INLINE_BYTES else
+                  client.submit(loaded, tensors[name], pure=False, key=f"autosparse-operand-{token}-{name}")
+                  for name in plan.broadcast}
+        futures = [None] * plan.chunks
+        for rank, k in enumerate(sorted(range(plan.chunks), key=lambda k: -plan.costs[k])):
+            chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}
+            futures[k] = client.submit(run_chunk, job.spec, {**chunk, **shared},
+                                       key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
+    if len(futures) == 1:
+        result = futures[0].result()
+    elif plan.combine is Combine.JOIN:
+        result = join(client.gather(futures), plan.result_mode)
+    else:
+        chunk_format = dict(job.spec.formats)[parse(job.spec.expression).lhs.tensor]
+        level, depth = futures, 0
+        while len(level) > 1:
+            depth += 1
+            pairs = [client.submit(add, a, b, chunk_format, key=f"autosparse-sum-{token}-{depth}-{k}")
+                     for k, (a, b) in enumerate(zip(level[::2], level[1::2]))]
+            level = pairs + level[len(pairs) * 2:]
+        result = level[0].result()
+    return result.to_format(job.result_format) if isinstance(result, Tensor) else result
+
+
+def _summable(fmt: Format) -> Format:
+    """`fmt` with its compressed levels in increasing order: partial results are added by merging,
+    which needs sorted levels (the sum is converted to `fmt` at the end)."""
+    levels = tuple(Compressed(level.unique) if isinstance(level, Compressed) else level for level in fmt.levels)
+    return fmt if levels == fmt.levels else Format(levels, mode_order=fmt.mode_order)
+
+
+def _sample(assignment, tensors: Mapping[str, "Tensor | Partitioned"], index: str | None) -> dict[str, Tensor]:
+    """Operands to select a schedule on: the whole ones, or where some come partitioned, their first
+    chunk with the others cut to match."""
+    if not any(isinstance(t, Partitioned) for t in tensors.values()):
+        return dict(tensors)
+    first = make_plan(assignment, split_index(assignment, (), tensors, index), tensors, 1)  # partitioned: split
+    return {**{n: tensors[n] for n in first.broadcast},
+            **{n: loaded(t) for n, t in first.chunk_operands(0, tensors).items()}}
+
+
+def _client(client):
+    if client is not None:
+        return client
+    try:
+        from dask.distributed import default_client
+    except ImportError:
+        raise AutosparseError("Expected dask.distributed for distributed evaluation: pip install "
+                              "'autosparse[distributed]'") from None
+    try:
+        return default_client()
+    except ValueError:
+        raise AutosparseError("Expected a Dask client: pass client=, or create a dask.distributed.Client "
+                              "first") from None
+
+
+def _workers(client) -> int:
+    return max(len(client.scheduler_info()["workers"]), 1)
