@@ -10,10 +10,12 @@ would be; "shipped" also sends the chunks with every call, the cost of a one-off
 "2 workers" (the one compared with), "1 worker", "2 workers, shipped" and "in process" (`asp.compile`
 called here, no Dask). Every result is checked against the in-process one before timing.
 
-Sizes: SpMV on a uniform 2^21-row matrix with 20 M nonzeros and an R-MAT 2^21 graph (16 per row);
-SpGEMM A·B of two uniform 200,000² matrices with 2 M nonzeros each, B broadcast; MTTKRP on a power-law
-2,000 × 2,000 × 2,000 tensor with 20 M nonzeros, rank 16 (--quick: a sixteenth of the nonzeros, of the
-rows, and of the 2-D sides; a third of the 3-D sides). The overhead rows time
+Sizes: SpMV on a uniform 2^22-row matrix with 64 M nonzeros and an R-MAT 2^22 graph (16 per row);
+SpGEMM A·B of two uniform 200,000² matrices with 2 M nonzeros each, B broadcast (the product has about
+20 M); MTTKRP on a power-law 4,000 × 4,000 × 4,000 tensor drawn from 80 M coordinates (duplicates
+summed), rank 32. Each copy of an operand is held by the client, each cluster and, shipped, in flight:
+these fit the 24 GB here with room to spare. --quick: a sixteenth of the nonzeros, of the rows and of
+the 2-D sides, a third of the 3-D sides. The overhead rows time
 a task that does nothing (one at a time: latency; 200 at once: throughput), one carrying 64 MiB to a
 worker and back (the loopback link), and a whole evaluation of a 64-row SpMV (planning, two tasks
 carrying x, gathering and joining y). From these and each kernel's traffic the suite projects a call's
@@ -50,9 +52,9 @@ def _inputs(kernel: str, scale: int, seed: int) -> dict[str, tuple[str, dict, st
     """dataset -> (its description, the operands, the name of the one split across the workers)."""
     rng = np.random.default_rng(seed)
     if kernel == "spmv":
-        rows, nnz = (1 << 21) // scale, 20_000_000 // scale
+        rows, nnz = (1 << 22) // scale, 64_000_000 // scale
         uniform = data.generate("uniform", rows, rows, nnz, seed=seed)
-        rmat = data.generate("rmat", 21 - scale.bit_length() + 1, edge_factor=16, seed=seed)
+        rmat = data.generate("rmat", 22 - scale.bit_length() + 1, edge_factor=16, seed=seed)
         return {name: (f"{m.shape[0]:,}² with {m.nnz:,} nonzeros",
                        {"A": asp.Tensor.from_scipy(m), "x": rng.random(m.shape[1])}, "A")
                 for name, m in (("uniform", uniform), ("R-MAT", rmat))}
@@ -62,7 +64,7 @@ def _inputs(kernel: str, scale: int, seed: int) -> dict[str, tuple[str, dict, st
         b = data.generate("uniform", rows, rows, nnz, seed=seed + 1)
         return {"uniform": (f"two {rows:,}² with {nnz:,} nonzeros each",
                             {"A": asp.Tensor.from_scipy(a), "B": asp.Tensor.from_scipy(b)}, "A")}
-    side, nnz, rank = 2_000 // int(round(scale ** (1 / 3))), 20_000_000 // scale, 16
+    side, nnz, rank = 4_000 // int(round(scale ** (1 / 3))), 80_000_000 // scale, 32
     made = data.generate("powerlaw_tensor", (side,) * 3, nnz, seed=seed)
     tensor = asp.Tensor.from_coo(made.coords, made.vals, made.shape, format="sss")
     return {"power-law": (f"{side:,}³ with {tensor.nnz:,} nonzeros, rank {rank}",
@@ -132,14 +134,28 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
         if ours and timings["1 worker"].seconds:
             print(f"\n2 workers vs 1: {timings['1 worker'].seconds / ours:.2f}×")
         if all(t.seconds for t in timings.values()):
-            _projection(args, {name: t.seconds for name, t in timings.items()}, broadcast, result_bytes)
+            joining = _join_seconds(expression, fmt, local, operands)
+            print(f"joining the 2 chunks' results on the client: {joining * 1e3:,.1f} ms")
+            _projection(args, {name: t.seconds for name, t in timings.items()}, broadcast, result_bytes, joining)
 
 
-def _projection(args, seconds: dict[str, float], broadcast: int, result_bytes: int) -> None:
+def _join_seconds(expression: str, fmt: str, local, operands: dict) -> float:
+    """What the client spends joining two chunks' results (their kernels run here, untimed)."""
+    from ..distributed import prepare
+    from ..tensor.slicing import join
+    from .timing import seconds_of
+
+    plan = prepare(expression, fmt, parts=2, **operands).plan
+    parts = [local(**{**operands, **plan.chunk_operands(k, operands)}) for k in range(plan.chunks)]
+    return min(seconds_of(lambda: join(parts, plan.result_mode)) for _ in range(3))
+
+
+def _projection(args, seconds: dict[str, float], broadcast: int, result_bytes: int, joining: float) -> None:
     """The time of one call on W machines, modelled from this run: the in-process kernel divided
     evenly; the whole-evaluation overhead measured here, plus the scheduler's share of each further
-    task; and the traffic (`_traffic`)."""
-    fixed, per_task = args.overhead["evaluate, 64-row SpMV"], args.overhead["200 tasks at once, total"] / 200
+    task; the traffic (`_traffic`); and joining the results on the client."""
+    fixed = args.overhead["evaluate, 64-row SpMV"] + joining
+    per_task = args.overhead["200 tasks at once, total"] / 200
     modelled = seconds["in process"] / 2 + fixed + _traffic(2, broadcast, result_bytes) / args.link
     print(f"\nModel check at 2 workers, loopback {args.link / 1e9:.2f} GB/s: "
           f"{modelled * 1e3:,.1f} ms modelled, {seconds['2 workers'] * 1e3:,.1f} ms measured.\n")
