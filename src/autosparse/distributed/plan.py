@@ -4,12 +4,11 @@ Chunks never share memory, so there are no races to avoid: splitting an index of
 chunk its own run of the result (joined in order), and splitting a summed index gives each chunk a
 partial sum (added up). Both are exact for any expression, since a summed index sums the whole right
 side and each chunk sees the index's extent as its own run (`s() = a(i) + 2` is 2 per i, in every
-chunk). What can stop a split is a tensor read twice with the index at different modes: one chunk of it
-cannot serve both reads; such reads are made separate operands first (`separate_reads`: `A(i,k) * A(k,j)`
-cuts one A by rows and sends the other whole), except of a partitioned tensor. Among the indices that
-can be split, the schedule's outermost loop wins: its
-operands are stored with it first, so their chunks are views, and each chunk's kernel runs only its own
-part of that loop.
+chunk). What can stop a split is a tensor read twice with the index at different modes, since one chunk
+of it cannot serve both reads; such reads are made separate operands first (`separate_reads`:
+`A(i,k) * A(k,j)` cuts one A by rows and sends the other whole), except of a partitioned tensor. Among
+the indices that can be split, the schedule's outermost working loop wins: its operands are stored with
+it first, so their chunks are views, and each chunk's kernel runs only its own part of that loop.
 """
 
 from __future__ import annotations
