@@ -112,6 +112,24 @@ def test_persisted_chunks_stay_on_the_workers(client):
     np.testing.assert_array_equal(held.gather().to_numpy(), a.to_numpy())
 
 
+def test_results_left_on_the_workers_feed_the_next_evaluation(client):
+    a = _csr(500, 500, 0.01, 21)
+    x = rng.random(500)
+    held = partition(a, 2).persist(client)
+    y = asp.distributed.evaluate("y(i) = A(i,j) * x(j)", client, A=held, x=x, gather=False)
+    assert isinstance(y, Partitioned) and all(isinstance(c, Resident) for c in y.chunks)
+    assert y.bounds == held.bounds and y.shape == (500,)
+    z, plan = evaluate_planned("z(i) = A(i,j) * y(j)", client, A=held, y=y)  # y joined on a worker
+    assert plan.broadcast == ("y",)
+    expected = a.to_numpy() @ (a.to_numpy() @ x)
+    np.testing.assert_allclose(z.to_numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(y.gather().to_numpy(), a.to_numpy() @ x, rtol=1e-12)
+    c = asp.distributed.evaluate("C(j,k) = A(i,j) * A(i,k)", client, "ds~", index="i", parts=3, A=a, gather=False)
+    assert len(c.chunks) == 1 and c.format == asp.Format("ds~")  # a sum is one chunk, in the format asked
+    np.testing.assert_allclose(c.gather().to_numpy(), a.to_numpy().T @ a.to_numpy(), rtol=1e-12)
+    assert asp.distributed.evaluate("s() = a(i) * b(i)", client, a=x, b=x, gather=False) == pytest.approx(x @ x)
+
+
 def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     a = _csr(300, 40, 0.1, 10)
     local = asp.evaluate("C(j,k) = A(i,j) * A(i,k)", format="csr", A=a)

@@ -175,9 +175,12 @@ def test_any_summed_index_splits_and_a_tensor_read_two_ways_is_two_operands():
     assert job.spec.expression == "C(i,j) = A(i,k) * A1(k,j)"
     assert dict(job.plan.cuts) == {"A": (0,)} and job.plan.broadcast == ("A1",)
     assert job.operands["A1"] is job.operands["A"]
-    square = partition(_csr(30, 30), 2)  # a partitioned tensor is cut one way only
-    with pytest.raises(asp.ShapeError, match=r"A\(i,k\) is split along i, A\(k,j\) is split along k"):
-        prepare("C(i,j) = A(i,k) * A(k,j)", A=square)
+    square = partition(_csr(30, 30), 2)  # partitioned: the second read is its chunks joined on a worker
+    job = prepare("C(i,j) = A(i,k) * A(k,j)", A=square)
+    assert job.plan.bounds == square.bounds and job.plan.broadcast == ("A1",)
+    sparser = asp.Tensor.from_scipy(sp.random(30, 30, 0.05, format="csr", random_state=1))
+    with pytest.raises(asp.ShapeError, match=r"B\(i,j\) is partitioned along j"):  # i at its other mode
+        prepare("C(i,j) = A(i,j) * B(i,j)", A=partition(_csr(30, 30), 3), B=partition(sparser, 2, mode=1))
 
 
 def test_sums_into_unordered_formats_add_sorted_twins():
@@ -198,7 +201,7 @@ def test_bad_input_fails_before_anything_is_planned():
         prepare("y(i) += A(i,j) * x(j)", A=_csr(), x=np.ones(30))
     with pytest.raises(asp.AutosparseError, match="at least one part"):
         prepare("y(i) = A(i,j) * x(j)", parts=0, A=_csr(), x=np.ones(30))
-    with pytest.raises(asp.ShapeError, match="partitioned operands' index"):
+    with pytest.raises(asp.ShapeError, match=r"A\(i,j\) is partitioned along i"):
         prepare("y(i) = A(i,j) * x(j)", index="j", A=partition(_csr(), 2), x=np.ones(30))
 
 

@@ -6,9 +6,11 @@ process, on the same data, with the per-task overhead and each call's communicat
 Two LocalClusters run side by side (one and two single-threaded worker processes, loopback only), so
 their calls can be interleaved as every suite interleaves contenders (benchmarks/timing.py). Inputs are
 split one chunk per worker and held by the workers (`Partitioned.persist`), as an iterative user's
-would be; "shipped" also sends the chunks with every call, the cost of a one-off evaluation. Contenders:
-"2 workers" (the one compared with), "1 worker", "2 workers, shipped" and "in process" (`asp.compile`
-called here, no Dask). Every result is checked against the in-process one before timing.
+would be; "shipped" also sends the chunks with every call, the cost of a one-off evaluation; "kept
+there" leaves the result on the workers (`gather=False`) and, for SpMV, takes x from them too, as an
+iterative solver's vectors would stay. Contenders: "2 workers" (the one compared with), "1 worker",
+"2 workers, shipped", "2 workers, kept there" and "in process" (`asp.compile` called here, no Dask).
+Every result is checked against the in-process one before timing.
 
 Sizes: SpMV on a uniform 2^22-row matrix with 64 M nonzeros and an R-MAT 2^22 graph (16 per row);
 SpGEMM A·B of two uniform 200,000² matrices with 2 M nonzeros each, B broadcast (the product has about
@@ -75,11 +77,24 @@ def _nbytes(value) -> int:
     return value.nbytes if isinstance(value, asp.Tensor) else int(np.asarray(value).nbytes)
 
 
-def _checker(expected: asp.Tensor):
-    """Raises Mismatch unless a result holds `expected`'s values (compared sparse where they are)."""
+def _resident_vectors(kernel: str, operands: dict, held, client) -> dict:
+    """SpMV's x as an iterative solver holds it: partitioned like the rows, on the workers (the previous
+    call's y, left there), joined on a worker for the next call."""
+    from ..distributed import Partitioned
+
+    if kernel != "spmv":
+        return {}
+    x = asp.Tensor.from_numpy(operands["x"])
+    return {"x": Partitioned.from_tensor(x, len(held.chunks)).persist(client)}
+
+
+def _checker(expected: asp.Tensor, gathered: bool = False):
+    """Raises Mismatch unless a result holds `expected`'s values (compared sparse where they are);
+    `gathered`: the result is left on the workers, and fetched to be checked."""
     scale = max(float(np.abs(expected.vals).max(initial=0.0)), 1.0)
 
     def check(result) -> None:
+        result = result.gather() if gathered else result
         if expected.format.is_dense:
             worst = float(np.abs(result.to_numpy() - expected.to_numpy()).max(initial=0.0))
         else:
@@ -111,6 +126,9 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
         two = clients[2]
         contenders["2 workers, shipped"] = (lambda: evaluate_planned(expression, two, fmt, **operands)[0],
                                             _checker(expected))
+        kept = {**operands, split: held[2], **_resident_vectors(kernel, operands, held[2], two)}
+        contenders["2 workers, kept there"] = (lambda: evaluate_planned(expression, two, fmt, gather=False, **kept)[0],
+                                               _checker(expected, gathered=True))
         timings = compare(contenders, args.repeat, budget=120)
         plan = plans[2]
         broadcast = sum(_nbytes(operands[name]) for name in plan.broadcast)

@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
+
 from ..api import Kernel
 from ..api.auto import chosen
 from ..api.operands import as_tensor, infer_format
@@ -28,9 +30,9 @@ from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
 from ..tensor import Tensor
 from ..tensor.slicing import join
-from .partitioned import Partitioned, carrying_data, loaded, shipped
+from .partitioned import Partitioned, Resident, carrying_data, loaded, shipped
 from .plan import Combine, Plan, make_plan, separate_reads, split_index, work_order
-from .tasks import KernelSpec, add, run_chunk
+from .tasks import KernelSpec, add, describe, joined, run_chunk, to_format
 
 #: Operands every chunk reads ride inside each task up to this size (no task of their own to wait
 #: for); a larger one is the result of one task, copied by Dask to each worker once.
@@ -50,22 +52,25 @@ class Job:
 
 
 def evaluate(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
-             index: str | None = None, model: str = "asymptotic", num_threads: int | None = None, **operands):
+             index: str | None = None, model: str = "asymptotic", num_threads: int | None = None,
+             gather: bool = True, **operands):
     """`autosparse.evaluate` on a Dask cluster (`client`, or the default client): operands may be
     `Partitioned` (split along their mode, into their own chunks) or anything `evaluate` takes (split
     here, into `parts` chunks, by default one per worker). `index` forces the index to split along;
-    `schedule` is as for `evaluate`, "auto" included."""
-    result, _ = evaluate_planned(expression, client, format, schedule, parts, index, model, num_threads, **operands)
+    `schedule` is as for `evaluate`, "auto" included. With `gather=False` a tensor result stays on the
+    workers, a `Partitioned` of resident chunks that the next evaluation can read where it lies."""
+    result, _ = evaluate_planned(expression, client, format, schedule, parts, index, model, num_threads, gather,
+                                 **operands)
     return result
 
 
 def evaluate_planned(expression: str, client=None, format=None, schedule=None, parts: int | None = None,
                      index: str | None = None, model: str = "asymptotic", num_threads: int | None = None,
-                     **operands) -> tuple[object, Plan]:
+                     gather: bool = True, **operands) -> tuple[object, Plan]:
     """`evaluate`, and the plan it ran."""
     client = _client(client)
     job = prepare(expression, format, schedule, parts or _workers(client), index, model, num_threads, **operands)
-    return run(client, job), job.plan
+    return run(client, job, gather), job.plan
 
 
 def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: str | None = None,
@@ -109,33 +114,48 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
     return Job(spec, plan, tensors, str(requested))
 
 
-def run(client, job: Job):
-    """Submit one task per chunk (the dearest first), then join or sum their results."""
+def run(client, job: Job, gather: bool = True):
+    """Submit one task per chunk (the dearest first), sum their results if the split index is summed,
+    and gather (joining the chunks) or leave the result on the workers."""
     plan, tensors = job.plan, job.operands
     token = uuid.uuid4().hex[:12]
     with carrying_data():
-        shared = {name: tensors[name] if tensors[name].nbytes <= INLINE_BYTES else
-                  client.submit(loaded, tensors[name], pure=False, key=f"autosparse-operand-{token}-{name}")
+        shared = {name: _shared(client, tensors[name], f"autosparse-operand-{token}-{name}")
                   for name in plan.broadcast}
         futures = [None] * plan.chunks
         for rank, k in enumerate(sorted(range(plan.chunks), key=lambda k: -plan.costs[k])):
             chunk = {name: shipped(value) for name, value in plan.chunk_operands(k, tensors).items()}
             futures[k] = client.submit(run_chunk, job.spec, {**chunk, **shared},
                                        key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
-    if len(futures) == 1:
-        result = futures[0].result()
-    elif plan.combine is Combine.JOIN:
-        result = join(client.gather(futures), plan.result_mode)
-    else:
+    if plan.combine is Combine.SUM:
         chunk_format = dict(job.spec.formats)[parse(job.spec.expression).lhs.tensor]
-        level, depth = futures, 0
-        while len(level) > 1:
+        depth = 0
+        while len(futures) > 1:
             depth += 1
             pairs = [client.submit(add, a, b, chunk_format, key=f"autosparse-sum-{token}-{depth}-{k}")
-                     for k, (a, b) in enumerate(zip(level[::2], level[1::2]))]
-            level = pairs + level[len(pairs) * 2:]
-        result = level[0].result()
-    return result.to_format(job.result_format) if isinstance(result, Tensor) else result
+                     for k, (a, b) in enumerate(zip(futures[::2], futures[1::2]))]
+            futures = pairs + futures[len(pairs) * 2:]
+    if gather or not parse(job.spec.expression).lhs.indices:  # a number is always gathered
+        result = futures[0].result() if len(futures) == 1 else join(client.gather(futures), plan.result_mode)
+        return result.to_format(job.result_format) if isinstance(result, Tensor) else result
+    computed = dict(job.spec.formats)[parse(job.spec.expression).lhs.tensor]
+    held = futures if computed == job.result_format else [
+        client.submit(to_format, f, job.result_format, key=f"autosparse-result-{token}-{k}")
+        for k, f in enumerate(futures)]
+    described = client.gather([client.submit(describe, f, key=f"autosparse-describe-{token}-{k}")
+                               for k, f in enumerate(held)])
+    return Partitioned(tuple(Resident(f, as_format(fmt, len(shape)), shape, nnz, np.dtype(dtype))
+                             for f, (fmt, shape, nnz, dtype) in zip(held, described)),
+                       plan.result_mode if len(held) > 1 else 0)
+
+
+def _shared(client, value: "Tensor | Partitioned", key: str):
+    """An operand every chunk reads, as the tasks take it: itself if small; else one task's result,
+    which Dask copies to the workers that need it (a partitioned one is joined there, from its chunks
+    where they lie)."""
+    if isinstance(value, Partitioned):
+        return client.submit(joined, [shipped(c) for c in value.chunks], value.mode, key=key)
+    return value if value.nbytes <= INLINE_BYTES else client.submit(loaded, value, pure=False, key=key)
 
 
 def _summable(fmt: Format) -> Format:
@@ -146,13 +166,13 @@ def _summable(fmt: Format) -> Format:
 
 
 def _sample(assignment, tensors: Mapping[str, "Tensor | Partitioned"], index: str | None) -> dict[str, Tensor]:
-    """Operands to select a schedule on: the whole ones, or where some come partitioned, their first
-    chunk with the others cut to match."""
+    """Operands to select a schedule on: the whole ones, or where some come partitioned, the first
+    chunk of the split, the others cut to match (or, partitioned along another index, gathered)."""
     if not any(isinstance(t, Partitioned) for t in tensors.values()):
         return dict(tensors)
     first = make_plan(assignment, split_index(assignment, (), tensors, index), tensors, 1)  # partitioned: split
-    return {**{n: tensors[n] for n in first.broadcast},
-            **{n: loaded(t) for n, t in first.chunk_operands(0, tensors).items()}}
+    whole = {n: tensors[n].gather() if isinstance(tensors[n], Partitioned) else tensors[n] for n in first.broadcast}
+    return {**whole, **{n: loaded(t) for n, t in first.chunk_operands(0, tensors).items()}}
 
 
 def _client(client):

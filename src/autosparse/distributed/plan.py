@@ -73,8 +73,7 @@ class Plan:
 def separate_reads(assignment: Assignment, operands: Mapping[str, "Tensor | Partitioned"]
                    ) -> tuple[Assignment, dict[str, "Tensor | Partitioned"]]:
     """The assignment with each further way a tensor is read (other indices) naming an operand of its
-    own that is the same tensor, so each read can be cut or sent whole on its own. Partitioned tensors
-    keep one name: their chunks are cut one way."""
+    own that is the same tensor, so each read can be cut or sent whole on its own."""
     taken = set(operands) | {assignment.lhs.tensor}
     names: dict[tuple[str, tuple], str] = {}
     operands = dict(operands)
@@ -82,8 +81,6 @@ def separate_reads(assignment: Assignment, operands: Mapping[str, "Tensor | Part
     def rename(expr):
         if not isinstance(expr, Access):
             return expr.with_children(tuple(rename(c) for c in expr.children()))
-        if isinstance(operands[expr.tensor], Partitioned):
-            return expr
         key = (expr.tensor, expr.indices)
         if key not in names:
             first = not any(tensor == expr.tensor for tensor, _ in names)
@@ -109,30 +106,31 @@ def work_order(stmt) -> tuple[IndexVar, ...]:
 
 def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
                 operands: Mapping[str, "Tensor | Partitioned"], index: str | None = None) -> IndexVar | None:
-    """The index to split along: the one `index` names or a partitioned operand dictates, else the
-    outermost loop that a split keeps exact, else None (the whole evaluation is one task)."""
+    """The index to split along: the one `index` names, else the one the largest partitioned operand
+    is partitioned along, else the outermost loop that a split keeps exact, else None (the whole
+    evaluation is one task). A partitioned operand must then be partitioned along it, or not read
+    with it at all (its chunks are joined on a worker and read whole)."""
     reads = accesses(assignment.rhs)
     indexed = {i for a in reads for i in a.indices}
     along = {a: a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
-    fixed = set(along.values())
-    if len(fixed) > 1:
-        raise ShapeError(f"Expected the partitioned operands to be split along one index, but "
-                         f"{', '.join(f'{a} is split along {i}' for a, i in along.items())}")
     if index is not None:
-        chosen = IndexVar(index)
-        if fixed and chosen not in fixed:
-            raise ShapeError(f"Expected to split along {fixed.pop()}, the partitioned operands' index, "
-                             f"but found index={index!r}")
-        candidates = [chosen]
+        candidates = [IndexVar(index)]
+    elif along:
+        candidates = [along[max(along, key=lambda a: operands[a.tensor].nnz)]]
     else:
-        candidates = list(fixed) or [i for i in loop_order if i in indexed]
+        candidates = [i for i in loop_order if i in indexed]
     for candidate in candidates:
         if candidate not in indexed:
             raise AutosparseError(f"Expected to split along an index of the operands of {assignment}, "
                                   f"but {candidate} indexes none")
+        crossing = [a for a, i in along.items() if i != candidate and candidate in a.indices]
+        if crossing:
+            raise ShapeError(f"Expected each partitioned operand to be partitioned along {candidate}, the index "
+                             f"split, or not to read it, but {crossing[0]} is partitioned along "
+                             f"{along[crossing[0]]}: repartition it, or pass it whole")
         if _cut_alike(reads, candidate):
             return candidate
-    if index is None and not fixed:
+    if index is None and not along:
         return None
     raise AutosparseError(f"Expected an index that splits {assignment}, but {candidates[0]} indexes different "
                           f"modes of a tensor read twice (one chunk of it cannot serve both reads)")

@@ -12,6 +12,7 @@ from typing import Mapping
 
 from ..api import Kernel
 from ..tensor import Tensor
+from ..tensor.slicing import join
 from .partitioned import TensorFile, loaded
 
 _kernels: dict["KernelSpec", Kernel] = {}
@@ -50,6 +51,20 @@ def add(left, right, result_format: str):
     spec = KernelSpec(f"R({modes}) = P({modes}) + Q({modes})",
                       (("P", str(left.format)), ("Q", str(right.format)), ("R", result_format)))
     return spec.kernel()(P=left, Q=right)
+
+
+def joined(chunks: list, mode: int) -> Tensor:
+    """A partitioned operand whole, from its chunks (Dask hands over the resident ones' values)."""
+    return join([loaded(c) for c in chunks], mode)
+
+
+def to_format(result, fmt: str):
+    return result.to_format(fmt) if isinstance(result, Tensor) else result
+
+
+def describe(result: Tensor) -> tuple[str, tuple[int, ...], int, str]:
+    """What the client keeps of a result left on a worker."""
+    return str(result.format), result.shape, result.nnz, str(result.dtype)
 
 
 def kernels_built() -> int:
