@@ -27,6 +27,21 @@ def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-c", program, *options], environment
 
 
+def kernel_suite_parser(doc: str, kernels, repeat: int, quick_help: str):
+    """The command line of a suite over named kernels: --repeat, --quick, --seed, --kernel and --json."""
+    import argparse
+
+    from .records import add_option
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--kernel", nargs="+", choices=list(kernels), default=list(kernels))
+    add_option(parser)
+    return parser
+
+
 def quick_sizes(parser, args, **sizes) -> None:
     """With --quick, `sizes` for the options the command line left at their defaults: a run small
     enough for CI that still goes through every step of the suite."""

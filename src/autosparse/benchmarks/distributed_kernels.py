@@ -26,7 +26,6 @@ time on more machines (`_projection`).
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from contextlib import ExitStack
@@ -34,8 +33,8 @@ from contextlib import ExitStack
 import numpy as np
 
 import autosparse as asp
-from . import data, machine, quick_sizes
-from .records import Records, add_option, source_hash
+from . import data, kernel_suite_parser, machine, quick_sizes
+from .records import Records, source_hash
 from .timing import Mismatch, compare
 
 #: What the overhead rows send to a worker and back, to measure the loopback link.
@@ -248,12 +247,7 @@ def overhead(args, clients: dict[int, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="a sixteenth of the nonzeros, 3 repeats")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--kernel", nargs="+", choices=list(KERNELS), default=list(KERNELS))
-    add_option(parser)
+    parser = kernel_suite_parser(__doc__, KERNELS, repeat=5, quick_help="a sixteenth of the nonzeros, 3 repeats")
     args = parser.parse_args(argv)
     quick_sizes(parser, args, repeat=3)
     args.records = Records(args.json)

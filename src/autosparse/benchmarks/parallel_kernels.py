@@ -23,16 +23,15 @@ result is checked before timing; medians of --repeat samples as every suite time
 
 from __future__ import annotations
 
-import argparse
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
 
 import autosparse as asp
-from . import data, machine
+from . import data, kernel_suite_parser, machine
 from .kernels import Reference, load_mkl, ptr
-from .records import Records, add_option, source_hash
+from .records import Records, source_hash
 from .timing import compare
 
 ROWS = "parallelize(i, cpu_thread, no_races)"
@@ -251,12 +250,7 @@ KERNELS = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm, "spgemm": spgemm, "ttm": 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=11)
-    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--kernel", nargs="+", choices=list(KERNELS), default=list(KERNELS))
-    add_option(parser)
+    parser = kernel_suite_parser(__doc__, KERNELS, repeat=11, quick_help="a tenth of the sizes")
     args = parser.parse_args(argv)
     args.records = Records(args.json)
     args.scale = 10 if args.quick else 1

@@ -118,6 +118,8 @@ def run(client, job: Job, gather: bool = True):
     """Submit one task per chunk (the dearest first), sum their results if the split index is summed,
     and gather (joining the chunks) or leave the result on the workers."""
     plan, tensors = job.plan, job.operands
+    result = parse(job.spec.expression).lhs
+    computed = dict(job.spec.formats)[result.tensor]  # the chunks' format (a sum's sorted twin)
     token = uuid.uuid4().hex[:12]
     with carrying_data():
         shared = {name: _shared(client, tensors[name], f"autosparse-operand-{token}-{name}")
@@ -128,17 +130,15 @@ def run(client, job: Job, gather: bool = True):
             futures[k] = client.submit(run_chunk, job.spec, {**chunk, **shared},
                                        key=f"autosparse-chunk-{token}-{k}", priority=plan.chunks - rank)
     if plan.combine is Combine.SUM:
-        chunk_format = dict(job.spec.formats)[parse(job.spec.expression).lhs.tensor]
         depth = 0
         while len(futures) > 1:
             depth += 1
-            pairs = [client.submit(add, a, b, chunk_format, key=f"autosparse-sum-{token}-{depth}-{k}")
+            pairs = [client.submit(add, a, b, computed, key=f"autosparse-sum-{token}-{depth}-{k}")
                      for k, (a, b) in enumerate(zip(futures[::2], futures[1::2]))]
             futures = pairs + futures[len(pairs) * 2:]
-    if gather or not parse(job.spec.expression).lhs.indices:  # a number is always gathered
-        result = futures[0].result() if len(futures) == 1 else join(client.gather(futures), plan.result_mode)
-        return result.to_format(job.result_format) if isinstance(result, Tensor) else result
-    computed = dict(job.spec.formats)[parse(job.spec.expression).lhs.tensor]
+    if gather or not result.indices:  # a number is always gathered
+        value = futures[0].result() if len(futures) == 1 else join(client.gather(futures), plan.result_mode)
+        return value.to_format(job.result_format) if isinstance(value, Tensor) else value
     held = futures if computed == job.result_format else [
         client.submit(to_format, f, job.result_format, key=f"autosparse-result-{token}-{k}")
         for k, f in enumerate(futures)]

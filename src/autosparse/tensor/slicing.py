@@ -21,7 +21,7 @@ from ..format.dense import Dense
 from ..format.singleton import Singleton
 from ..format.triangular import Triangular
 from . import storage as st
-from .dtypes import INT32_MAX
+from .dtypes import index_dtype_for
 from .tensor import Tensor
 
 
@@ -125,5 +125,4 @@ def _joined_index_dtype(tensors: Sequence[Tensor], largest_dim: int) -> np.dtype
     """int32 while every coordinate and every position count of the joined tensor fits it."""
     if any(t.index_dtype == np.int64 for t in tensors):
         return np.dtype(np.int64)
-    entries = sum(len(t.vals) for t in tensors)
-    return np.dtype(np.int32 if max(largest_dim, entries) <= INT32_MAX else np.int64)
+    return index_dtype_for(max(largest_dim, sum(len(t.vals) for t in tensors)))
