@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
+from ..notation.scope import sums_normalised
 from .ast import Access, Assign, Forall, Stmt, Where, accesses, all_accesses
 from .provenance import Provenance, split_relations
 from .rewrite import rebuild_expr
@@ -38,9 +39,10 @@ def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = (), provenance: Pro
             check_bindings(child, bound, provenance)
 
 
-def meaning(stmt: Stmt) -> notation.Assignment:
-    """The assignment `stmt` computes, temporaries inlined."""
-    definitions = _definitions(stmt, {})
+def meaning(stmt: Stmt, provenance: Provenance = Provenance()) -> notation.Assignment:
+    """The assignment `stmt` computes, temporaries inlined, every reduction an explicit `Sum` over the
+    expression its loops enclose (a producer's loops sum only what that producer writes)."""
+    definitions = _definitions(stmt, {}, (), provenance)
     results = [name for name, (lhs, _) in definitions.items() if not lhs.tensor.temporary]
     if len(results) != 1:
         raise ScheduleError(f"Expected a statement computing one result, but {stmt} writes {sorted(results) or 'none'}")
@@ -48,22 +50,32 @@ def meaning(stmt: Stmt) -> notation.Assignment:
     return notation.Assignment(_plain(lhs), _inline(rhs, definitions))
 
 
-def _definitions(stmt: Stmt, found: dict) -> dict:
-    """tensor name -> (lhs access, right-hand side summed over the statements that write it)."""
+def _definitions(stmt: Stmt, found: dict, loops: tuple[IndexVar, ...], provenance: Provenance) -> dict:
+    """tensor name -> (lhs access, right-hand side summed over the statements that write it), each summed
+    over the indices of the `loops` around it (since the producer it is in began) that it does not write."""
     if isinstance(stmt, Assign):
         name = stmt.lhs.tensor.name
+        summed = [i for i in dict.fromkeys(r for loop in loops for r in provenance.roots(loop))
+                  if i not in stmt.lhs.indices]
+        rhs = stmt.rhs
+        for index in reversed(summed):
+            rhs = notation.Sum(index, rhs)
         if name in found:
-            lhs, rhs = found[name]
+            lhs, earlier = found[name]
             if lhs.indices != stmt.lhs.indices or not stmt.accumulate:
                 raise ScheduleError(f"Expected later writes of {name} to add to it with the same indices, but "
                                     f"found {stmt}")
-            found[name] = (lhs, notation.Add(rhs, stmt.rhs))
+            found[name] = (lhs, notation.Add(earlier, rhs))
         else:
-            found[name] = (stmt.lhs, stmt.rhs)
+            found[name] = (stmt.lhs, rhs)
+    elif isinstance(stmt, Forall):
+        _definitions(stmt.body, found, (*loops, stmt.index), provenance)
+    elif isinstance(stmt, Where):
+        _definitions(stmt.producer, found, (), provenance)
+        _definitions(stmt.consumer, found, loops, provenance)
     else:
-        order = (stmt.producer, stmt.consumer) if isinstance(stmt, Where) else stmt.children()
-        for child in order:
-            _definitions(child, found)
+        for child in stmt.children():
+            _definitions(child, found, loops, provenance)
     return found
 
 
@@ -91,14 +103,33 @@ def check_computes(stmt: Stmt, assignment: notation.Assignment) -> None:
     notation)."""
     stmt, relations = split_relations(stmt)
     check_bindings(stmt, provenance=Provenance(relations))
-    computed = meaning(stmt)
-    if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(assignment.rhs)):
+    computed = meaning(stmt, Provenance(relations))
+    if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(_summed(assignment))):
         raise ScheduleError(f"Expected a schedule computing {assignment}, but the statement {stmt} computes "
                             f"{computed.lhs} = {computed.rhs}")
 
 
+def _summed(assignment: notation.Assignment):
+    """The right-hand side with its implicit reductions (over all of it) made explicit."""
+    rhs = assignment.rhs
+    for index in reversed(assignment.reduction_indices):
+        rhs = notation.Sum(index, rhs)
+    return rhs
+
+
 def _canonical(expr) -> str:
-    """`expr` as text with the operands of each chain of products, and of each chain of sums, sorted."""
+    """The text of `expr` with its sums normalised (`scope.sums_normalised`), then the operands of each chain
+    of products, of each chain of sums, and the indices of directly nested sums sorted."""
+    return _sorted_text(sums_normalised(expr))
+
+
+def _sorted_text(expr) -> str:
+    if isinstance(expr, notation.Sum):
+        indices = []
+        while isinstance(expr, notation.Sum):
+            indices.append(str(expr.index))
+            expr = expr.body
+        return f"∑{','.join(sorted(indices))}({_sorted_text(expr)})"
     if isinstance(expr, (notation.Mul, notation.Add)):
         kind = type(expr)
         operands, stack = [], [expr]
@@ -107,10 +138,10 @@ def _canonical(expr) -> str:
             if isinstance(node, kind):
                 stack += [node.left, node.right]
             else:
-                operands.append(_canonical(node))
+                operands.append(_sorted_text(node))
         return "(" + (" * " if kind is notation.Mul else " + ").join(sorted(operands)) + ")"
     if isinstance(expr, notation.Sub):
-        return f"({_canonical(expr.left)} - {_canonical(expr.right)})"
+        return f"({_sorted_text(expr.left)} - {_sorted_text(expr.right)})"
     if isinstance(expr, notation.Neg):
-        return f"(-{_canonical(expr.operand)})"
+        return f"(-{_sorted_text(expr.operand)})"
     return str(expr)

@@ -8,18 +8,25 @@ dense operands, which are read at random in any order: when the order of the oth
 the sparse output in order, it is used (SDDMM `A(i,j) = B(i,j) * C(i,k) * D(k,j)` runs i, j, k, one dot
 product per stored entry, instead of i, k, j through a workspace). Otherwise it inserts a workspace
 exactly where an out-of-order write into a sparse output would remain (Gustavson SpGEMM into CSR).
+
+A reduction scoped to part of the right-hand side (`y(i) = sum(j, A(i,j) * x(j)) + z(i)`, TACO's rule)
+is computed by a `where` whose producer sums it into a temporary: `∀i where(y(i) = t + z(i), ∀j t +=
+A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
+index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
+orders forbid it (then a workspace over the remaining indices, stepped like legalisation's).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
-from ..notation.ast import IndexVar
-from .ast import Access, Assign, Protocol, Stmt, TensorVar, Where, default_access, nest, tensors, unnest_loops
+from ..notation.ast import IndexVar, Sum, unbound_indices
+from .ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, accesses, assignments, default_access,
+                  nest, tensors)
 from .provenance import Provenance, attach, split_relations
 from .rewrite import rebuild_expr
 
@@ -33,35 +40,127 @@ def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
 
     `extents` (when known) decide whether a workspace that legalisation needs can be a dense array.
     """
-    return legalise(default_loops(assignment, formats), extents or {})
+    return legalise(default_loops(assignment, formats, extents), extents or {})
 
 
-def default_loops(assignment: notation.Assignment, formats: Mapping[str, Format]) -> Stmt:
+def default_loops(assignment: notation.Assignment, formats: Mapping[str, Format],
+                  extents: Mapping[IndexVar, int] | None = None) -> Stmt:
     """The default schedule before legalisation: what scheduling commands rewrite."""
     variables = {name: TensorVar(name, fmt) for name, fmt in formats.items()}
-    lhs = _access(assignment.lhs, variables, write=True)
-    rhs = rebuild_expr(assignment.rhs, lambda access: _access(access, variables, write=False))
-    order = loop_order(assignment, formats)
-    if _first_disorder(order, lhs) is not None:
-        relaxed = _topological(_constraints(assignment, formats, dense_operands=False), output=True)
-        if relaxed is not None and _first_disorder(relaxed, lhs) is None:
+    return _loops(assignment, variables, (), extents or {})
+
+
+def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bound: tuple[IndexVar, ...],
+           extents: Mapping[IndexVar, int]) -> Stmt:
+    """The loops of `assignment` inside loops over `bound`, each scoped sum a `where` producer."""
+    rhs, sums = _lifted(assignment.rhs, set(variables))
+    outer = notation.Assignment(assignment.lhs, rhs, assignment.accumulate)
+    formats = {name: v.format for name, v in variables.items()}
+    order = _order(outer, formats, bound, frozenset(sums))
+    around = {name: (*bound, *order[:_depth(order, summed, formats)]) for name, summed in sums.items()}
+    kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
+            for name, summed in sums.items()}
+    temporaries = {name: _workspace_var(name, kept[name], extents) for name in sums}
+
+    def read(access: notation.Access) -> Access:
+        if access.tensor in temporaries:
+            return default_access(temporaries[access.tensor], kept[access.tensor], write=False)
+        return _access(access, variables, write=False)
+    accumulate = assignment.accumulate or any(i not in bound for i in outer.reduction_indices)
+    stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate))
+    for name, summed in sums.items():
+        produced = notation.Assignment(notation.Access(name, kept[name]), _body(summed), accumulate=True)
+        producer = _loops(produced, {**variables, name: temporaries[name]}, around[name], extents)
+        stmt = _within(stmt, len(around[name]) - len(bound), name, producer)
+    return stmt
+
+
+def _lifted(expr, taken: set[str]) -> tuple[object, dict[str, Sum]]:
+    """`expr` with each outermost `Sum` replaced by a read of a fresh temporary at the indices it keeps."""
+    sums: dict[str, Sum] = {}
+
+    def lift(node):
+        if isinstance(node, Sum):
+            name = next(n for n in (f"t{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
+            taken.add(name)
+            sums[name] = node
+            return notation.Access(name, unbound_indices(node))
+        children = tuple(lift(child) for child in node.children())
+        return node.with_children(children) if children else node
+    return lift(expr), sums
+
+
+def _body(summed) -> object:
+    while isinstance(summed, Sum):
+        summed = summed.body
+    return summed
+
+
+def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound: tuple[IndexVar, ...],
+           temporaries: frozenset[str]) -> tuple[IndexVar, ...]:
+    """The loop order (see `loop_order`) of the indices not `bound` outside; for a sparse output written
+    out of order, the order without the dense operands' preferences when that one writes it in order."""
+    order = loop_order(assignment, formats, bound, temporaries)
+    lhs = default_access(TensorVar(assignment.lhs.tensor, formats[assignment.lhs.tensor]), assignment.lhs.indices,
+                         write=True)
+    if _first_disorder((*bound, *order), lhs) is not None:
+        relaxed = _topological(_constraints(assignment, formats, False, bound, temporaries), output=True)
+        if relaxed is not None and _first_disorder((*bound, *relaxed), lhs) is None:
             order = relaxed
-    accumulate = assignment.accumulate or bool(assignment.reduction_indices)
-    return nest(order, Assign(lhs, rhs, accumulate))
+    return order
+
+
+def _depth(order: tuple[IndexVar, ...], summed: Sum, formats: Mapping[str, Format]) -> int:
+    """How many of the consumer's outer loops the producer of `summed` can sit inside: loops over indices
+    it keeps, each of which its sparse operands let come before the indices not yet bound."""
+    depth = 0
+    kept = set(unbound_indices(summed))
+    while depth < len(order) and order[depth] in kept and _before(set(order[:depth + 1]), summed, formats):
+        depth += 1
+    return depth
+
+
+def _before(bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format]) -> bool:
+    """Whether every sparse operand of `summed` stores the `bound` indices above its others."""
+    for access in notation.accesses(summed):
+        fmt = formats.get(access.tensor)
+        if fmt is None or fmt.is_dense:
+            continue
+        levels = [access.indices[mode] for mode in fmt.mode_order]
+        flags = [index in bound for index in levels]
+        if flags != sorted(flags, reverse=True):
+            return False
+    return True
+
+
+def _within(stmt: Stmt, depth: int, name: str, producer: Stmt) -> Stmt:
+    """`stmt` with `where(..., producer)` around what lies `depth` loops down the path to the reads of
+    `name` (through the consumers and producers of the wheres on the way)."""
+    if depth == 0:
+        return Where(stmt, producer)
+    if isinstance(stmt, Forall):
+        return replace(stmt, body=_within(stmt.body, depth - 1, name, producer))
+    if isinstance(stmt, Where):
+        if any(a.tensor.name == name for assign in assignments(stmt.producer) for a in accesses(assign.rhs)):
+            return replace(stmt, producer=_within(stmt.producer, depth, name, producer))
+        return replace(stmt, consumer=_within(stmt.consumer, depth, name, producer))
+    raise ScheduleError(f"Expected loops around the reads of {name}, but found {stmt}")
 
 
 def _access(access: notation.Access, variables: Mapping[str, TensorVar], write: bool) -> Access:
     return default_access(variables[access.tensor], access.indices, write)
 
 
-def _edges(access: notation.Access, fmt: Format) -> set[tuple[IndexVar, IndexVar]]:
-    ordered = [access.indices[mode] for mode in fmt.mode_order]
+def _edges(access: notation.Access, fmt: Format, bound: tuple[IndexVar, ...] = ()) -> set[tuple[IndexVar, IndexVar]]:
+    ordered = [access.indices[mode] for mode in fmt.mode_order if access.indices[mode] not in bound]
     return set(zip(ordered, ordered[1:]))
 
 
-def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format]) -> tuple[IndexVar, ...]:
-    """A stable topological order of the storage-order constraints (see the module docstring)."""
-    constraints = _constraints(assignment, formats, dense_operands=True)
+def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format], bound: tuple[IndexVar, ...] = (),
+               temporaries: frozenset[str] = frozenset()) -> tuple[IndexVar, ...]:
+    """A stable topological order of the storage-order constraints (see the module docstring) of the
+    indices not `bound` by loops outside; reads of `temporaries` (scoped sums) constrain nothing."""
+    constraints = _constraints(assignment, formats, True, bound, temporaries)
     order = _topological(constraints, output=True) or _topological(constraints, output=False)
     if order is None:
         raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
@@ -76,14 +175,16 @@ class _Constraints:
     output: set[tuple[IndexVar, IndexVar]]
 
 
-def _constraints(assignment: notation.Assignment, formats: Mapping[str, Format],
-                 dense_operands: bool) -> _Constraints:
+def _constraints(assignment: notation.Assignment, formats: Mapping[str, Format], dense_operands: bool,
+                 bound: tuple[IndexVar, ...] = (), temporaries: frozenset[str] = frozenset()) -> _Constraints:
     """The storage-order constraints of the operands (of the dense ones too when `dense_operands`: they
-    are read at random, so their order is a preference, not a need) and of the output."""
-    appearance = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
-    inputs = set().union(*(_edges(a, formats[a.tensor]) for a in notation.accesses(assignment.rhs)
-                           if dense_operands or not formats[a.tensor].is_dense))
-    return _Constraints(appearance, inputs, _edges(assignment.lhs, formats[assignment.lhs.tensor]))
+    are read at random, so their order is a preference, not a need) and of the output, among the
+    indices not `bound` outside."""
+    appearance = [i for i in dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices))
+                  if i not in bound]
+    inputs = set().union(*(_edges(a, formats[a.tensor], bound) for a in notation.accesses(assignment.rhs)
+                           if a.tensor not in temporaries and (dense_operands or not formats[a.tensor].is_dense)))
+    return _Constraints(appearance, inputs, _edges(assignment.lhs, formats[assignment.lhs.tensor], bound))
 
 
 def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...] | None:
@@ -104,11 +205,13 @@ def _topological(constraints: _Constraints, output: bool) -> tuple[IndexVar, ...
 def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     """Route the writes of a forall nest through a workspace from the first loop at which appending to the
     sparse output would go out of order; return `stmt` itself when no loop does. A loop over a derived
-    variable counts as the loop over the indices it came from, once the last of their loops is entered."""
+    variable counts as the loop over the indices it came from, once the last of their loops is entered.
+    The nest is the path of loops down to the result's assignment, through the consumers of the wheres
+    that compute scoped sums (which move into the workspace's producer when they lie below the split)."""
     body, relations = split_relations(stmt)
     provenance = Provenance(relations)
-    headers, assign = unnest_loops(body)
-    if not isinstance(assign, Assign):
+    headers, assign = _result_path(body)
+    if assign is None:
         return stmt
     recovered, first_loop = _recovery_order(headers, provenance)
     at = _first_disorder(recovered, assign.lhs)
@@ -119,9 +222,39 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(body)))
     write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
-    split_at = first_loop[recovered[at]]
-    producer = nest(headers[split_at:], Assign(write, assign.rhs, assign.accumulate))
-    return attach(nest(headers[:split_at], Where(consumer, producer)), relations)
+    split = lambda below: Where(consumer, _into(below, write))
+    return attach(_at_depth(body, first_loop[recovered[at]], split), relations)
+
+
+def _result_path(stmt: Stmt) -> tuple[tuple[Forall, ...], Assign | None]:
+    """The loops down to the assignment of the result, through the consumers of wheres; no assignment
+    when the statement is a sequence."""
+    headers = []
+    while isinstance(stmt, (Forall, Where)):
+        if isinstance(stmt, Forall):
+            headers.append(stmt)
+            stmt = stmt.body
+        else:
+            stmt = stmt.consumer
+    return tuple(headers), stmt if isinstance(stmt, Assign) else None
+
+
+def _at_depth(stmt: Stmt, depth: int, rewrite) -> Stmt:
+    """`stmt` with `rewrite` applied to what lies `depth` loops down the result's path."""
+    if isinstance(stmt, Where):
+        return replace(stmt, consumer=_at_depth(stmt.consumer, depth, rewrite))
+    if depth == 0:
+        return rewrite(stmt)
+    return replace(stmt, body=_at_depth(stmt.body, depth - 1, rewrite))
+
+
+def _into(stmt: Stmt, write: Access) -> Stmt:
+    """`stmt` with the result's assignment (down the consumers of its wheres) writing `write` instead."""
+    if isinstance(stmt, Assign):
+        return Assign(write, stmt.rhs, stmt.accumulate)
+    if isinstance(stmt, Where):
+        return replace(stmt, consumer=_into(stmt.consumer, write))
+    return replace(stmt, body=_into(stmt.body, write))
 
 
 def _recovery_order(headers, provenance: Provenance) -> tuple[tuple[IndexVar, ...], dict[IndexVar, int]]:
@@ -162,9 +295,14 @@ def _workspace(lhs: Access, indices: tuple[IndexVar, ...], extents: Mapping[Inde
                taken: set[str]) -> TensorVar:
     """A dense workspace for one index (a dense array with a list of touched coordinates) when it is
     small enough, else a hashed one; its levels follow `indices`, the output's storage order."""
+    name = next(n for n in (f"w{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
+    return _workspace_var(name, indices, extents)
+
+
+def _workspace_var(name: str, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int]) -> TensorVar:
+    """A scalar for no index, a dense array for one when small enough, else a hashed table."""
     size = 1
     for index in indices:
         size *= extents.get(index, 1)
     letter = "d" if len(indices) == 1 and size <= DENSE_WORKSPACE_LIMIT else "h"
-    name = next(n for n in (f"w{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
     return TensorVar(name, Format(letter * len(indices)), temporary=True)

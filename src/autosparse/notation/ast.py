@@ -1,9 +1,17 @@
 """Index notation: the expression a user writes, as frozen dataclasses.
 
 `C(i,j) = A(i,k) * B(k,j)`: an Assignment of an Access on the left to an expression of Accesses,
-Literals, Neg, Add, Sub and Mul on the right. Index variables that appear only on the right are summed.
-Every node has `children()` and `with_children()`, so one generic rewriter serves every pass; positions
-(`column`) are kept for error messages and ignored by equality.
+Literals, Neg, Add, Sub, Mul and Sum on the right. Every node has `children()` and `with_children()`, so
+one generic rewriter serves every pass; positions (`column`) are kept for error messages and ignored by
+equality.
+
+Reductions mean what they mean in TACO: an index that appears only on the right is summed over the
+smallest subexpression holding all its uses — over a whole product when its factors use it, over only
+the terms that use it in a sum. `y(i) = A(i,j) * x(j) + z(i)` is A·x + z. The parser makes that scope
+explicit (`scope.py`): a reduction whose scope is a proper part of the right-hand side becomes a `Sum`
+node there, so `y(i) = sum(j, A(i,j) * x(j)) + z(i)`; a reduction over the whole right-hand side stays
+implicit, which keeps every expression whose sums cover it (SpMV, SpGEMM, MTTKRP) in the flat form the
+rest of the pipeline schedules directly.
 """
 
 from __future__ import annotations
@@ -98,7 +106,24 @@ class Mul(_Binary):
         return f"{_wrapped(self.left, (Add, Sub))} * {_wrapped(self.right, (Add, Sub, Mul))}"
 
 
-Expr = Union[Access, Literal, Neg, Add, Sub, Mul]
+@dataclass(frozen=True, slots=True)
+class Sum:
+    """`sum(index, body)`: the body summed over every coordinate of `index`, which nothing outside binds."""
+
+    index: IndexVar
+    body: "Expr"
+
+    def children(self) -> tuple:
+        return (self.body,)
+
+    def with_children(self, children: tuple) -> "Sum":
+        return self if children == (self.body,) else Sum(self.index, *children)
+
+    def __str__(self) -> str:
+        return f"sum({self.index}, {self.body})"
+
+
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Sum]
 
 
 def _wrapped(expr: Expr, loose: tuple[type, ...]) -> str:
@@ -116,7 +141,10 @@ class Assignment:
     accumulate: bool = False
 
     def __str__(self) -> str:
-        return f"{self.lhs} {'+=' if self.accumulate else '='} {self.rhs}"
+        """Text that parses back to this assignment: a reduction over the whole right-hand side that the
+        scoping rule would place lower is written out as `sum(...)`."""
+        from .scope import implicit_text
+        return f"{self.lhs} {'+=' if self.accumulate else '='} {implicit_text(self)}"
 
     @property
     def free_indices(self) -> tuple[IndexVar, ...]:
@@ -124,9 +152,14 @@ class Assignment:
 
     @property
     def reduction_indices(self) -> tuple[IndexVar, ...]:
-        """Indices summed over: on the right only, in order of first appearance."""
-        seen = dict.fromkeys(index for access in accesses(self.rhs) for index in access.indices)
-        return tuple(index for index in seen if index not in self.lhs.indices)
+        """Indices summed over the whole right-hand side: on the right only and bound by no `Sum`, in
+        order of first appearance."""
+        return tuple(index for index in unbound_indices(self.rhs) if index not in self.lhs.indices)
+
+    @property
+    def scoped(self) -> bool:
+        """Whether some reduction covers only part of the right-hand side (a `Sum` node)."""
+        return any(isinstance(node, Sum) for node in walk(self.rhs))
 
 
 def walk(expr: Expr) -> Iterator[Expr]:
@@ -138,3 +171,12 @@ def walk(expr: Expr) -> Iterator[Expr]:
 
 def accesses(expr: Expr) -> tuple[Access, ...]:
     return tuple(node for node in walk(expr) if isinstance(node, Access))
+
+
+def unbound_indices(expr: Expr) -> tuple[IndexVar, ...]:
+    """The indices `expr` uses that no `Sum` inside it binds, in order of first appearance."""
+    if isinstance(expr, Access):
+        return expr.indices
+    if isinstance(expr, Sum):
+        return tuple(index for index in unbound_indices(expr.body) if index != expr.index)
+    return tuple(dict.fromkeys(index for child in expr.children() for index in unbound_indices(child)))

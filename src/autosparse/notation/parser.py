@@ -5,8 +5,14 @@ A recursive-descent parser over a small grammar; every error names the column wh
     assignment := access ("=" | "+=") expr
     expr       := term (("+" | "-") term)*
     term       := factor ("*" factor)*
-    factor     := "-" factor | number | access | "(" expr ")"
+    factor     := "-" factor | number | sum | access | "(" expr ")"
+    sum        := "sum" "(" NAME "," expr ")" | "∑" NAME term
     access     := NAME "(" [NAME ("," NAME)*] ")" | NAME        (a bare NAME is a scalar)
+
+`sum` is a word of the language, not a tensor name on the right. Reductions are then scoped by TACO's
+rule (`scope.py`). Integer literals that do not fit int64 become doubles when a double holds them
+exactly; a literal no double holds (or that overflows to infinity) is a ParseError. Expressions nested
+deeper than `MAX_DEPTH` are refused: every later stage walks the tree recursively.
 """
 
 from __future__ import annotations
@@ -14,13 +20,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import math
+
 from ..errors import ParseError
-from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, accesses
+from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, accesses, unbound_indices, walk
+from .scope import scope_reductions
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) |
     (?P<name>[A-Za-z_][A-Za-z_0-9]*) |
-    (?P<op>\+=|[=+\-*(),∀@;\[\]]) )""", re.VERBOSE)
+    (?P<op>\+=|[=+\-*(),∀∑@;\[\]]) )""", re.VERBOSE)
+
+#: The deepest expression tree accepted (each operator, parenthesis and sum is one level).
+MAX_DEPTH = 200
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +62,7 @@ def _tokens(text: str) -> list[_Token]:
 
 class _Parser:
     def __init__(self, text: str):
-        self.text, self.tokens, self.at = text, _tokens(text), 0
+        self.text, self.tokens, self.at, self.depth = text, _tokens(text), 0, 0
 
     def peek(self) -> _Token:
         return self.tokens[self.at]
@@ -84,16 +98,35 @@ class _Parser:
         return node
 
     def factor(self) -> Expr:
-        token = self.take("-", "(", "name", "number")
+        token = self.take("-", "(", "∑", "name", "number")
+        if token.kind == "number":
+            return _literal(token, self.text)
+        if token.kind == "name" and not (token.text == "sum" and self.peek().text == "("):
+            return self.access(token)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError(f"Expected an expression nested at most {MAX_DEPTH} deep, but it goes deeper",
+                             self.text, token.column)
+        node = self.nested(token)
+        self.depth -= 1
+        return node
+
+    def nested(self, token: _Token) -> Expr:
+        """The factors that contain an expression: a negation, parentheses, a sum."""
         if token.text == "-":
             return Neg(self.factor())
-        if token.text == "(":
-            node = self.expr()
+        if token.text == "∑":
+            return Sum(IndexVar(self.take("name").text), self.term())
+        if token.text == "sum":
+            self.take("(")
+            index = IndexVar(self.take("name").text)
+            self.take(",")
+            body = self.expr()
             self.take(")")
-            return node
-        if token.kind == "number":
-            return Literal(float(token.text) if any(c in token.text for c in ".eE") else int(token.text))
-        return self.access(token)
+            return Sum(index, body)
+        node = self.expr()
+        self.take(")")
+        return node
 
     def access(self, name: _Token) -> Access:
         if self.peek().text != "(":
@@ -110,12 +143,73 @@ class _Parser:
                       tuple(t.column for t in indices))
 
 
+def _literal(token: _Token, text: str) -> Literal:
+    """An int64 when the digits are an integer that fits, else the double they denote — which must be
+    finite, and exact for an integer (C would otherwise compute with another number than was written)."""
+    value = token.text
+    if not any(c in value for c in ".eE"):
+        number = int(value)
+        if _INT64[0] <= number <= _INT64[1]:
+            return Literal(number)
+        if number.bit_length() <= 1024 and int(float(number)) == number:
+            return Literal(float(number))
+        raise ParseError(f"Expected an integer literal that fits int64 or a double exactly, but {value} "
+                         f"does not (write it with a decimal point to round it)", text, token.column)
+    number = float(value)
+    if math.isinf(number):
+        raise ParseError(f"Expected a literal a double can hold, but {value} overflows", text, token.column)
+    return Literal(number)
+
+
 def parse(text: str) -> Assignment:
-    """Parse and check an assignment: no repeated index within an access, every output index used on
-    the right, the output not read on the right, each tensor used with one order."""
+    """Parse and check an assignment (no repeated index within an access, every output index used on
+    the right, the output not read on the right, each tensor used with one order, each `sum` over an
+    index only it uses), then scope its reductions by TACO's rule."""
+    if not isinstance(text, str):
+        raise ParseError(f"Expected an assignment as text, but found {type(text).__name__} {text!r}", str(text), 1)
     assignment = _Parser(text).assignment()
+    _check_depth(assignment, text)
     _check(assignment, text)
-    return assignment
+    _check_sums(assignment, text)
+    return scope_reductions(assignment)
+
+
+def _check_depth(assignment: Assignment, text: str) -> None:
+    """Long chains of terms or factors nest as deep as parentheses do: refuse them before any recursive
+    pass sees them. Measured without recursion."""
+    stack = [(assignment.rhs, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            column = _first_column(node, text)
+            raise ParseError(f"Expected an expression nested at most {MAX_DEPTH} deep (terms and factors "
+                             f"count), but it goes deeper: sum the parts in separate assignments", text, column)
+        stack.extend((child, depth + 1) for child in node.children())
+
+
+def _check_sums(assignment: Assignment, text: str) -> None:
+    """A `sum` binds an index that is not the output's, is used in its body, and is used nowhere else."""
+    for node in walk(assignment.rhs):
+        if not isinstance(node, Sum):
+            continue
+        body_uses = [a for a in accesses(node.body) if node.index in a.indices]
+        column = body_uses[0].column if body_uses else _first_column(node.body, text)
+        if node.index in assignment.lhs.indices:
+            raise ParseError(f"Expected sum({node.index}, ...) over an index not in the output "
+                             f"{assignment.lhs}, but {node.index} is in it", text, column)
+        if not body_uses:
+            raise ParseError(f"Expected the index {node.index} of sum({node.index}, ...) used in its body, but "
+                             f"{node.body} does not use it", text, column)
+        if node.index in unbound_indices(assignment.rhs):
+            raise ParseError(f"Expected {node.index} summed by sum({node.index}, ...) to be used only inside "
+                             f"it, but it is used elsewhere too: name the two indices differently", text, column)
+
+
+def _first_column(expr, text: str) -> int:
+    """The column of the leftmost leaf of `expr` when it is an access (found without recursion)."""
+    while expr.children():
+        expr = expr.children()[0]
+    return expr.column if isinstance(expr, Access) else len(text)
 
 
 def _check(assignment: Assignment, text: str) -> None:
