@@ -4,9 +4,10 @@ and scipy's products raise while a kernel runs.
 
 The reference is plain numpy: the expression is read by the small parser below (independent of
 autosparse's own), expanded into a sum of product terms, and each term is computed with `numpy.einsum`
-on dense arrays built *before* any Tensor exists. Index notation sums the whole right-hand side over
-the reduction indices, so a term that lacks a reduction index is multiplied by that index's extent, and a
-term that lacks an output index is broadcast along it.
+on dense arrays built *before* any Tensor exists. A reduction sums the smallest subexpression holding
+its uses (TACO's rule), so each expanded term is summed over the reduction indices it reads and no
+others (`y(i) = A(i,j) * x(j) + z(i)` is A·x + z), and a term that lacks an output index is broadcast
+along it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import re
 import threading
 import zlib
 from dataclasses import dataclass
-from math import prod
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -261,15 +261,16 @@ def expand(node) -> list[tuple[float, tuple[Acc, ...]]]:
 
 def reference(statement: Statement, arrays: Mapping[str, np.ndarray], extents: Mapping[str, int],
               magnitude: bool = False) -> np.ndarray:
-    """The statement evaluated with numpy.einsum, one product term at a time (in float64 / complex128).
-    With `magnitude`, every coefficient and array is replaced by its absolute value: a scale for
-    tolerances where terms cancel."""
+    """The statement evaluated with numpy.einsum, one product term at a time (in float64 / complex128),
+    each term summed over the reduction indices it uses and no others (TACO's scoping: a reduction
+    covers the smallest subexpression holding its uses, so once products are expanded over sums, every
+    term lies in the scope of exactly the reductions it reads). With `magnitude`, every coefficient and
+    array is replaced by its absolute value: a scale for tolerances where terms cancel."""
     out = statement.lhs.indices
     letters = {index: chr(ord("a") + k) for k, index in enumerate(statement.indices)}
     wide = np.result_type(np.float64, *(a.dtype for a in arrays.values()))
     shape = tuple(extents[i] for i in out)
     total = np.zeros(shape, dtype=wide)
-    reductions = [i for i in statement.indices if i not in out]
     for coefficient, factors in expand(statement.rhs):
         present = {i for f in factors for i in f.indices}
         kept = tuple(i for i in out if i in present)
@@ -279,7 +280,6 @@ def reference(statement: Statement, arrays: Mapping[str, np.ndarray], extents: M
         value = np.einsum(f"{spec}->{''.join(letters[i] for i in kept)}", *operands) if factors else \
             np.asarray(1, dtype=wide)
         value = value * (abs(coefficient) if magnitude else coefficient)
-        value = value * prod(extents[i] for i in reductions if i not in present)
         expanded = value.reshape(tuple(extents[i] if i in present else 1 for i in out))
         total = total + np.broadcast_to(expanded, shape)
     return total

@@ -138,7 +138,9 @@ def test_random_kernels_match_numpy_or_refuse(problem):
         assert type(error) is not asp.AutosparseError, f"an undocumented error: {error}"
         event(f"refused: {type(error).__name__}")
         return
-    assert not cyclic(expression, formats), "cyclic storage orders must raise ScheduleError"
+    # a scoped sum runs in a loop nest of its own, so only one nest for everything can be cyclic
+    assert not cyclic(expression, formats) or asp.notation.parse(expression).scoped, \
+        "cyclic storage orders must raise ScheduleError"
 
     rtol, atol = tolerance(result_dtype)
     atol *= max(1.0, float(np.max(scale, initial=0.0)))

@@ -1,10 +1,10 @@
 """Which index to split a kernel along, where to cut it, and how the chunks' results combine.
 
 Chunks never share memory, so there are no races to avoid: splitting an index of the result gives each
-chunk its own run of the result (joined in order), and splitting a summed index gives each chunk a
-partial sum (added up). Both are exact for any expression, since a summed index sums the whole right
-side and each chunk sees the index's extent as its own run (`s() = a(i) + 2` is 2 per i, in every
-chunk). What can stop a split is a tensor read twice with the index at different modes, since one chunk
+chunk its own run of the result (joined in order), and splitting an index summed over the whole right
+side gives each chunk a partial sum (added up). Both are exact. An index summed over only part of the right
+side (a `Sum` node: `y(i) = sum(j, A(i,j) * x(j)) + z(i)`) is never split: every chunk would add the rest
+(z) once more. What can stop a split is a tensor read twice with the index at different modes, since one chunk
 of it cannot serve both reads; such reads are made separate operands first (`separate_reads`:
 `A(i,k) * A(k,j)` cuts one A by rows and sends the other whole), except of a partitioned tensor. Among
 the indices that can be split, the schedule's outermost working loop wins: its operands are stored with
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cin import Forall, Where
 from ..errors import AutosparseError, ShapeError
-from ..notation import Access, Assignment, IndexVar, accesses
+from ..notation import Access, Assignment, IndexVar, Sum, accesses, walk
 from ..tensor import Tensor
 from ..tensor.slicing import cut
 from .partitioned import Chunk, Partitioned, balanced_bounds, chunk_counts, entry_counts, loaded
@@ -112,17 +112,22 @@ def split_index(assignment: Assignment, loop_order: Sequence[IndexVar],
     with it at all (its chunks are joined on a worker and read whole)."""
     reads = accesses(assignment.rhs)
     indexed = {i for a in reads for i in a.indices}
+    scoped = {node.index for node in walk(assignment.rhs) if isinstance(node, Sum)}
     along = {a: a.indices[operands[a.tensor].mode] for a in reads if isinstance(operands.get(a.tensor), Partitioned)}
     if index is not None:
         candidates = [IndexVar(index)]
     elif along:
         candidates = [along[max(along, key=lambda a: operands[a.tensor].nnz)]]
     else:
-        candidates = [i for i in loop_order if i in indexed]
+        candidates = [i for i in loop_order if i in indexed and i not in scoped]
     for candidate in candidates:
         if candidate not in indexed:
             raise AutosparseError(f"Expected to split along an index of the operands of {assignment}, "
                                   f"but {candidate} indexes none")
+        if candidate in scoped:
+            raise AutosparseError(f"Expected to split along an output index or one summed over all of "
+                                  f"{assignment}, but {candidate} is summed over part of it: each chunk "
+                                  f"would add the rest once more (partition another mode, or pass it whole)")
         crossing = [a for a, i in along.items() if i != candidate and candidate in a.indices]
         if crossing:
             raise ShapeError(f"Expected each partitioned operand to be partitioned along {candidate}, the index "
