@@ -1,0 +1,186 @@
+"""Reductions mean what they mean in TACO: an index summed over the smallest subexpression holding its
+uses. The scoping itself (text -> scoped tree, printing back), `sum(j, e)` and `∑j` for other scopes,
+and kernels of scoped expressions against numpy with explicit per-term sums, over formats, schedules
+and the edge inputs (empty, one entry, explicit zeros, size-1 dimensions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+from autosparse.notation import parse
+
+# text -> the scoped reading, printed (TACO's makeReductionNotation sums each reduction over every term
+# that uses it; a product whose factors use it is summed whole)
+SCOPES = [
+    ("y(i) = A(i,j) * x(j) + z(i)", "y(i) = sum(j, A(i,j) * x(j)) + z(i)"),
+    ("r(i) = b(i) - A(i,j) * x(j)", "r(i) = b(i) - sum(j, A(i,j) * x(j))"),
+    ("a(i) = b(i) + c(j,i) + d(i)", "a(i) = b(i) + sum(j, c(j,i)) + d(i)"),
+    ("y(i) = 2 * A(i,j) * x(j) + z(i)", "y(i) = sum(j, 2 * A(i,j) * x(j)) + z(i)"),
+    ("y(i) = A(i,j) * x(j) + B(i,k) * w(k)", "y(i) = sum(j, A(i,j) * x(j)) + sum(k, B(i,k) * w(k))"),
+    ("y(i) = c(i) * (a(i) + B(i,j))", "y(i) = c(i) * (a(i) + sum(j, B(i,j)))"),
+    ("s() = a(i) + 2", "s() = sum(i, a(i)) + 2"),
+    ("y(i) = x(j) + v(j) + z(i)", "y(i) = sum(j, x(j)) + sum(j, v(j)) + z(i)"),
+    # the whole right-hand side: implicit, as before
+    ("y(i) = A(i,j) * x(j)", "y(i) = A(i,j) * x(j)"),
+    ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)"),
+    ("y(i) = A(i,j) * x(j) + B(i,j) * w(j)", "y(i) = A(i,j) * x(j) + B(i,j) * w(j)"),
+    ("y(i) = (A(i,j) + B(i,j)) * c(j)", "y(i) = (A(i,j) + B(i,j)) * c(j)"),
+    ("y(i) = -B(i,j)", "y(i) = -B(i,j)"),
+    ("y(i) = c(i) * B(i,j)", "y(i) = c(i) * B(i,j)"),
+    # explicit scopes
+    ("a(i) = sum(j, b(i) + c(j,i))", "a(i) = sum(j, b(i) + c(j,i))"),
+    ("y(i) = ∑j A(i,j) * x(j) + z(i)", "y(i) = sum(j, A(i,j) * x(j)) + z(i)"),
+    ("y(i) = sum(j, A(i,j)) * sum(k, B(i,k))", "y(i) = sum(j, A(i,j)) * sum(k, B(i,k))"),
+]
+
+
+@pytest.mark.parametrize("text, scoped", SCOPES)
+def test_each_reduction_sums_the_smallest_subexpression_holding_its_uses(text, scoped):
+    assignment = parse(text)
+    assert str(assignment) == scoped
+    assert parse(str(assignment)) == assignment
+
+
+def test_an_explicit_sum_over_everything_keeps_its_scope():
+    """`sum(j, b(i) + c(j,i))` is the old reading: b is added once per j."""
+    assignment = parse("a(i) = sum(j, b(i) + c(j,i))")
+    assert not assignment.scoped and assignment.reduction_indices == (asp.notation.IndexVar("j"),)
+
+
+@pytest.mark.parametrize("text, message, column", [
+    ("y(i) = sum(i, x(i))", "over an index not in the output", 15),
+    ("y(i) = sum(j, x(i))", "used in its body", 15),
+    ("y(i) = sum(j, x(j)) + w(i,j)", "used only inside it", 15),
+    ("y(i) = sum(j x(j))", "Expected ','", 14),
+    ("y(i) = ∑ (x(i))", "Expected a name", 10),
+])
+def test_bad_sums_are_parse_errors_with_the_column(text, message, column):
+    with pytest.raises(asp.ParseError, match=message) as error:
+        parse(text)
+    assert error.value.column == column
+
+
+@pytest.mark.parametrize("text, message", [
+    ("y(i) = 99999999999999999999999 * x(i)", "fits int64 or a double exactly"),
+    ("y(i) = 1e400 * x(i)", "overflows"),
+    ("y(i) = " + "(" * 330 + "x(i)" + ")" * 330, "nested at most 200 deep"),
+    ("y(i) = " + " + ".join(["x(i)"] * 500), "nested at most 200 deep"),
+])
+def test_numbers_and_depths_that_do_not_fit_are_parse_errors(text, message):
+    with pytest.raises(asp.ParseError, match=message):
+        parse(text)
+
+
+def test_integer_literals_past_int64_are_exact_doubles():
+    assert parse("y(i) = 1180591620717411303424 * x(i)").rhs.left.value == 2.0 ** 70
+    assert parse("y(i) = 9223372036854775807 * x(i)").rhs.left.value == 2 ** 63 - 1
+
+
+# ----- kernels against numpy with the sums written out -------------------------------------------------
+
+def _sparse(rng, shape, density, case):
+    """A random matrix of `shape` for an input case: random, empty, one entry, explicit zeros."""
+    if case == "empty":
+        return sp.csr_matrix(shape)
+    if case == "one-entry":
+        m = sp.dok_matrix(shape)
+        if shape[0] and shape[1]:
+            m[rng.integers(shape[0]), rng.integers(shape[1])] = 1.5
+        return m.tocsr()
+    m = sp.random(*shape, density=density, format="csr", random_state=rng, data_rvs=lambda n: rng.integers(1, 9, n) / 4)
+    if case == "explicit-zeros" and m.nnz:
+        m.data[::2] = 0.0
+    return m
+
+
+def _operands(case, n=7, m=5):
+    """Operands by role: A, B (n×m), C (m×n), D (n×n), x, w (m), z, u (n); size-1 shrinks a dimension."""
+    rng = np.random.default_rng(11)
+    if case == "size-1":
+        m = 1
+    return {"A": _sparse(rng, (n, m), 0.4, case), "B": _sparse(rng, (n, m), 0.4, case),
+            "C": _sparse(rng, (m, n), 0.4, case), "D": _sparse(rng, (n, n), 0.3, case),
+            "x": rng.integers(1, 5, m) / 2.0, "w": rng.integers(-3, 3, m) / 2.0,
+            "z": rng.integers(1, 5, n) / 2.0, "u": rng.integers(-3, 3, n) / 4.0}
+
+
+def _dense(value):
+    return value.toarray() if sp.issparse(value) else value
+
+
+# expression, numpy with every sum written out, the sparse operands' formats to try, result formats
+KERNELS = [
+    ("y(i) = A(i,j) * x(j) + z(i)", lambda o: o["A"] @ o["x"] + o["z"], ["csr", "dense", "dcsr", "coo"],
+     ["dense", "s"]),
+    ("y(i) = 2 * A(i,j) * x(j) + z(i)", lambda o: 2 * (o["A"] @ o["x"]) + o["z"], ["csr", "coo"], ["dense"]),
+    ("r(i) = z(i) - A(i,j) * x(j)", lambda o: o["z"] - o["A"] @ o["x"], ["csr", "dcsr"], ["dense", "s"]),
+    ("a(i) = z(i) + C(j,i) + u(i)", lambda o: o["z"] + _dense(o["C"]).sum(0) + o["u"], ["csr", "csc", "dense"],
+     ["dense", "s"]),
+    ("a(i) = sum(j, z(i) + C(j,i))", lambda o: o["C"].shape[0] * o["z"] + _dense(o["C"]).sum(0), ["csr", "dense"],
+     ["dense"]),
+    ("y(i) = A(i,j) * x(j) + B(i,k) * w(k)", lambda o: o["A"] @ o["x"] + o["B"] @ o["w"], ["csr", "dcsr"],
+     ["dense", "s"]),
+    ("y(i) = z(i) * (u(i) + A(i,j))", lambda o: o["z"] * (o["u"] + _dense(o["A"]).sum(1)), ["csr", "dcsr"],
+     ["dense", "s"]),
+    ("s() = (A(i,j) * x(j) + z(i)) * u(i)", lambda o: float(((o["A"] @ o["x"] + o["z"]) * o["u"]).sum()),
+     ["csr", "coo"], [None]),
+    ("s() = A(i,j) + 2", lambda o: float(_dense(o["A"]).sum() + 2), ["csr", "dense"], [None]),
+    ("E(i,j) = A(i,k) * C(k,j) + D(i,j)", lambda o: _dense(o["A"] @ o["C"] + o["D"]), ["csr", "dcsr"],
+     ["csr", "dense"]),
+    ("E(i,j) = D(i,j) + A(j,k) * C(k,i)", lambda o: _dense(o["D"] + (o["A"] @ o["C"]).T), ["csr"], ["csr", "dense"]),
+]
+CASES = ["random", "empty", "one-entry", "explicit-zeros", "size-1"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("expression, expected, operand_formats, results", KERNELS,
+                         ids=[k[0] for k in KERNELS])
+def test_scoped_kernels_match_numpy(expression, expected, operand_formats, results, case):
+    operands = _operands(case)
+    names = {a.tensor for a in asp.notation.accesses(parse(expression).rhs)}
+    want = expected(operands)
+    for fmt in operand_formats:
+        given = {n: (asp.Tensor.from_scipy(v).to_format(fmt) if sp.issparse(v) else v)
+                 for n, v in operands.items() if n in names}
+        for result in results:
+            got = asp.evaluate(expression, format=result, **given)
+            got = got.to_numpy() if isinstance(got, asp.Tensor) else got
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{expression} {fmt} {result}")
+
+
+def test_the_default_schedule_computes_a_scoped_sum_in_a_register():
+    k = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"})
+    assert str(k.cin) == "∀i where(y(i) = t() + z(i), ∀j t() += A(i,j) * x(j))"
+    k = asp.compile("a(i) = z(i) + C(j,i) + u(i)", formats={"C": "csr"})  # C's rows come first: a workspace
+    assert str(k.cin) == "where(∀i a(i) = z(i) + t(i) + u(i), ∀j ∀i t(i) += C(j,i))"
+
+
+@pytest.mark.parametrize("schedule", [
+    "parallelize(i, cpu_thread, no_races)",
+    "split(i, i0, i1, 2)",
+    "∀i where(y(i) = t() + z(i), ∀j t() += A(i,j) * x(j))",
+    "∀i where(y(i) = z(i) + w(), ∀j w() += x(j) * A(i,j))",
+    "where(∀i y(i) = v(i) + z(i), ∀i ∀j v(i) += A(i,j) * x(j))",
+])
+def test_schedules_of_a_scoped_expression_compute_it(schedule):
+    o = _operands("random")
+    k = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, schedule=schedule, num_threads=2)
+    np.testing.assert_allclose(k(A=o["A"], x=o["x"], z=o["z"]), o["A"] @ o["x"] + o["z"], rtol=1e-12)
+
+
+def test_a_schedule_computing_the_old_reading_is_refused():
+    """Summing z with A·x over j is another expression: `sum(j, A(i,j) * x(j) + z(i))`."""
+    old = "∀i ∀j y(i) += A(i,j) * x(j) + z(i)"
+    with pytest.raises(asp.ScheduleError, match="Expected a schedule computing"):
+        asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, schedule=old)
+    o = _operands("random")
+    k = asp.compile("y(i) = sum(j, A(i,j) * x(j) + z(i))", formats={"A": "csr"}, schedule=old)
+    np.testing.assert_allclose(k(A=o["A"], x=o["x"], z=o["z"]), o["A"] @ o["x"] + o["A"].shape[1] * o["z"])
+
+
+def test_einsum_and_operators_are_unchanged():
+    o = _operands("random")
+    np.testing.assert_allclose(asp.einsum("ij,j->i", asp.Tensor.from_scipy(o["A"]), o["x"]), o["A"] @ o["x"])
