@@ -70,6 +70,13 @@ def test_run_reads_operands_and_writes_the_result(tmp_path):
     np.testing.assert_allclose(asp.read(tmp_path / "y.tns").to_numpy(), a @ x)
     dot = runner.invoke(main, ["run", "s() = x(i) * x(i)", "-i", f"x={tmp_path / 'x.tns'}"])
     assert dot.exit_code == 0 and abs(float(dot.output) - x @ x) < 1e-9
+    z = rng.random(4)
+    asp.write(tmp_path / "z.tns", asp.Tensor.from_numpy(z, "s"))
+    scoped = runner.invoke(main, ["run", "y(i) = A(i,j) * x(j) + z(i)", "-i", f"A={tmp_path / 'A.mtx'}",
+                                  "-i", f"x={tmp_path / 'x.tns'}", "-i", f"z={tmp_path / 'z.tns'}",
+                                  "-o", str(tmp_path / "axz.tns")])
+    assert scoped.exit_code == 0, scoped.output
+    np.testing.assert_allclose(asp.read(tmp_path / "axz.tns").to_numpy(), a @ x + z)  # z once, TACO's reading
 
 
 def test_autoschedule_prints_the_frontier_stats_and_checks_it():

@@ -146,6 +146,18 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     np.testing.assert_allclose(unordered.to_numpy(), local.to_numpy(), rtol=1e-12)
 
 
+def test_scoped_sums_on_the_cluster(client):
+    """y = A·x + z splits its rows, never j (summed over part of the right side: z would be added once
+    per chunk); asking for j is an error."""
+    a, x, z = _csr(90, 70, 0.1, 12), rng.random(70), rng.random(90)
+    expected = a.to_scipy() @ x + z
+    result, plan = evaluate_planned("y(i) = A(i,j) * x(j) + z(i)", client, "dense", A=a, x=x, z=z)
+    assert plan.index.name == "i"
+    np.testing.assert_allclose(result.to_numpy(), expected, rtol=1e-12)
+    with pytest.raises(asp.AutosparseError, match="summed over part of it"):
+        evaluate_planned("y(i) = A(i,j) * x(j) + z(i)", client, "dense", index="j", A=a, x=x, z=z)
+
+
 def test_a_tensor_read_two_ways_squares_on_the_cluster(client):
     a = _csr(300, 300, 0.02, 20)
     local = asp.evaluate("C(i,j) = A(i,k) * A(k,j)", format="csr", A=a)
