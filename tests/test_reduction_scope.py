@@ -184,3 +184,38 @@ def test_a_schedule_computing_the_old_reading_is_refused():
 def test_einsum_and_operators_are_unchanged():
     o = _operands("random")
     np.testing.assert_allclose(asp.einsum("ij,j->i", asp.Tensor.from_scipy(o["A"]), o["x"]), o["A"] @ o["x"])
+
+
+# ----- the peers' own expectations ----------------------------------------------------------------------
+
+def test_tensora_sums_a_reduction_over_its_own_term():
+    """Tensora's test_sum_non_adjacent: b and d are added once (b + Σⱼ c(j,·) + d)."""
+    b, d = np.array([1.0, 2.0, 3.0]), np.array([7.0, 8.0, 9.0])
+    c = asp.Tensor.from_numpy(np.array([[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]), format="csr")
+    np.testing.assert_array_equal(asp.evaluate("a(i) = b(i) + c(j,i) + d(i)", b=b, c=c, d=d), [11, 17, 23])
+
+
+_V = {name: np.arange(1.0, 5.0) * (n + 1) for n, name in enumerate("bcde")}
+_M = {"B": np.arange(12.0).reshape(4, 3) - 5, "C": np.arange(12.0).reshape(4, 3) % 5}
+
+
+@pytest.mark.parametrize("expression, expected", [
+    # TACO's makeReductionNotation cases (test/tests-... "accelerateNotation"), as values
+    ("s() = b(i) * c(i)", lambda: _V["b"] @ _V["c"]),
+    ("s() = b(i) * c(i) * d(i)", lambda: (_V["b"] * _V["c"] * _V["d"]).sum()),
+    ("s() = b(i) * c(j)", lambda: _V["b"].sum() * _V["c"].sum()),
+    ("s() = b(i) * c(j) * d(k)", lambda: _V["b"].sum() * _V["c"].sum() * _V["d"].sum()),
+    ("s() = b(i) + c(j)", lambda: _V["b"].sum() + _V["c"].sum()),
+    ("s() = b(i) + c(i)", lambda: _V["b"].sum() + _V["c"].sum()),
+    ("s() = b(i) * c(i) + d(j) * e(j)", lambda: _V["b"] @ _V["c"] + _V["d"] @ _V["e"]),
+    ("s() = b(i) * c(i) + d(i) * e(j)", lambda: _V["b"] @ _V["c"] + _V["d"].sum() * _V["e"].sum()),
+    ("s() = B(i,j) * C(i,j)", lambda: (_M["B"] * _M["C"]).sum()),
+    ("a(i) = B(i,j) * c(j)", lambda: _M["B"] @ _V["c"][:3]),
+])
+def test_taco_reduction_notation_cases(expression, expected):
+    operands = {**_V, **{n: asp.Tensor.from_numpy(m, format="csr") for n, m in _M.items()}}
+    if "B(i,j) * c(j)" in expression:
+        operands["c"] = _V["c"][:3]
+    names = {a.tensor for a in asp.notation.accesses(parse(expression).rhs)}
+    got = asp.evaluate(expression, **{n: v for n, v in operands.items() if n in names})
+    np.testing.assert_allclose(got, expected(), rtol=1e-12)
