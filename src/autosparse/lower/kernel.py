@@ -30,7 +30,7 @@ from ..notation.ast import IndexVar, Neg
 from . import finds, keyed
 from .lower import Plan, Scope, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
-from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, Workspace
+from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
 from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
                      Target)
 
@@ -391,6 +391,8 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
     if fmt.is_dense and fmt.order == 1:
         located = any(a.tensor.name == var.name and Protocol.LOCATE in a.level_protocols for a in accesses(stmt))
         return ListWorkspace(var.name, dims[0], value_c, located)
+    if fmt.order == 0:
+        return ScalarWorkspace(var.name, dims, value_c)
     if fmt.is_dense:
         return DenseWorkspace(var.name, dims, value_c)
     if all(level.letter == "h" for level in fmt.levels):

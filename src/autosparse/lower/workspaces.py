@@ -4,7 +4,8 @@
                    The consumer steps the ordered list; the reset is a new generation, so a row costs its
                    entries. One the consumer locates keeps untouched values zero instead (the reset
                    clears the touched ones), so a located read is one load, not a mark check and a load.
-  DenseWorkspace   any order (a scalar too): a dense array, located, cleared after the consumer.
+  DenseWorkspace   any order: a dense array, located, cleared after the consumer.
+  ScalarWorkspace  no index: one value on the stack (a register), cleared after the consumer.
   HashedWorkspace  any order: open addressing on the linearised coordinates (so a hypersparse workspace
                    costs its entries); the consumer steps the entries sorted by coordinates.
 """
@@ -77,6 +78,22 @@ class DenseWorkspace(Workspace):
 
     def release(self, b: CBuilder) -> None:
         b.line(f"free({names.vals(self.name)});")
+
+
+@dataclass(frozen=True)
+class ScalarWorkspace(DenseWorkspace):
+    """A temporary with no index (a scoped sum's register): a one-element array on the stack, which the C
+    compiler keeps in a register; private to each thread of a parallel region it is declared in."""
+
+    def allocate(self, b: CBuilder) -> None:
+        b.line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
+
+    def reset(self, b: CBuilder, values: bool = True) -> None:
+        if values:
+            b.line(f"{names.vals(self.name)}[0] = 0;")
+
+    def release(self, b: CBuilder) -> None:
+        pass
 
 
 @dataclass(frozen=True)
