@@ -128,6 +128,8 @@ KERNELS = [
     ("s() = (A(i,j) * x(j) + z(i)) * u(i)", lambda o: float(((o["A"] @ o["x"] + o["z"]) * o["u"]).sum()),
      ["csr", "coo"], [None]),
     ("s() = A(i,j) + 2", lambda o: float(_dense(o["A"]).sum() + 2), ["csr", "dense"], [None]),
+    ("y(i) = A(i,j) * (x(j) + C(j,k) * u(k)) + B(i,l) * w(l)",  # nested and sibling sums: three temporaries
+     lambda o: o["A"] @ (o["x"] + o["C"] @ o["u"]) + o["B"] @ o["w"], ["csr", "dcsr"], ["dense"]),
     ("E(i,j) = A(i,k) * C(k,j) + D(i,j)", lambda o: _dense(o["A"] @ o["C"] + o["D"]), ["csr", "dcsr"],
      ["csr", "dense"]),
     ("E(i,j) = D(i,j) + A(j,k) * C(k,i)", lambda o: _dense(o["D"] + (o["A"] @ o["C"]).T), ["csr"], ["csr", "dense"]),

@@ -61,7 +61,7 @@ from autosparse.benchmarks.timing import Mismatch, Timing, compare, interleaved
 ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
 DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
-KERNELS = ("spmv", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "ttv", "ttm", "mttkrp", "compile")
+KERNELS = ("spmv", "spmv+z", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "ttv", "ttm", "mttkrp", "compile")
 #: The generated families (autosparse.benchmarks.data): square matrices, then 3-D tensors.
 MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
 TENSOR_FAMILIES = ("uniform", "power-law")
@@ -69,9 +69,9 @@ TENSOR_FAMILIES = ("uniform", "power-law")
 # Generated data: about this many nonzeros per matrix kernel (uniform: `per_row` a row); dense widths; the
 # 3-D tensors' shape and nnz.
 SIZES = {
-    "full": dict(spmv=2_000_000, spmspv=2_000_000, spgemm=200_000, spmm=1_000_000, sddmm=1_000_000, add=2_000_000,
+    "full": dict(spmv=2_000_000, **{"spmv+z": 2_000_000}, spmspv=2_000_000, spgemm=200_000, spmm=1_000_000, sddmm=1_000_000, add=2_000_000,
                  multiply=2_000_000, spmm_cols=64, sddmm_k=32, tensor=((1_000, 1_000, 4_000), 2_000_000), rank=16),
-    "quick": dict(spmv=200_000, spmspv=200_000, spgemm=40_000, spmm=100_000, sddmm=100_000, add=200_000,
+    "quick": dict(spmv=200_000, **{"spmv+z": 200_000}, spmspv=200_000, spgemm=40_000, spmm=100_000, sddmm=100_000, add=200_000,
                   multiply=200_000, spmm_cols=64, sddmm_k=32, tensor=((100, 100, 400), 100_000), rank=16),
 }
 PER_ROW = {"sddmm": 50}  # uniform rows; 10 otherwise
@@ -369,29 +369,43 @@ def mkl_peer(mkl, call, check) -> Peer:
     return Peer("MKL (sparse_dot_mkl)", call if mkl else None, check, note="" if mkl else "MKL: n/a (see above)")
 
 
-def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
+def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference, shifted: bool = False) -> Case:
+    """y = A x, or with `shifted` y = A x + z: a sum over j scoped to the product (TACO's reading), which
+    the default schedule keeps in a register per row."""
     x = rng.random(m.shape[1])
-    expected = m @ x
+    rows = m.shape[0]
+    z = rng.random(rows) if shifted else np.zeros(rows)
+    expected = m @ x + z
     check = dense_check(expected)
     spmv = ref.function("spmv", "spmv")
-    rows = m.shape[0]
 
     def reference():
         y = np.empty(rows)
         spmv(rows, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(x), ptr(y))
         return y
 
+    expression = "y(i) = A(i,j) * x(j) + z(i)" if shifted else "y(i) = A(i,j) * x(j)"
+    plus = (lambda y: y + z) if shifted else (lambda y: y)
     tm, tx = tensora_csr(m), tensora_dense(x)
     row, pm = np.repeat(np.arange(rows), np.diff(m.indptr)), sparse.GCXS.from_scipy_sparse(m)
-    peers = [Peer("scipy A @ x", lambda: m @ x, check),
-             Peer("numpy (bincount over entries)", lambda: np.bincount(row, m.data * x[m.indices], minlength=rows),
-                  check),
-             Peer("pydata A @ x", lambda: pm @ x, check),
-             *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "ds", "x": "d"}, {"A": tm, "x": tx}, check),
-             Peer("C reference", reference, check)]
-    peers.append(mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, x), check))
-    return Case("SpMV", dataset, "y(i) = A(i,j) * x(j)", {"A": "csr", "x": "d", "y": "d"},
-                {"A": asp.Tensor.from_scipy(m), "x": asp.Tensor.from_numpy(x)}, check, peers,
+    given = {"A": tm, "x": tx, **({"z": tensora_dense(z)} if shifted else {})}
+    written = " + z" if shifted else ""
+    peers = [Peer(f"scipy A @ x{written}", lambda: plus(m @ x), check),
+             Peer("numpy (bincount over entries)",
+                  lambda: plus(np.bincount(row, m.data * x[m.indices], minlength=rows)), check),
+             Peer(f"pydata A @ x{written}", lambda: plus(pm @ x), check),
+             *tensora_peers(expression, {"y": "d", "A": "ds", "x": "d", **({"z": "d"} if shifted else {})}, given,
+                            check)]
+    if not shifted:
+        peers.append(Peer("C reference", reference, check))
+    peers.append(mkl_peer(mkl, lambda: plus(mkl.dot_product_mkl(m, x)), check))
+    operands = {"A": asp.Tensor.from_scipy(m), "x": asp.Tensor.from_numpy(x)}
+    if shifted:
+        return Case("SpMV + z", dataset, expression, {"A": "csr", "x": "d", "z": "d", "y": "d"},
+                    {**operands, "z": asp.Tensor.from_numpy(z)}, check, peers,
+                    [("SpMV + z ≥ 0.95× scipy", ("scipy A @ x + z",), 0.95),
+                     ("SpMV + z ≥ 0.9× Tensora", TENSORA, 0.9)])
+    return Case("SpMV", dataset, expression, {"A": "csr", "x": "d", "y": "d"}, operands, check, peers,
                 [("SpMV ≥ 0.95× scipy", ("scipy A @ x",), 0.95), ("SpMV ≥ 0.9× Tensora", TENSORA, 0.9),
                  ("SpMV ≥ 0.9× C reference", ("C reference",), 0.9)])
 
@@ -646,6 +660,7 @@ def matrix_cases(dataset: str, matrix, partner, sizes, wanted, rng, mkl, ref):
     """The matrix kernels, one case at a time, each building its data on demand: `matrix(kernel)` is the
     operand for a kernel, `partner(kernel)` the second sparse operand of SpGEMM and the element-wise ones."""
     cases = {"spmv": lambda: spmv_case(dataset, matrix("spmv"), rng, mkl, ref),
+             "spmv+z": lambda: spmv_case(dataset, matrix("spmv+z"), rng, mkl, ref, shifted=True),
              "spmspv": lambda: spmspv_case(dataset, matrix("spmspv"), rng, mkl, ref),
              "spgemm": lambda: spgemm_case(dataset, matrix("spgemm"), partner("spgemm"), rng, mkl, ref),
              "spmm": lambda: spmm_case(dataset, matrix("spmm"), sizes["spmm_cols"], rng, mkl, ref),

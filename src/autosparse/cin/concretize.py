@@ -70,7 +70,7 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate))
     for name, summed in sums.items():
         produced = notation.Assignment(notation.Access(name, kept[name]), _body(summed), accumulate=True)
-        producer = _loops(produced, {**variables, name: temporaries[name]}, around[name], extents)
+        producer = _loops(produced, {**variables, **temporaries}, around[name], extents)
         stmt = _within(stmt, len(around[name]) - len(bound), name, producer)
     return stmt
 
