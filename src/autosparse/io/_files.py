@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import zlib
 from pathlib import Path
+
+from ..errors import FormatError
 
 # Level 1 writes ten times faster than gzip's default 9, for files about 7% larger.
 _COMPRESSION_LEVEL = 1
@@ -13,3 +17,13 @@ def open_file(path: Path, mode: str):
     if path.suffix != ".gz":
         return open(path, mode)
     return gzip.open(path, mode, compresslevel=_COMPRESSION_LEVEL) if "w" in mode else gzip.open(path, mode)
+
+
+@contextlib.contextmanager
+def reading(path: Path):
+    """Turns a damaged compressed file (not gzip, corrupt, or cut short) into a `FormatError` naming it;
+    the errors of the path itself (missing, a directory, not permitted) stay what they are."""
+    try:
+        yield
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise FormatError(f"Expected a complete gzip file in {path}, but found: {error}") from None
