@@ -79,7 +79,7 @@ def test_frostt_reading(tmp_path):
     ("1.5 1 1.0\n", "1-based"),
     ("1e30 1 1.0\n", "1-based"),
     ("inf 1 1.0\n", "1-based"),
-    ("1\n", "at least one coordinate"),
+    ("1\n", "1 to 64 coordinates"),
     ("", "shape"),
 ])
 def test_frostt_errors(tmp_path, text, message):

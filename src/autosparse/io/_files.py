@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import zlib
 from pathlib import Path
 
-from ..errors import FormatError
+from ..config import memory_limit
+from ..errors import FormatError, MemoryLimitError
 
 # Level 1 writes ten times faster than gzip's default 9, for files about 7% larger.
 _COMPRESSION_LEVEL = 1
+_CHUNK_BYTES = 1 << 24
 
 
 def open_file(path: Path, mode: str):
@@ -27,3 +30,15 @@ def reading(path: Path):
         yield
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise FormatError(f"Expected a complete gzip file in {path}, but found: {error}") from None
+
+
+def read_rest(handle, path: Path, start: bytes = b"") -> bytes:
+    """`start` and the rest of the file, read in chunks and refused once they pass the memory limit (a
+    small gzip file can unpack to a huge one)."""
+    limit, contents = memory_limit(), io.BytesIO()
+    contents.write(start)
+    while chunk := handle.read(_CHUNK_BYTES):
+        if contents.tell() + len(chunk) > limit:
+            raise MemoryLimitError(f"{path} holds more than the memory limit of {limit:,} bytes")
+        contents.write(chunk)
+    return contents.getvalue()

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import check_allocation, memory_limit
-from ..errors import FormatError, MemoryLimitError
+from ..config import check_allocation
+from ..errors import FormatError
 from ..tensor import Tensor
-from ._files import open_file, reading
+from ._files import open_file, read_rest, reading
 
 _FIELDS = {"i": "integer", "c": "complex", "f": "real"}
 _DTYPES = {"real": np.float64, "double": np.float64, "integer": np.int64, "complex": np.complex128,
@@ -29,7 +29,6 @@ _DTYPES = {"real": np.float64, "double": np.float64, "integer": np.int64, "compl
 _SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
 _LONGEST_HEADER_LINE = 1 << 16
 _LARGEST_DIMENSION = 2**63 - 1
-_CHUNK_BYTES = 1 << 24
 # What one coordinate entry costs while read: two int64 coordinates and the value, in scipy's COO and
 # again in the tensor built from it.
 _COPIES_WHILE_READING = 2
@@ -64,7 +63,7 @@ def read_mtx(path: Path, format, index_dtype) -> Tensor:
     with reading(path), open_file(path, "rb") as handle:
         header, text = _read_header(handle, path)
         check_allocation(header.entry_bytes(), f"reading {path} ({header.entries:,} entries declared)")
-        contents = _contents(handle, text, path)
+        contents = io.BytesIO(read_rest(handle, path, text))
     try:
         matrix = scipy.io.mmread(contents)
     except (ValueError, OverflowError, TypeError) as error:
@@ -125,19 +124,6 @@ def _sizes(line: bytes, count: int, path: Path) -> tuple[int, ...]:
     if max(sizes) > _LARGEST_DIMENSION:
         raise FormatError(f"Expected sizes below 2**63 in {path}, but found {line.strip()[:80]!r}")
     return sizes
-
-
-def _contents(handle, header: bytes, path: Path) -> io.BytesIO:
-    """The header and the rest of the file in memory, read in chunks and refused once they pass the
-    memory limit (a small gzip file can hold a huge one)."""
-    limit, contents = memory_limit(), io.BytesIO()
-    contents.write(header)
-    while chunk := handle.read(_CHUNK_BYTES):
-        if contents.tell() + len(chunk) > limit:
-            raise MemoryLimitError(f"{path} holds more than the memory limit of {limit:,} bytes")
-        contents.write(chunk)
-    contents.seek(0)
-    return contents
 
 
 def write_mtx(path: Path, tensor: Tensor) -> None:
