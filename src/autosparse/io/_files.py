@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import io
+import itertools
 import zlib
 from pathlib import Path
 
@@ -36,8 +38,7 @@ def read_rest(handle, path: Path, start: bytes = b"") -> bytes:
     """`start` and the rest of the file, read in chunks and refused once they pass the memory limit (a
     small gzip file can unpack to a huge one)."""
     limit, contents = memory_limit(), io.BytesIO()
-    contents.write(start)
-    while chunk := handle.read(_CHUNK_BYTES):
+    for chunk in itertools.chain((start,), iter(functools.partial(handle.read, _CHUNK_BYTES), b"")):
         if contents.tell() + len(chunk) > limit:
             raise MemoryLimitError(f"{path} holds more than the memory limit of {limit:,} bytes")
         contents.write(chunk)
