@@ -10,8 +10,8 @@ import numpy as np
 
 from ..errors import FormatError, ShapeError
 from ..format import Format, as_format
-from .dtypes import INDEX_DTYPES, VALUE_DTYPES, check_index_dtype, promote_value_dtype
-from .storage import choose_index_dtype
+from .dtypes import INDEX_DTYPES, check_index_dtype, promote_value_dtype
+from .storage import Storage
 from .tensor import Tensor
 
 _NATIVE = {"csr": Format("ds"), "csc": Format("d1s0")}
@@ -41,10 +41,9 @@ def from_scipy(matrix, format, index_dtype) -> Tensor:
 def _checked_compressed(matrix) -> Tensor:
     """A CSR or CSC matrix's arrays as a tensor of its raw layout, validated (a 1-D CSR array as one row)."""
     indptr, indices, data = (_array(matrix, name) for name in ("indptr", "indices", "data"))
-    if len(indices) != len(data) or indptr.ndim != 1 or not len(indptr):
-        raise FormatError(f"Expected a scipy {matrix.format} matrix with as many indices as data and a 1-D "
-                          f"indptr, but found {len(indices)} indices, {len(data)} values, indptr of shape "
-                          f"{indptr.shape}")
+    if any(a.ndim != 1 for a in (indptr, indices, data)) or len(indices) != len(data) or not len(indptr):
+        raise FormatError(f"Expected a scipy {matrix.format} matrix with 1-D arrays, as many indices as data, "
+                          f"but found indptr, indices and data of shapes {indptr.shape}, {indices.shape}, {data.shape}")
     stored = int(indptr[-1]) if indptr.dtype.kind in "iu" else -1
     if not 0 <= stored <= len(indices):
         raise FormatError(f"Expected indptr[-1] between 0 and len(indices) = {len(indices)}, but found {indptr[-1]}")
@@ -67,7 +66,7 @@ def _canonical_compressed(raw: Tensor, kind: str, format, index_dtype) -> Tensor
     index_dtype = check_index_dtype(index_dtype)
     pos, crd = raw.levels[1]["pos"], raw.levels[1]["crd"]
     if fmt == native and index_dtype in (None, crd.dtype) and _increasing_segments(pos, crd):
-        return Tensor._owned(raw.shape, native, raw._storage)
+        return Tensor._owned(raw.shape, native, Storage(raw.levels, raw.vals))
     return raw.to_format(fmt, index_dtype)
 
 
