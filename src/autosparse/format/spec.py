@@ -54,7 +54,7 @@ class Format:
         elif blocked:
             rows, cols = int(blocked.group(2)), int(blocked.group(3) or blocked.group(2))
             if not (1 <= rows <= _LARGEST_BLOCK and 1 <= cols <= _LARGEST_BLOCK):
-                raise FormatError(f"Expected block sizes from 1 to 2**63 - 1 (int64) in {spec!r}")
+                raise FormatError(f"Expected positive block sizes below 2**63 (int64) in {spec!r}")
             self._blocks, self._offsets = (rows, cols), (False, bool(blocked.group(1)))
             levels, modes = _parse("dsdd", None)
         elif isinstance(spec, str):
