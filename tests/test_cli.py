@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from click.testing import CliRunner
 
@@ -32,7 +35,7 @@ def test_demo_info_and_convert_on_files(tmp_path):
 def test_bad_file_is_a_message_not_a_traceback(tmp_path):
     (tmp_path / "bad.tns").write_text("1 x 2\n")
     result = CliRunner().invoke(main, ["info", str(tmp_path / "bad.tns")])
-    assert result.exit_code == 1 and "Error: Expected lines" in result.output
+    assert result.exit_code == 2 and "Error: Expected lines" in result.output
 
 
 def test_demo_on_vectors_and_order_4_tensors(tmp_path):
@@ -52,7 +55,7 @@ def test_compile_prints_cin_and_c():
 
 def test_compile_errors_are_messages():
     result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) *", "-f", "A=csr"])
-    assert result.exit_code == 1 and "column" in result.output
+    assert result.exit_code == 2 and "column" in result.output
     bad = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A"])
     assert bad.exit_code == 2 and "NAME=VALUE" in bad.output
 
@@ -124,3 +127,51 @@ def test_bench_lists_its_suites_and_refuses_others():
 def test_bench_report_options_beyond_quick_need_a_suite(tmp_path):
     refused = CliRunner().invoke(main, ["bench", "--report", str(tmp_path), "--repeat", "3"])
     assert refused.exit_code != 0 and "name it after --report DIR" in refused.output
+
+
+def _one_line_and_status_2(result) -> str:
+    """A user's mistake: status 2, nothing on stdout past what the command printed, one line on stderr."""
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)  # reported, not raised
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.output, result.stderr
+    return lines[0]
+
+
+def test_users_mistakes_are_one_line_and_status_2(tmp_path):
+    (tmp_path / "bad.mtx").write_text("3 3 1\n1 1 1.0\n")
+    (tmp_path / "dir.tns").mkdir()
+    (tmp_path / "x.tns").write_text("1 1.0\n")
+    runner = CliRunner()
+    cases = {
+        ("info", str(tmp_path / "bad.mtx")): "banner",
+        ("info", str(tmp_path / "dir.tns")): "Is a directory",
+        ("convert", str(tmp_path / "x.tns"), str(tmp_path / "missing" / "x.mtx")): "matrix for a .mtx",
+        ("convert", str(tmp_path / "x.tns"), str(tmp_path / "missing" / "x.tns")): "No such file or directory",
+        ("compile", "y(i) = A(i,j) * x(j)", "-f", "A=xy"): "level letter",
+        ("compile", "y(i) = A(i,j) * x(j)", "--schedule", "precompute([0], j, jw)"): "expected an expression",
+        ("run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'dir.tns'}"): "Is a directory",
+        ("run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'nope.mtx'}"): "No such file",
+        ("autoschedule", "a(i) = B(i,j) *", "-f", "B=csr"): "column",
+    }
+    for args, message in cases.items():
+        assert message in _one_line_and_status_2(runner.invoke(main, list(args))), args
+
+
+def test_internal_errors_keep_their_traceback(monkeypatch):
+    from autosparse import io
+
+    def broken(path):
+        raise KeyError("a bug, not a mistake")
+
+    monkeypatch.setattr(io, "read", broken)
+    result = CliRunner().invoke(main, ["info", __file__])
+    assert isinstance(result.exception, KeyError) and result.exit_code == 1
+
+
+def test_the_command_in_a_process_of_its_own(tmp_path):
+    (tmp_path / "bad.mtx").write_text("3 3 1\n1 1 1.0\n")
+    result = subprocess.run([sys.executable, "-m", "autosparse.cli", "info", str(tmp_path / "bad.mtx")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "banner" in result.stderr

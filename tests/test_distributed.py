@@ -273,3 +273,24 @@ def test_random_expressions_match_numpy_or_refuse_as_locally(client, problem, pa
     else:
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol, err_msg=expression)
     event(f"matched, {plan.combine.value if plan.index else 'whole'} of {plan.chunks}")
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: asp.distributed.evaluate("y(i) = A(i,j) * x(j)", client="tcp://nowhere", A=np.eye(2), x=np.ones(2)),
+     asp.AutosparseError, "dask.distributed.Client as client=, but found str"),
+    (lambda: partition(np.eye(4), 2), asp.FormatError, "autosparse Tensor to partition, but found ndarray"),
+    (lambda: partition(asp.Tensor.from_numpy(np.eye(4), "csr"), 0), asp.AutosparseError, "positive integer, but found 0"),
+    (lambda: partition(asp.Tensor.from_numpy(np.eye(4), "csr"), 2.5), asp.AutosparseError, "positive integer"),
+    (lambda: asp.distributed.prepare("y(i) = A(i,j) * x(j)", parts=0, A=np.eye(2), x=np.ones(2)),
+     asp.AutosparseError, "positive integer, but found 0"),
+])
+def test_wrong_arguments_are_user_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_zero_parts_is_an_error_not_the_default(client):
+    with pytest.raises(asp.AutosparseError, match="positive integer, but found 0"):
+        evaluate_planned("y(i) = A(i,j) * x(j)", client, parts=0, A=_csr(10, 10, 0.3, 1), x=np.ones(10))
+    _, plan = evaluate_planned("y(i) = A(i,j) * x(j)", client, parts=None, A=_csr(10, 10, 0.3, 1), x=np.ones(10))
+    assert plan.chunks == WORKERS

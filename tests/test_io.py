@@ -79,7 +79,7 @@ def test_frostt_reading(tmp_path):
     ("1.5 1 1.0\n", "1-based"),
     ("1e30 1 1.0\n", "1-based"),
     ("inf 1 1.0\n", "1-based"),
-    ("1\n", "at least one coordinate"),
+    ("1\n", "1 to 64 coordinates"),
     ("", "shape"),
 ])
 def test_frostt_errors(tmp_path, text, message):
@@ -141,3 +141,105 @@ def test_shipped_data_reads_and_writes_back(tmp_path, path):
     target = tmp_path / path.name
     asp.write(target, tensor)
     assert_same_tensor(asp.read(target), tensor)
+
+
+# ----- hostile files: every one a clear error, checked before anything large is read or built -----------
+
+BANNER = "%%MatrixMarket matrix coordinate real general\n"
+
+
+@pytest.mark.parametrize("text,error,message", [
+    ("3 3 1\n1 1 1.0\n", asp.FormatError, "starting with a banner"),  # aborted the interpreter in scipy
+    ("", asp.FormatError, "starting with a banner"),
+    ("%%MatrixMarket matrix coordinate real\n2 2 1\n1 1 1.0\n", asp.FormatError, "starting with a banner"),
+    ("%%MatrixMarket vector coordinate real general\n2 2 1\n1 1 1.0\n", asp.FormatError, "starting with a banner"),
+    ("%%MatrixMarket matrix coordinate quaternion general\n2 2 1\n", asp.FormatError, "known layout, field"),
+    ("%%MatrixMarket matrix array pattern general\n2 2\n", asp.FormatError, "known layout, field"),
+    (BANNER + "2 2\n1 1 1.0\n", asp.FormatError, "size line of 3"),
+    (BANNER + "2 -2 1\n1 1 1.0\n", asp.FormatError, "size line of 3"),
+    (BANNER + "2 x 1\n", asp.FormatError, "size line of 3"),
+    (BANNER + f"{2**63} 2 1\n1 1 1.0\n", asp.FormatError, "below 2\\*\\*63"),
+    (BANNER + "10 10 1000000000000\n1 1 1.0\n", asp.MemoryLimitError, "1,000,000,000,000 entries declared"),
+    ("%%MatrixMarket matrix array real general\n1000000 1000000\n1\n", asp.MemoryLimitError, "entries declared"),
+    (BANNER + "3 3 5\n1 1 1.0\n", asp.FormatError, "Truncated"),
+    (BANNER + "3 3 1\n0 1 1.0\n", asp.FormatError, "out of bounds"),
+    (BANNER + "3 3 1\n1 x 1.0\n", asp.FormatError, "Invalid integer"),
+    (BANNER + "3 3 1\n99999999999999999999999 1 1.0\n", asp.FormatError, "out of range"),
+    (BANNER + "3 3 1\n1 1 1.0\n2 2 2.0\n", asp.FormatError, "Too many lines"),
+])
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+def test_hostile_matrix_market_files(tmp_path, text, error, message, suffix):
+    with pytest.raises(error, match=message):
+        asp.read(write_text(tmp_path / f"bad{suffix}", text))
+
+
+def test_matrix_market_header_line_and_size_limits(tmp_path):
+    long_comment = BANNER + "%" + "x" * (1 << 16) + "\n2 2 1\n1 1 1.0\n"
+    with pytest.raises(asp.FormatError, match="header lines of at most"):
+        asp.read(write_text(tmp_path / "long.mtx", long_comment))
+    path = write_text(tmp_path / "sym.mtx", "%%MatrixMarket matrix coordinate real symmetric\n4 4 2\n1 1 1.0\n3 1 2.0\n")
+    asp.set_memory_limit(4 * 48 - 1)  # two entries stored twice, 24 bytes each read, 2 copies: 192 bytes
+    with pytest.raises(asp.MemoryLimitError, match="2 entries declared"):
+        asp.read(path)
+    asp.set_memory_limit(4 * 48)
+    assert asp.read(path).nnz == 3
+    asp.set_memory_limit(30)  # the file's 74 bytes pass the limit, whatever its header says
+    with pytest.raises(asp.MemoryLimitError):
+        asp.read(write_text(tmp_path / "empty.mtx", BANNER + "%" + "x" * 40 + "\n1 1 0\n"))
+
+
+def test_describe_reads_only_checked_headers(tmp_path):
+    assert asp.io.describe(write_text(tmp_path / "m.mtx", BANNER + "% c\n\n3 4 2\n1 1 1\n2 2 2\n")) == \
+        ((3, 4), 2, np.float64, True)
+    with pytest.raises(asp.FormatError, match="size line"):
+        asp.io.describe(write_text(tmp_path / "bad.mtx", BANNER + "3 4 two\n"))
+    with pytest.raises(asp.FormatError, match="integer coordinates"):
+        asp.io.describe(write_text(tmp_path / "bad.tns", "1 x 2.0\n"))
+    with pytest.raises(asp.FormatError, match="1 to 64 coordinates"):
+        asp.io.describe(write_text(tmp_path / "wide.tns", " ".join(["1"] * 66) + "\n"))
+
+
+@pytest.mark.parametrize("name", ["m.mtx.gz", "t.tns.gz"])
+def test_damaged_gzip_files(tmp_path, name):
+    text = BANNER + "2 2 1\n1 1 1.0\n" if name.startswith("m") else "1 1 1.0\n" * 500
+    whole = gzip.compress(text.encode())
+    (tmp_path / name).write_bytes(b"not gzip at all")
+    with pytest.raises(asp.FormatError, match="complete gzip file"):
+        asp.read(tmp_path / name)
+    (tmp_path / name).write_bytes(whole[: len(whole) // 2])  # cut short: EOFError inside gzip
+    with pytest.raises(asp.FormatError, match="complete gzip file"):
+        asp.read(tmp_path / name)
+    corrupt = bytearray(whole)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    (tmp_path / name).write_bytes(bytes(corrupt))
+    with pytest.raises(asp.FormatError):
+        asp.read(tmp_path / name)
+
+
+def test_paths_that_are_not_files_keep_their_own_errors(tmp_path):
+    (tmp_path / "d.tns").mkdir()
+    with pytest.raises(IsADirectoryError):
+        asp.read(tmp_path / "d.tns")
+    with pytest.raises(FileNotFoundError):
+        asp.read(tmp_path / "missing.mtx")
+    with pytest.raises(IsADirectoryError):
+        asp.write(tmp_path / "d.tns", asp.Tensor.from_numpy(np.eye(2), "csr"))
+
+
+@pytest.mark.parametrize("columns", [66, 3001, 200_001])
+def test_wide_frostt_lines_are_refused_at_once(tmp_path, columns):
+    """A line of thousands of columns took time quadratic in them (a format of that many levels) and
+    200,000 never finished; any order past MAX_ORDER is refused before a tensor is built."""
+    path = write_text(tmp_path / "wide.tns", " ".join(["1"] * columns) + "\n")
+    with pytest.raises(asp.FormatError, match=f"1 to 64 coordinates and a value per line .* found {columns} column"):
+        asp.read(path)
+
+
+def test_frostt_order_limit_is_inclusive(tmp_path):
+    from autosparse.tensor import MAX_ORDER
+
+    path = write_text(tmp_path / "t.tns", " ".join(["1"] * MAX_ORDER) + " 2.5\n")
+    tensor = asp.read(path)
+    assert tensor.order == MAX_ORDER and tensor.to_coo()[1].tolist() == [2.5]
+    with pytest.raises(asp.ShapeError, match="at most 64 modes"):
+        asp.read(path, shape=(1,) * (MAX_ORDER + 1))

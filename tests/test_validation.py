@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -226,3 +230,133 @@ def test_pydata_fill_value_must_be_zero():
 
     with pytest.raises(asp.FormatError, match="fill value is 0, but found 1.0"):
         asp.Tensor.from_pydata(sparse.COO([[0]], [5.0], shape=(3,), fill_value=1.0))
+
+
+# ----- hostile input: lying scipy matrices, impossible settings, values of the wrong kind --------------
+
+def _lying(kind: str, **arrays):
+    """A valid 3 x 4 scipy matrix whose arrays are then replaced, as a caller mutating them would."""
+    import scipy.sparse as sp
+
+    matrix = sp.random_array((3, 4), density=0.5, format=kind, random_state=0)
+    for name, value in arrays.items():
+        setattr(matrix, name, value)
+    return matrix
+
+
+@pytest.mark.parametrize("kind,arrays,message", [
+    # indptr not monotone: scipy's C++ canonicalisation corrupted the heap (double free or corruption)
+    ("csr", dict(indptr=arr(0, 5, 1, 6), indices=arr(0, 1, 2, 3, 0, 1), data=np.ones(6)), "non-decreasing"),
+    ("csc", dict(indptr=arr(0, 4, 2, 5, 6), indices=arr(0, 1, 2, 0, 1, 2), data=np.ones(6)), "non-decreasing"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=arr(0, 1, 2, 99, 0, 1), data=np.ones(6)), r"crd in \[0, 4\)"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=arr(0, -1, 2, 3, 0, 1), data=np.ones(6)), r"crd in \[0, 4\)"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=arr(0, 1, 2, 3, 0, 1), data=np.ones(5)), "as many indices as data"),
+    ("csr", dict(indptr=arr(0, 2, 4, 9), indices=arr(0, 1, 2, 3, 0, 1), data=np.ones(6)), r"indptr\[-1\] between"),
+    ("csr", dict(indptr=arr(1, 2, 4, 6), indices=arr(0, 1, 2, 3, 0, 1), data=np.ones(6)), r"pos\[0\] == 0"),
+    ("csr", dict(indptr=arr(0, 2, 6), indices=arr(0, 1, 2, 3, 0, 1), data=np.ones(6)), "pos to have 4 entries"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=np.array([0, 1, 2, 3, 0, 1.5]), data=np.ones(6)), "integer index"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=np.array([0, 1, 2, 3, 0, 2**64 - 1], dtype=np.uint64),
+                 data=np.ones(6)), "fit int64"),
+    ("csr", dict(indptr=arr(0, 2, 4, 6), indices=arr(0, 1, 2, 3, 0, 1), data=np.array(list("abcdef"))), "without loss"),
+    ("coo", dict(coords=(arr(0, 1, 2), arr(0, 1)), data=np.ones(3)), "one coordinate per value"),
+    ("coo", dict(coords=(arr(0, 1, 5), arr(0, 1, 2)), data=np.ones(3)), r"mode-0 coordinates in \[0, 3\)"),
+    ("bsr", dict(indptr=arr(0, 3, 1, 4), indices=arr(0, 1, 2, 3), data=np.ones((4, 1, 1))), "non-decreasing"),
+    ("bsr", dict(indptr=arr(0, 1, 2, 2), indices=arr(0, 1), data=np.ones((3, 1, 1))), "one block per index"),
+    ("dia", dict(offsets=arr(0, 1, 2), data=np.ones((2, 4))), "one row of data per integer offset"),
+])
+def test_lying_scipy_matrices_are_refused_before_scipy_reads_them(kind, arrays, message):
+    with pytest.raises(asp.FormatError, match=message):
+        asp.Tensor.from_scipy(_lying(kind, **arrays))
+
+
+def test_scipy_arrays_of_mixed_or_small_index_dtypes_are_checked_and_converted():
+    matrix = _lying("csr", indptr=np.array([0, 2, 2, 3], dtype=np.int64), indices=np.array([3, 1, 0], dtype=np.int16),
+                    data=np.array([1.0, 2.0, 3.0], dtype=np.float16))
+    tensor = asp.Tensor.from_scipy(matrix)
+    assert tensor.format == "csr" and tensor.dtype == np.float32  # row 0 unsorted: canonicalised, int32 fits
+    assert tensor.index_dtype == np.int32 and tensor.levels[1]["crd"].tolist() == [1, 3, 0]
+    np.testing.assert_array_equal(tensor.to_numpy(), [[0, 2, 0, 1], [0, 0, 0, 0], [3, 0, 0, 0]])
+    longer = _lying("csr", indptr=arr(0, 1, 1, 2), indices=arr(2, 0, 3), data=np.array([5.0, 6.0, 7.0]))
+    np.testing.assert_array_equal(asp.Tensor.from_scipy(longer).to_numpy(),  # scipy ignores past indptr[-1]
+                                  [[0, 0, 5, 0], [0, 0, 0, 0], [6, 0, 0, 0]])
+
+
+def test_lying_scipy_matrix_cannot_kill_the_interpreter():
+    """The heap corruption aborted the process, so the proof runs in a child that must survive it."""
+    script = ("import numpy as np, scipy.sparse as sp, autosparse as asp\n"
+              "m = sp.csr_matrix((np.ones(3), np.array([0, 1, 2]), np.array([0, 3, 1, 3])), shape=(3, 3))\n"
+              "try:\n    asp.Tensor.from_scipy(m)\nexcept asp.FormatError:\n    print('refused')\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "refused", result.stderr
+
+
+@pytest.mark.parametrize("spec,message", [
+    (f"bcsr({2**63})", "positive block sizes below 2\\*\\*63"),
+    (f"ubcsr(2,{2**70})", "positive block sizes below 2\\*\\*63"),
+    ("bcsr(0)", "positive block sizes"),
+    (42, "format string, a Format or a sequence of levels"),
+    (None, "format string, a Format or a sequence of levels"),
+    ([1, 2], "format string, a Format or a sequence of levels"),
+])
+def test_impossible_formats(spec, message):
+    with pytest.raises(asp.FormatError, match=message):
+        asp.Format(spec)
+
+
+def test_shapes_of_too_many_modes_or_too_large_dimensions():
+    with pytest.raises(asp.ShapeError, match="at most 64 modes"):
+        asp.Tensor.from_coo(np.zeros((65, 0), dtype=np.int64), [], (1,) * 65)
+    with pytest.raises(asp.ShapeError, match="below 2\\*\\*63"):
+        asp.Tensor.from_coo([[0]], [1.0], (2**63,))
+    with pytest.raises(asp.ShapeError, match="shape of integers"):
+        asp.Tensor.from_coo([[0]], [1.0], (float("inf"),))
+
+
+@pytest.mark.parametrize("text", ["1e400", "inf", "nan", "0", "-1", "0.5", "lots", ""])
+def test_memory_limits_from_the_environment_are_checked(monkeypatch, text):
+    monkeypatch.setenv("AUTOSPARSE_MEMORY_LIMIT", text)
+    with pytest.raises(asp.MemoryLimitError, match="AUTOSPARSE_MEMORY_LIMIT to be a positive, finite number"):
+        asp.memory_limit()
+    with pytest.raises(asp.MemoryLimitError, match="AUTOSPARSE_MEMORY_LIMIT"):
+        asp.Tensor.from_numpy(np.eye(2), "csr").to_numpy()
+
+
+def test_memory_limit_from_the_environment_and_in_process(monkeypatch):
+    monkeypatch.setenv("AUTOSPARSE_MEMORY_LIMIT", "1e3")
+    assert asp.memory_limit() == 1000
+    monkeypatch.setenv("AUTOSPARSE_MEMORY_LIMIT", str(10**30))
+    assert asp.memory_limit() == 10**30  # larger than a float holds exactly
+    asp.set_memory_limit(np.int64(5000))
+    assert asp.memory_limit() == 5000
+    for bad in (0, -1, 1e400, 2.5, "100", True):
+        with pytest.raises(asp.MemoryLimitError, match="positive integer number of bytes"):
+            asp.set_memory_limit(bad)
+    asp.set_memory_limit(None)
+    assert asp.memory_limit() == 10**30
+
+
+def test_an_invalid_environment_limit_does_not_break_import():
+    env = dict(os.environ, AUTOSPARSE_MEMORY_LIMIT="1e400")
+    script = "import autosparse as asp\ntry:\n    asp.memory_limit()\nexcept asp.MemoryLimitError as e:\n    print(e)\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0 and "found '1e400'" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: asp.compile(42), asp.ParseError, "assignment as text"),
+    (lambda: asp.compile(None), asp.ParseError, "assignment as text"),
+    (lambda: asp.evaluate(42), asp.ParseError, "assignment as text"),
+    (lambda: asp.einsum(42, np.eye(2)), asp.ParseError, "einsum subscripts as text"),
+    (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats=42), asp.FormatError, "mapping of tensor names"),
+    (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": 42}), asp.FormatError, "format string"),
+    (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, schedule="precompute([0], j, jw)"),
+     asp.ScheduleError, r"precompute\(\[0\], j, jw\): expected an expression, but found the Path"),
+    (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"},
+                         schedule=asp.Schedule().precompute(asp.schedule.language.Path((0,)), "j", "jw")),
+     asp.ScheduleError, "expected an expression"),
+    (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, schedule="pos(i, ip, [0])"),
+     asp.ScheduleError, "expected an expression"),
+])
+def test_arguments_of_the_wrong_kind_are_user_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -30,7 +30,34 @@ def demo_formats(order: int) -> tuple[str, ...]:
     return ("csf", "coo", rotated, "d" + "s" * (order - 2) + "h" if order > 1 else "h")
 
 
-@click.group()
+class UserMistake(click.ClickException):
+    """A user's mistake (an autosparse error, or a path that cannot be read or written): one line on
+    stderr and exit status 2, as click reports a bad option. Other exceptions are bugs and keep their
+    traceback."""
+
+    exit_code = 2
+
+    @classmethod
+    def of(cls, error: Exception) -> "UserMistake":
+        if isinstance(error, OSError):
+            return cls(f"{error.strerror or type(error).__name__}: {error.filename}")
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        return cls(lines[0])
+
+
+class _Commands(click.Group):
+    """Turns a user's mistake in any command into a `UserMistake`."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (AutosparseError, OSError) as error:
+            if isinstance(error, OSError) and error.filename is None:  # not about a path the user named
+                raise
+            raise UserMistake.of(error) from None
+
+
+@click.group(cls=_Commands)
 def main() -> None:
     """autosparse: sparse tensor algebra compiler."""
 
@@ -45,7 +72,7 @@ def demo(data: Path, limit: int) -> None:
     tensors = [(p.name, lambda p=p: io.read(p)) for p in files[:limit]] if files else _generated()
     click.echo(f"{'tensor':28} {'shape or kernel':>22} {'nnz':>9}  {'format':8} {'ms':>7}  check")
     for name, load in tensors:
-        tensor = _guarded(load)
+        tensor = load()
         reference = tensor.to_coo()
         for fmt in demo_formats(tensor.order):
             start = time.perf_counter()
@@ -91,7 +118,7 @@ def _demo_kernels(name: str, tensor: Tensor) -> None:
         return
     for expression, operands, fmt, expected in cases:
         start = time.perf_counter()
-        result = _guarded(lambda: evaluate(expression, format=fmt, **operands))
+        result = evaluate(expression, format=fmt, **operands)
         elapsed = 1e3 * (time.perf_counter() - start)
         same = np.allclose(result.to_numpy(), expected(), rtol=1e-9, atol=1e-12)
         click.echo(f"{name:28} {expression:>38} {result.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
@@ -112,7 +139,7 @@ def _generated():
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 def info(path: Path) -> None:
     """Print a tensor file's shape, format and entry count."""
-    tensor = _guarded(io.read, path)
+    tensor = io.read(path)
     click.echo(repr(tensor))
 
 
@@ -121,7 +148,7 @@ def info(path: Path) -> None:
 @click.argument("target", type=click.Path(path_type=Path))
 def convert(source: Path, target: Path) -> None:
     """Convert between .mtx and .tns files (gzip by the .gz suffix)."""
-    _guarded(io.write, target, _guarded(io.read, source))
+    io.write(target, io.read(source))
 
 
 def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
@@ -143,9 +170,9 @@ def compile_command(expression: str, formats: tuple[str, ...], schedule: str | N
     """Print the concrete index notation and the C code of EXPRESSION's kernel."""
     from .api import compile as compile_kernel
 
-    kernel = _guarded(compile_kernel, expression, _pairs(formats, "--format"), schedule)
+    kernel = compile_kernel(expression, _pairs(formats, "--format"), schedule)
     click.echo(f"// {kernel.cin}")
-    click.echo(_guarded(lambda: kernel.source))
+    click.echo(kernel.source)
 
 
 @main.command()
@@ -161,18 +188,18 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     from .api import compile as compile_kernel
     from .notation import parse
 
-    assignment = _guarded(parse, expression)
+    assignment = parse(expression)
     chosen = _pairs(formats, "--format")
-    operands = {name: _guarded(io.read, Path(path)) for name, path in _pairs(inputs, "--input").items()}
+    operands = {name: io.read(Path(path)) for name, path in _pairs(inputs, "--input").items()}
     for name, tensor in operands.items():
         chosen.setdefault(name, str(tensor.format))
-    result = _guarded(lambda: compile_kernel(expression, chosen)(**operands))
+    result = compile_kernel(expression, chosen)(**operands)
     if not isinstance(result, Tensor):
         click.echo(result)
     elif output is None:
         click.echo(repr(result))
     else:
-        _guarded(io.write, output, result)
+        io.write(output, result)
         click.echo(f"wrote {assignment.lhs.tensor} {result.shape} with {result.nnz:,} entries to {output}")
 
 
@@ -212,10 +239,10 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         bar.total = total
         bar.update(done - bar.n)
 
-    front = _guarded(lambda: autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
-                                          sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
-                                          progress=progress, constraints=constraints, rule=rule,
-                                          max_memory_depth=max_memory_depth, stage1_groups=stage1_groups))
+    front = autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
+                         sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
+                         progress=progress, constraints=constraints, rule=rule,
+                         max_memory_depth=max_memory_depth, stage1_groups=stage1_groups)
     bar.close()
     for number, cand in enumerate(front):
         if model == "sparseauto":
@@ -249,13 +276,6 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         click.echo(f"compiled and equal to numpy: {passed} / {len(front)}")
         if failures:
             raise SystemExit(1)
-
-
-def _guarded(function, *args):
-    try:
-        return function(*args)
-    except AutosparseError as error:
-        raise click.ClickException(str(error)) from None
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
@@ -292,3 +312,7 @@ def bench(context: click.Context, report: Path | None, docs: Path | None, suite:
         raise click.UsageError("Name a suite (or --report DIR)")
     argv, environment = command(suite, list(options))
     os.execve(argv[0], argv, environment)
+
+
+if __name__ == "__main__":
+    main()

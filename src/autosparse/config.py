@@ -8,6 +8,8 @@ whose size depends on dimensions (not on the number of entries) is checked again
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import os
 import resource
 
@@ -26,30 +28,38 @@ def _default_memory_limit() -> int:
     return usable // 2
 
 
-def _limit_from_environment() -> int | None:
-    text = os.environ.get(_ENV_VAR)
-    if text is None:
-        return None
-    try:
-        return int(float(text))
-    except ValueError:
-        raise MemoryLimitError(f"Expected {_ENV_VAR} to be a number of bytes, but found {text!r}") from None
-
-
-_memory_limit: int | None = _limit_from_environment()
+_memory_limit: int | None = None  # set by set_memory_limit; None: the environment's, else the default
 
 
 def memory_limit() -> int:
     """The largest single allocation, in bytes, that autosparse makes for dense storage."""
-    return _memory_limit if _memory_limit is not None else _default_memory_limit()
+    if _memory_limit is not None:
+        return _memory_limit
+    text = os.environ.get(_ENV_VAR)
+    return _default_memory_limit() if text is None else _limit_from_text(text)
 
 
 def set_memory_limit(nbytes: int | None) -> None:
-    """Set the limit in bytes; `None` restores the default (half of the usable memory)."""
+    """Set the limit in bytes; `None` restores the default (`AUTOSPARSE_MEMORY_LIMIT` when set, else half
+    of the usable memory)."""
     global _memory_limit
-    if nbytes is not None and nbytes <= 0:
-        raise MemoryLimitError(f"Expected a positive memory limit, but found {nbytes}")
-    _memory_limit = nbytes
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral)
+                               or nbytes <= 0):
+        raise MemoryLimitError(f"Expected a positive integer number of bytes as the memory limit, but found {nbytes!r}")
+    _memory_limit = None if nbytes is None else int(nbytes)
+
+
+@functools.cache
+def _limit_from_text(text: str) -> int:
+    """The environment's limit: read when first needed (a mistake there is reported where a limit is
+    used, not as a failed import), and refused unless it is a finite number of at least one byte."""
+    try:
+        nbytes = int(text) if text.strip().lstrip("+-").isdigit() else float(text)
+    except ValueError:
+        nbytes = math.nan
+    if not math.isfinite(nbytes) or nbytes < 1:
+        raise MemoryLimitError(f"Expected {_ENV_VAR} to be a positive, finite number of bytes, but found {text!r}")
+    return int(nbytes)
 
 
 def check_allocation(nbytes: int, what: str) -> None:

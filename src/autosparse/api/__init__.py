@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..format import Format
-from ..notation import accesses, einsum_assignment, operand_name, parse
+from ..errors import ParseError
+from ..notation import accesses, einsum_assignment, operand_name
 from .auto import chosen_schedule
 from .kernel import Kernel
-from .operands import infer_format
+from .operands import as_assignment, infer_format
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
@@ -24,7 +25,7 @@ def evaluate(expression: str, format: "str | Format | None" = None, schedule=Non
     matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0.
     `schedule="auto"` runs the autoscheduler `model` ("asymptotic" or "sparseauto") and selects a
     candidate for these operands, each of its loops co-iterating as `coiterate(i, auto)` chooses."""
-    assignment = parse(expression)
+    assignment = as_assignment(expression)
     formats = _operand_formats(assignment, operands)
     if format is not None:
         formats[assignment.lhs.tensor] = format
@@ -36,6 +37,9 @@ def evaluate(expression: str, format: "str | Format | None" = None, schedule=Non
 
 def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None):
     """numpy.einsum's spelling: `einsum("ij,jk->ik", A, B)`."""
+    if not isinstance(subscripts, str):
+        raise ParseError(f"Expected einsum subscripts as text, such as 'ij,jk->ik', but found "
+                         f"{type(subscripts).__name__}", f"{subscripts!r:.80}", 1)
     assignment = einsum_assignment(subscripts, len(operands))
     named = {operand_name(k): value for k, value in enumerate(operands)}
     formats = _operand_formats(assignment, named)

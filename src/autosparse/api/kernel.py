@@ -27,7 +27,7 @@ from ..format import Capability, Compressed, Format
 from ..format.spec import as_format
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
 from ..lower.workspaces import ListWorkspace
-from ..notation import Assignment, Literal, accesses, index_extents, parse, walk
+from ..notation import Assignment, Literal, accesses, index_extents, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
 from ..autoschedule import coiterate
@@ -36,7 +36,7 @@ from ..schedule import Schedule, blocked
 from ..tensor import Tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
-from .operands import as_tensor, result_index_dtype, result_value_dtype
+from .operands import as_assignment, as_tensor, format_mapping, result_index_dtype, result_value_dtype
 
 _OUT_OF_MEMORY, _INDEX_OVERFLOW, _DUPLICATE = 1, 2, 3  # lower/kernel.py's return values
 
@@ -58,8 +58,8 @@ class Kernel:
                  coiteration: str | None = None):
         """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
         `coiterate(i, auto)` (the operands of each call choose)."""
-        self.assignment = parse(expression) if isinstance(expression, str) else expression
-        formats = dict(formats or {})
+        self.assignment = as_assignment(expression)
+        formats = format_mapping(formats)
         if isinstance(schedule, ScheduleCandidate):
             # A candidate reads its operands in formats of its own (the call converts them).
             schedule, needed = schedule.kernel_schedule()

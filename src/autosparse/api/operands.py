@@ -7,11 +7,33 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import AutosparseError
+from ..errors import AutosparseError, FormatError, ParseError
 from ..format import Format
 from ..format.spec import as_format
+from ..notation import Assignment, parse
 from ..tensor import Tensor
 from ..tensor.dtypes import INT32_MAX
+
+
+def as_assignment(expression) -> Assignment:
+    """An assignment from its text (parsed and checked) or as it is; anything else is a user's mistake
+    reported as one, not an attribute missing deep in the pipeline."""
+    if isinstance(expression, Assignment):
+        return expression
+    if not isinstance(expression, str):
+        raise ParseError(f"Expected an assignment as text, such as 'y(i) = A(i,j) * x(j)', but found "
+                         f"{type(expression).__name__}", f"{expression!r:.80}", 1)
+    return parse(expression)
+
+
+def format_mapping(formats) -> dict:
+    """`formats` as a dict of tensor name -> format (None: no formats given)."""
+    if formats is None:
+        return {}
+    if not isinstance(formats, Mapping):
+        raise FormatError(f"Expected formats as a mapping of tensor names to formats, such as {{'A': 'csr'}}, "
+                          f"but found {type(formats).__name__}")
+    return dict(formats)
 
 
 def infer_format(value, order: int) -> Format:

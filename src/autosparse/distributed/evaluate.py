@@ -30,7 +30,7 @@ from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
 from ..tensor import Tensor
 from ..tensor.slicing import join
-from .partitioned import Partitioned, Resident, carrying_data, loaded, shipped
+from .partitioned import Partitioned, Resident, carrying_data, check_parts, loaded, shipped
 from .plan import Combine, Plan, make_plan, separate_reads, split_index, work_order
 from .tasks import KernelSpec, add, describe, joined, run_chunk, to_format
 
@@ -69,15 +69,15 @@ def evaluate_planned(expression: str, client=None, format=None, schedule=None, p
                      gather: bool = True, **operands) -> tuple[object, Plan]:
     """`evaluate`, and the plan it ran."""
     client = _client(client)
-    job = prepare(expression, format, schedule, parts or _workers(client), index, model, num_threads, **operands)
+    job = prepare(expression, format, schedule, _workers(client) if parts is None else parts, index, model,
+                  num_threads, **operands)
     return run(client, job, gather), job.plan
 
 
 def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: str | None = None,
             model: str = "asymptotic", num_threads: int | None = None, **operands) -> Job:
     """The checked kernel and its plan, with nothing sent."""
-    if parts < 1:
-        raise AutosparseError(f"Expected at least one part, but found parts={parts}")
+    check_parts(parts)
     assignment = parse(expression)
     if assignment.accumulate:
         raise AutosparseError(f"Expected an assignment with '=' to evaluate on a cluster, but found {assignment} "
@@ -176,13 +176,15 @@ def _sample(assignment, tensors: Mapping[str, "Tensor | Partitioned"], index: st
 
 
 def _client(client):
-    if client is not None:
-        return client
     try:
-        from dask.distributed import default_client
+        from dask.distributed import Client, default_client
     except ImportError:
         raise AutosparseError("Expected dask.distributed for distributed evaluation: pip install "
                               "'autosparse[distributed]'") from None
+    if client is not None:
+        if not isinstance(client, Client):
+            raise AutosparseError(f"Expected a dask.distributed.Client as client=, but found {type(client).__name__}")
+        return client
     try:
         return default_client()
     except ValueError:

@@ -7,6 +7,7 @@ entries (nonzeros, not rows: a power-law matrix's heavy rows would otherwise lan
 
 from __future__ import annotations
 
+import numbers
 import os
 import warnings
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import AutosparseError, ShapeError
+from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format
 from ..format.compressed import Compressed
 from ..format.dense import Dense
@@ -165,6 +166,10 @@ class Partitioned:
     def from_tensor(cls, tensor: Tensor, parts: int, mode: int | None = None) -> "Partitioned":
         """`tensor` cut into `parts` chunks along `mode` (by default its outermost stored one) holding
         about equal numbers of stored entries."""
+        if not isinstance(tensor, Tensor):
+            raise FormatError(f"Expected an autosparse Tensor to partition, but found {type(tensor).__name__} "
+                              f"(convert it with Tensor.from_numpy or Tensor.from_scipy)")
+        check_parts(parts)
         mode = tensor.format.mode_order[0] if mode is None else mode
         if not 0 <= mode < tensor.order:
             raise ShapeError(f"Expected a mode of an order-{tensor.order} tensor to partition along, but found {mode}")
@@ -188,6 +193,12 @@ def partition(tensor: Tensor, parts: int, mode: int | None = None) -> Partitione
     return Partitioned.from_tensor(tensor, parts, mode)
 
 
+def check_parts(parts) -> None:
+    """A number of chunks: an integer of at least one (0 is not "the default")."""
+    if isinstance(parts, bool) or not isinstance(parts, numbers.Integral) or parts < 1:
+        raise AutosparseError(f"Expected parts to be a positive integer, but found {parts!r}")
+
+
 def entry_counts(tensor: Tensor, mode: int) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates of `mode` that hold stored entries, increasing, and how many each holds."""
     fmt = tensor.format
@@ -204,8 +215,7 @@ def entry_counts(tensor: Tensor, mode: int) -> tuple[np.ndarray, np.ndarray]:
 def balanced_bounds(coords: np.ndarray, counts: np.ndarray, extent: int, parts: int) -> tuple[int, ...]:
     """Cuts of [0, extent) into at most `parts` runs, each ending where the entries before it first
     reach its share of the total; a cut never splits one coordinate's entries, and runs are never empty."""
-    if parts < 1:
-        raise AutosparseError(f"Expected at least one part, but found {parts}")
+    check_parts(parts)
     if extent == 0:
         return (0, 0)
     parts = min(parts, extent)

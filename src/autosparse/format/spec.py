@@ -33,6 +33,7 @@ def _coo_letters(order: int) -> str:
 _ORDER_NAMES = {"dense": lambda n: "d" * n, "coo": _coo_letters, "csf": lambda n: "s" * n}
 _TOKEN = re.compile(r"([a-z])(\d*)([^a-z\d]?)")
 _BLOCKED = re.compile(r"(u?)bcsr\((\d+)(?:,\s*(\d+))?\)")
+_LARGEST_BLOCK = 2**63 - 1  # block sizes are int64 constants in kernels and index arithmetic in numpy
 
 
 class Format:
@@ -52,8 +53,8 @@ class Format:
             levels, modes, self._blocks, self._offsets = spec.levels, spec.mode_order, spec.blocks, spec.offsets
         elif blocked:
             rows, cols = int(blocked.group(2)), int(blocked.group(3) or blocked.group(2))
-            if rows < 1 or cols < 1:
-                raise FormatError(f"Expected positive block sizes in {spec!r}")
+            if not (1 <= rows <= _LARGEST_BLOCK and 1 <= cols <= _LARGEST_BLOCK):
+                raise FormatError(f"Expected positive block sizes below 2**63 (int64) in {spec!r}")
             self._blocks, self._offsets = (rows, cols), (False, bool(blocked.group(1)))
             levels, modes = _parse("dsdd", None)
         elif isinstance(spec, str):
@@ -62,8 +63,10 @@ class Format:
                 if modes is not None:
                     raise FormatError(f"Expected the modes in {spec!r} or in mode_order, but found both")
                 modes = mode_order
-        else:
+        elif isinstance(spec, Sequence) and all(isinstance(level, Level) for level in spec):
             levels, modes = tuple(spec), mode_order
+        else:
+            raise FormatError(f"Expected a format string, a Format or a sequence of levels, but found {spec!r:.80}")
         if modes is None:
             modes = tuple(range(len(levels)))
         self._levels: tuple[Level, ...] = tuple(levels)

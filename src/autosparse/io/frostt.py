@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError, ShapeError
-from ..tensor import Tensor
-from ._files import open_file
+from ..tensor import MAX_ORDER, Tensor
+from ._files import open_file, read_rest, reading
 
 _SHAPE_LINE = re.compile(rb"^#[ \t]*shape:([ \t\d]+)$", re.MULTILINE)
 _DTYPE_LINE = re.compile(rb"^#[ \t]*dtype:[ \t]*(float64|float32|int64)[ \t]*$", re.MULTILINE)
@@ -24,8 +24,8 @@ _ROWS_PER_CHUNK = 1 << 16
 
 
 def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
-    with open_file(path, "rb") as handle:
-        text = handle.read()
+    with reading(path), open_file(path, "rb") as handle:
+        text = read_rest(handle, path)
     lines = text.splitlines()
     header_shape, header_dtype = _SHAPE_LINE.search(text), _DTYPE_LINE.search(text)
     table = _parse(lines, path, np.float64)
@@ -33,9 +33,7 @@ def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
         if shape is None and header_shape is None:
             raise ShapeError(f"Expected entries or a '# shape:' line in {path} to tell the shape, but found neither")
         table = table.reshape(0, len(shape or header_shape.group(1).split()) + 1)
-    if table.shape[1] < 2:
-        raise FormatError(f"Expected at least one coordinate and a value per line of {path}, "
-                          f"but found {table.shape[1]} column(s)")
+    _check_order(table.shape[1] - 1, path)
     coords = table[:, :-1].T
     if coords.size and (not np.array_equal(coords, np.floor(coords)) or coords.min() < 1
                         or coords.max() > _EXACT_FLOAT):
@@ -53,21 +51,39 @@ def read_tns(path: Path, format, index_dtype, shape) -> Tensor:
 
 def describe_tns(path: Path) -> tuple[tuple[int, ...], int, np.dtype, bool]:
     shape, dtype, lines, largest = None, np.dtype(np.float64), 0, None
-    with open_file(path, "rb") as handle:
+    with reading(path), open_file(path, "rb") as handle:
         for line in handle:
             if line.startswith(b"#"):
                 if found := _SHAPE_LINE.match(line.rstrip(b"\r\n")):
                     shape = tuple(int(d) for d in found.group(1).split())
+                    _check_order(len(shape), path)
                 elif found := _DTYPE_LINE.match(line.rstrip(b"\r\n")):
                     dtype = np.dtype(found.group(1).decode())
             elif line.strip():
                 lines += 1
                 if shape is None:
-                    coords = [int(float(c)) for c in line.split()[:-1]]
+                    coords = _line_coordinates(line, path)
                     largest = coords if largest is None else [max(a, b) for a, b in zip(largest, coords)]
     if shape is None and largest is None:
         raise ShapeError(f"Expected entries or a '# shape:' line in {path} to tell the shape, but found neither")
     return shape or tuple(largest), lines, dtype, shape is not None
+
+
+def _line_coordinates(line: bytes, path: Path) -> list[int]:
+    words = line.split()[:-1]
+    _check_order(len(words), path)
+    try:
+        return [int(float(c)) for c in words]
+    except (ValueError, OverflowError):
+        raise FormatError(f"Expected lines of integer coordinates and a value in {path}, but found "
+                          f"{line[:80]!r}") from None
+
+
+def _check_order(order: int, path: Path) -> None:
+    """Refuses a line of too many (or too few) columns before anything is built for that many modes."""
+    if not 1 <= order <= MAX_ORDER:
+        raise FormatError(f"Expected 1 to {MAX_ORDER} coordinates and a value per line of {path}, "
+                          f"but found {order + 1} column(s)")
 
 
 def _parse(lines, path: Path, dtype, usecols=None) -> np.ndarray:

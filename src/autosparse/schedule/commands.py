@@ -229,6 +229,8 @@ def precompute(stmt: Stmt, expr, index: IndexVar, workspace_index: IndexVar, fmt
 
 def _as_cin(expr, stmt: Stmt, command: str):
     """The index-notation `expr` over the statement's own accesses (with their formats and protocols)."""
+    if not isinstance(expr, notation.Expr):
+        raise ScheduleError(f"{command}: expected an expression, but found the {type(expr).__name__} {expr}")
     known = {(a.tensor.name, a.indices): a for a in accesses(stmt)}
 
     def access(read: notation.Access) -> Access:

@@ -1,6 +1,6 @@
 """Tensors: storage arrays, validation, canonical entries and conversions (to and from numpy, scipy and
 pydata sparse)."""
 
-from .tensor import Tensor
+from .tensor import MAX_ORDER, Tensor
 
-__all__ = ["Tensor"]
+__all__ = ["MAX_ORDER", "Tensor"]

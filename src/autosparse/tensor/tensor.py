@@ -20,13 +20,18 @@ from .entries import Entries, canonical
 
 
 _DIM_LIMIT = 2**63 - 1
+# numpy's own limit on dimensions: a tensor of more modes has no dense counterpart, and a format or a
+# kernel of thousands of levels costs time quadratic in them before any entry is read.
+MAX_ORDER = 64
 
 
 def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise ShapeError(f"Expected a shape of integers, but found {shape!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ShapeError(f"Expected a shape of integers, but found {shape!r:.200}") from None
+    if len(dims) > MAX_ORDER:
+        raise ShapeError(f"Expected a tensor of at most {MAX_ORDER} modes, but found {len(dims)}")
     if any(d < 0 for d in dims) or any(int(d) != d for d in shape):
         raise ShapeError(f"Expected non-negative integer dimensions, but found {tuple(shape)}")
     if any(d > _DIM_LIMIT for d in dims):
