@@ -54,6 +54,7 @@ LITERALS = [
     (np.float64, float("inf")), (np.float64, float("-inf")), (np.float64, float("nan")), (np.float64, -2.5),
     (np.float64, 2**70), (np.float64, 2**53 + 1), (np.float64, INT64_MIN), (np.float64, -7),
     (np.float32, 0.1), (np.float32, 1e40), (np.float32, 16_777_217), (np.float32, -1e-45),
+    (np.float32, 2**60 + 2**36 + 1),  # numpy rounds it to a double first, then to float32 (to 2**60)
     (np.int64, 3), (np.int64, INT64_MAX), (np.int64, INT64_MIN), (np.int64, -5),
     (np.int64, 0.1), (np.int64, 2**70 + 0.0),
     (np.complex128, 1 + 2j), (np.complex128, -0.5 - 1e300j), (np.complex128, 2**70),
@@ -183,8 +184,10 @@ def test_num_threads_is_checked_by_distributed_evaluation():
         prepare(SPMV, parts=2, num_threads=MAX_THREADS + 1, A=sp.eye(4, format="csr"), x=np.ones(4))
 
 
-def test_the_most_threads_allowed_run():
+@pytest.mark.parametrize("threads", [MAX_THREADS, np.int64(3)])
+def test_num_threads_in_range_run(threads):
     matrix = sp.random(40, 30, density=0.2, format="csr", random_state=5)
     x = np.ones(30)
-    kernel = asp.compile(SPMV, {"A": "csr"}, schedule="parallelize(i, cpu_thread, no_races)", num_threads=MAX_THREADS)
+    kernel = asp.compile(SPMV, {"A": "csr"}, schedule="parallelize(i, cpu_thread, no_races)", num_threads=threads)
+    assert f"num_threads({int(threads)})" in kernel.source
     np.testing.assert_allclose(kernel(A=matrix, x=x).to_numpy(), matrix @ x)

@@ -27,6 +27,6 @@ def __getattr__(name: str):
 
 __all__ = [
     "AutosparseError", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
-    "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit", "read",
-    "register_level", "set_memory_limit", "write",
+    "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit",
+    "read", "register_level", "set_memory_limit", "write",
 ]

@@ -10,6 +10,7 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 from __future__ import annotations
 
 import ctypes
+import numbers
 from dataclasses import dataclass
 from math import prod
 from typing import Mapping
@@ -358,10 +359,11 @@ def _checked_threads(num_threads: int | None) -> int | None:
     """Checked before any C is written: the count is pasted into the kernel's OpenMP clauses."""
     if num_threads is None:
         return None
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS:
+    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) \
+            or not 1 <= num_threads <= MAX_THREADS:
         raise ScheduleError(f"Expected num_threads to be None or a positive integer of at most {MAX_THREADS}, "
                             f"but found {num_threads!r}")
-    return num_threads
+    return int(num_threads)
 
 
 def _counts(source: KernelSource, counters) -> dict[str, int] | None:

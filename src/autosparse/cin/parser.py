@@ -23,8 +23,8 @@ from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
 from ..notation.parser import _Parser
-from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence, Stmt,
-                  Strategy, TensorVar, Where, default_protocol, walk)
+from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence,
+                  Stmt, Strategy, TensorVar, Where, default_protocol, walk)
 
 _KEYWORDS = {"forall", "where", "sequence"}
 

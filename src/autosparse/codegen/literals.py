@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..errors import RangeError
-from ..tensor.dtypes import INT64_MAX
+import numpy as np
 
-INT64 = "int64_t"
-FLOAT32 = "float"
-COMPLEX = "double _Complex"
+from ..errors import RangeError
+from ..tensor.dtypes import INT64_MAX, INT64_MIN
+from . import names
+
+INT64, FLOAT32, COMPLEX = (names.value_type(t) for t in (np.int64, np.float32, np.complex128))
 
 
 def c_literal(value: int | float | complex, value_type: str) -> str:
@@ -43,10 +44,10 @@ def c_literal(value: int | float | complex, value_type: str) -> str:
 def _integer(value: int, value_type: str) -> str:
     if value_type != INT64:
         return _real(_as_double(value), value_type)
-    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise RangeError(f"Expected an integer literal that int64 holds (the kernel computes in int64), "
                          f"but found {_shown(value)}")
-    if value == -INT64_MAX - 1:
+    if value == INT64_MIN:
         return "INT64_MIN"
     return f"INT64_C({value})" if value >= 0 else f"(-INT64_C({-value}))"
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..cin.ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt, Strategy,
-                       TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops, walk)
+from ..cin.ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt,
+                       Strategy, TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops,
+                       walk)
 from ..cin.provenance import Provenance
 from ..cin.rewrite import factors, product, rebuild_expr
 from ..errors import ScheduleError
