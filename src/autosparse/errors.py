@@ -58,3 +58,9 @@ class CompileError(AutosparseError):
 class ScheduleError(AutosparseError, ValueError):
     """A schedule (concrete index notation or a scheduling command) that breaks a rule: the message names
     the command or statement, the index variable and the rule."""
+
+
+class RangeError(AutosparseError, OverflowError):
+    """A number outside what its type holds (an integer literal in an int64 kernel beyond int64, an
+    integer too large for a double): refused rather than pasted into C, as numpy refuses it with an
+    OverflowError."""

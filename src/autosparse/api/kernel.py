@@ -10,6 +10,7 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 from __future__ import annotations
 
 import ctypes
+import numbers
 from dataclasses import dataclass
 from math import prod
 from typing import Mapping
@@ -39,6 +40,9 @@ from ..tensor.dtypes import promote_value_dtype
 from .operands import as_assignment, as_tensor, format_mapping, result_index_dtype, result_value_dtype
 
 _OUT_OF_MEMORY, _INDEX_OVERFLOW, _DUPLICATE = 1, 2, 3  # lower/kernel.py's return values
+#: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,
+#: far fewer than the 100,000 whose stacks and per-thread temporaries crash the process.
+MAX_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,7 @@ class Kernel:
         self.formats[result] = _assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
         self._blocked = {name: fmt for name, fmt in self.formats.items() if fmt.blocks}
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 1):
-            raise ScheduleError(f"Expected num_threads to be None or a positive integer, but found {num_threads!r}")
-        self.num_threads = num_threads
+        self.num_threads = _checked_threads(num_threads)
         self._cin = self._schedule({})
         if coiteration == "auto":
             self._cin = coiterate.everywhere(self._cin)
@@ -352,6 +353,17 @@ class _Bound:
             else:
                 levels[level][array] = adopted
         return Tensor._owned(self.shape, call.fmt, st.Storage(tuple(levels), vals)), counts
+
+
+def _checked_threads(num_threads: int | None) -> int | None:
+    """Checked before any C is written: the count is pasted into the kernel's OpenMP clauses."""
+    if num_threads is None:
+        return None
+    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) \
+            or not 1 <= num_threads <= MAX_THREADS:
+        raise ScheduleError(f"Expected num_threads to be None or a positive integer of at most {MAX_THREADS}, "
+                            f"but found {num_threads!r}")
+    return int(num_threads)
 
 
 def _counts(source: KernelSource, counters) -> dict[str, int] | None:

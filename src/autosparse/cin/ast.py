@@ -207,6 +207,10 @@ class Coiteration:
         return f"@coiterate({', '.join([self.default.value, *(f'{t}={s.value}' for t, s in self.operands)])})"
 
 
+#: The largest unroll factor: lowering writes it into `#pragma GCC unroll`, which takes at most this.
+MAX_UNROLL = 65534
+
+
 @dataclass(frozen=True, slots=True)
 class Forall:
     """∀index body; scheduling may mark the loop parallel or unrolled, or choose how it co-iterates its

@@ -23,8 +23,8 @@ from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
 from ..notation.parser import _Parser
-from .ast import (Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence, Stmt,
-                  Strategy, TensorVar, Where, default_protocol, walk)
+from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence,
+                  Stmt, Strategy, TensorVar, Where, default_protocol, walk)
 
 _KEYWORDS = {"forall", "where", "sequence"}
 
@@ -57,7 +57,7 @@ class _CinParser(_Parser):
                         self.take("=")
                         coiterate = coiterate.with_strategy(self.choice(Strategy, "a co-iteration strategy"), tensor)
                 else:
-                    unroll = int(self.take("number").text)
+                    unroll = self.unroll_factor()
                 self.take(")")
             return Forall(index, self.statement(), parallel, unroll, coiterate)
         if token.text in ("where", "sequence"):
@@ -100,6 +100,14 @@ class _CinParser(_Parser):
     def protocol(self) -> Protocol:
         self.take("@")
         return self.choice(Protocol, "a protocol")
+
+    def unroll_factor(self) -> int:
+        """Checked here, where its column is known: lowering writes it into `#pragma GCC unroll`."""
+        token = self.take("number")
+        if not token.text.isdigit() or not 1 <= int(token.text) <= MAX_UNROLL:
+            raise ParseError(f"Expected an unroll factor from 1 to {MAX_UNROLL}, but found {token.text}", self.text,
+                             token.column)
+        return int(token.text)
 
     def choice(self, kind: type[enum.Enum], what: str):
         """The member of `kind` that the next name spells."""

@@ -28,7 +28,7 @@ from ..cin.provenance import Provenance, Split, split_relations
 from ..cin.rewrite import factors
 from ..notation.ast import IndexVar, Neg
 from . import finds, keyed
-from .lower import Plan, Scope, count_iteration, lower, temporaries_inside, thread_temporaries
+from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
 from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
@@ -73,7 +73,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     extent = {index: names.extent(index) for index in indices}
     for relation in provenance.relations:  # the variables of a split that index levels (a block view)
         if isinstance(relation, Split) and not relation.divide and relation.parent in extent:
-            tiles = f"(({extent[relation.parent]} + {relation.factor - 1}) / {relation.factor})"
+            tiles = ceil_div(extent[relation.parent], relation.factor)
             extent[relation.outer] = extent[relation.parent] if relation.offset else tiles
             extent[relation.inner] = str(relation.factor)
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}
@@ -136,8 +136,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     def body(target: Target, counting: bool, bounding: bool = False) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, names.Fresh(),
-                    None if counting else counters, counting, bounding, num_threads, region, tables)
+        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value,
+                    names.Fresh(), None if counting else counters, counting, bounding, num_threads, region, tables)
         out = CBuilder(depth=0)
         bounded = frozenset({result.name} if bounding and target.bounds else ())
         with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
@@ -408,6 +408,6 @@ def _preamble(variables: Mapping[str, TensorVar], types: Types) -> str:
     return "\n".join([
         "#define _DEFAULT_SOURCE  /* madvise under -std=c11 */",
         "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <complex.h>",
-        "#include <sys/mman.h>",
+        "#include <math.h>", "#include <sys/mman.h>",
         HELPERS, *(h for h in helpers if h),
     ])

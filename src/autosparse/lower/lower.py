@@ -18,6 +18,7 @@ from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split,
 from ..cin.rewrite import factors, product, without
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.literals import c_literal
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
@@ -33,6 +34,7 @@ class Plan:
     targets: Mapping[str, Target]
     access_ids: Mapping[Access, str]
     value_types: Mapping[str, str]
+    value_type: str  # the result's C value type, which its temporaries and the literals take
     fresh: names.Fresh
     counters: list[str] | None = None  # loop labels when instrumented (the one mutable log)
     #: The count phase of a two-phase assembly: the loops run for the pattern only, stores compute no
@@ -182,10 +184,7 @@ def _expr(expr, plan: Plan, scope: Scope, b: CBuilder) -> str:
     if isinstance(expr, Access):
         return _read(expr, plan, scope, b)
     if isinstance(expr, Literal):
-        value = expr.value
-        if isinstance(value, complex):
-            return f"({value.real!r} + {value.imag!r} * I)"
-        return repr(value)
+        return c_literal(expr.value, plan.value_type)
     if isinstance(expr, Neg):
         return f"(-{_expr(expr.operand, plan, scope, b)})"
     symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
@@ -1024,8 +1023,7 @@ def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuil
                 (relation.parent, lambda v: f"{outer} + {v}"))
     if isinstance(relation, Split):
         scope, extent = _extent(relation.parent, plan, scope, b)
-        n = relation.factor
-        tiles, tile = f"(({extent} + {n - 1}) / {n})", str(n)
+        tiles, tile = ceil_div(extent, relation.factor), str(relation.factor)
         if relation.divide:
             tiles, tile = tile, tiles
         outer, inner = names.coordinate(relation.outer), names.coordinate(relation.inner)
@@ -1033,7 +1031,7 @@ def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuil
         if other not in scope.derived:
             return scope, tiles if index == relation.outer else f"min64({tile}, {extent})", None
         if index == relation.outer:
-            return (scope, f"({extent} - {inner} + {tile} - 1) / {tile}",
+            return (scope, ceil_div(f"({extent} - {inner})", tile),
                     (relation.parent, lambda v: f"{v} * {tile} + {inner}"))
         return scope, f"min64({tile}, {extent} - {outer} * {tile})", (relation.parent, lambda v: f"{outer} * {tile} + {v}")
     if isinstance(relation, Bound):
@@ -1042,6 +1040,12 @@ def _derived_range(relation, index: IndexVar, plan: Plan, scope: Scope, b: CBuil
         return scope, upper, (index, lambda v: v)
     scope, extent = _extent(index, plan, scope, b)
     return scope, extent, (index, lambda v: v)
+
+
+def ceil_div(numerator: str, denominator) -> str:
+    """⌈numerator / denominator⌉ for a positive denominator, in C that cannot overflow: the usual
+    `(a + b - 1) / b` passes int64 (and wraps) for a tile size near 2⁶³, which a schedule may give."""
+    return f"({numerator} / {denominator} + ({numerator} % {denominator} > 0))"
 
 
 def _extent(index: IndexVar, plan: Plan, scope: Scope, b: CBuilder) -> tuple[Scope, str]:

@@ -21,7 +21,8 @@ from pathlib import Path
 from ..errors import CompileError
 from .cache import remember_version, remembered_version
 
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
+#: -fwrapv: int64 values wrap on overflow, as numpy's int64 arrays do, where C would leave it undefined.
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fwrapv")
 OPENMP_FLAGS = ("-fopenmp",)
 LIBRARIES = ("-lm",)
 

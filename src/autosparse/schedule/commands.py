@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..cin.ast import (Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt, Strategy,
-                       TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops, walk)
+from ..cin.ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Race, Sequence, Stmt,
+                       Strategy, TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops,
+                       walk)
 from ..cin.provenance import Provenance
 from ..cin.rewrite import factors, product, rebuild_expr
 from ..errors import ScheduleError
@@ -28,6 +29,14 @@ from ..notation.ast import IndexVar
 
 def _fail(command: str, index, rule: str) -> ScheduleError:
     return ScheduleError(f"{command}({index}): {rule}")
+
+
+def _count(value, most: int, command: str, index, what: str) -> int:
+    """A schedule's integer (a tile size, an unroll factor), checked before C is written: it lands in
+    the kernel as a constant, where one past `most` would wrap or be rejected by the compiler."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise _fail(command, index, f"the {what} must be a positive integer of at most {most}, not {value!r}")
+    return value
 
 
 # --- reorder -------------------------------------------------------------------------------------------
@@ -133,8 +142,7 @@ def parallelize(stmt: Stmt, index: IndexVar, unit: ParallelUnit, race: Race,
 
 
 def unroll(stmt: Stmt, index: IndexVar, factor: int) -> Stmt:
-    if not isinstance(factor, int) or factor <= 0:
-        raise _fail("unroll", index, f"the factor must be a positive integer, not {factor!r}")
+    _count(factor, MAX_UNROLL, "unroll", index, "factor")
     loop = _loop(stmt, index, f"unroll({index}, {factor})")
     return _replace_chain(stmt, loop, replace(loop, unroll=factor))
 

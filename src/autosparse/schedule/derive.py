@@ -22,7 +22,8 @@ from ..cin.ast import Access, Forall, Stmt, all_accesses, loop_indices
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Relation, Split, relation_indices
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
-from .commands import _as_cin, _fail, _loop, _replace_chain
+from ..tensor.dtypes import INT64_MAX
+from .commands import _as_cin, _count, _fail, _loop, _replace_chain
 
 Derived = tuple[Stmt, tuple[Relation, ...]]
 
@@ -31,9 +32,7 @@ def split(stmt: Stmt, relations: tuple[Relation, ...], index: IndexVar, outer: I
           factor, divide: bool = False, offset: bool = False) -> Derived:
     name = "divide" if divide else "split"
     command = f"{name}({index}, {outer}, {inner}, {factor})"
-    if not isinstance(factor, int) or isinstance(factor, bool) or factor <= 0:
-        raise _fail(name, index, f"the {'number of tiles' if divide else 'tile size'} must be a positive "
-                                 f"integer, not {factor!r}")
+    _count(factor, INT64_MAX, name, index, "number of tiles" if divide else "tile size")
     loop = _derivable(stmt, relations, index, command)
     made = Provenance(relations).defining(index)
     if isinstance(made, (Split, Bound)):
@@ -112,8 +111,7 @@ def coord(stmt: Stmt, relations: tuple[Relation, ...], position: IndexVar, index
 def bound(stmt: Stmt, relations: tuple[Relation, ...], index: IndexVar, bounded: IndexVar, size,
           kind: BoundKind) -> Derived:
     command = f"bound({index}, {bounded}, {size}, {kind.value})"
-    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-        raise _fail("bound", index, f"the size must be a positive integer, not {size!r}")
+    _count(size, INT64_MAX, "bound", index, "size")
     loop = _derivable(stmt, relations, index, command)
     if Provenance(relations).defining(index) is not None:
         raise _fail("bound", index, "only loops over the tensors' own indices can be bound")

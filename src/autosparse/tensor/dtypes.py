@@ -9,6 +9,7 @@ from ..errors import FormatError
 VALUE_DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.complex128))
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 INT32_MAX = np.iinfo(np.int32).max
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # Python ints: compared with Python ints of any size, exactly
 
 
 def check_value_dtype(dtype: np.dtype) -> np.dtype:
