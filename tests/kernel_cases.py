@@ -18,6 +18,7 @@ import random
 import re
 import threading
 import zlib
+from math import prod
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 

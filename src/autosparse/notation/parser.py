@@ -10,8 +10,8 @@ A recursive-descent parser over a small grammar; every error names the column wh
     access     := NAME "(" [NAME ("," NAME)*] ")" | NAME        (a bare NAME is a scalar)
 
 `sum` is a word of the language, not a tensor name on the right. Reductions are then scoped by TACO's
-rule (`scope.py`). Integer literals that do not fit int64 become doubles when a double holds them
-exactly; a literal no double holds (or that overflows to infinity) is a ParseError. Expressions nested
+rule (`scope.py`). Integer literals that do not fit int64 become the nearest double, as in numpy; a
+literal past the largest double is a ParseError. Expressions nested
 deeper than `MAX_DEPTH` are refused: every later stage walks the tree recursively.
 """
 
@@ -34,7 +34,7 @@ _TOKEN = re.compile(r"""\s*(?:
 #: The deepest expression tree accepted (each operator, parenthesis and sum is one level).
 MAX_DEPTH = 200
 
-_INT64 = (-(1 << 63), (1 << 63) - 1)
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ class _Parser:
     def factor(self) -> Expr:
         token = self.take("-", "(", "∑", "name", "number")
         if token.kind == "number":
-            return _literal(token, self.text)
+            return self.literal(token)
         if token.kind == "name" and not (token.text == "sum" and self.peek().text == "("):
             return self.access(token)
         self.depth += 1
@@ -110,6 +110,9 @@ class _Parser:
         node = self.nested(token)
         self.depth -= 1
         return node
+
+    def literal(self, token: _Token) -> Literal:
+        return _literal(token, self.text)
 
     def nested(self, token: _Token) -> Expr:
         """The factors that contain an expression: a negation, parentheses, a sum."""
@@ -144,21 +147,21 @@ class _Parser:
 
 
 def _literal(token: _Token, text: str) -> Literal:
-    """An int64 when the digits are an integer that fits, else the double they denote — which must be
-    finite, and exact for an integer (C would otherwise compute with another number than was written)."""
+    """An int64 when the digits are an integer that fits, else the double nearest to them, as numpy
+    reads a Python number too large for int64 (`99999999999999999999999` is 1e23); a literal past the
+    largest double is refused, as numpy refuses it."""
     value = token.text
-    if not any(c in value for c in ".eE"):
-        number = int(value)
-        if _INT64[0] <= number <= _INT64[1]:
-            return Literal(number)
-        if number.bit_length() <= 1024 and int(float(number)) == number:
-            return Literal(float(number))
-        raise ParseError(f"Expected an integer literal that fits int64 or a double exactly, but {value} "
-                         f"does not (write it with a decimal point to round it)", text, token.column)
+    if _is_integer(value) and len(value.lstrip("0")) <= 19 and int(value) <= _INT64_MAX:
+        return Literal(int(value))
     number = float(value)
     if math.isinf(number):
-        raise ParseError(f"Expected a literal a double can hold, but {value} overflows", text, token.column)
+        raise ParseError(f"Expected a literal a double can hold, but {value[:40]}{'…' if len(value) > 40 else ''} "
+                         f"overflows", text, token.column)
     return Literal(number)
+
+
+def _is_integer(digits: str) -> bool:
+    return not any(c in digits for c in ".eE")
 
 
 def parse(text: str) -> Assignment:

@@ -162,6 +162,16 @@ def _check_arity(command: Command, text: str, column: int) -> None:
 
 
 class _CommandParser(_Parser):
+    def literal(self, token) -> Literal:
+        """Integers as written (a split of 2**70 is refused by range, not rounded to a double first)."""
+        digits = token.text.lstrip("0") or "0"
+        if any(c in digits for c in ".eE"):
+            return super().literal(token)
+        if len(digits) > 100:
+            raise ParseError(f"Expected a schedule integer within int64, but found one of {len(digits)} digits",
+                             self.text, token.column)
+        return Literal(int(digits))
+
     def commands(self) -> tuple[Command, ...]:
         out = []
         while True:
