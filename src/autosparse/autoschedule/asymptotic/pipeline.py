@@ -69,9 +69,9 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     lhs, rhs = flatten(assignment.lhs), flatten(assignment.rhs)
     reduce = assignment.accumulate or bool(assignment.reduction_indices)
     stage("1 expression rewrites", len(rewrites(rhs)))
-    nests = groupings(lhs, rhs, reduce)
+    nests, scopes = groupings(lhs, rhs, reduce)
     stage("2 where groupings", len(nests))
-    placed = [p for nest in nests for p in placements(nest, frozenset(indices))]
+    placed = [p for nest in nests for p in placements(nest, frozenset(indices), scopes)]
     stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
     depth = min(d for _, d in placed)
     shallow = [tree for tree, d in placed if d == depth]
