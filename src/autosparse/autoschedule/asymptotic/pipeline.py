@@ -82,7 +82,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     for tree in shallow:
         for stmt in orders(tree):
-            program, workspaces = named(stmt, taken, reduce)
+            program, workspaces = named(stmt, taken, reduce, scopes)
             if not bound_everywhere(program):
                 continue
             if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())

@@ -235,10 +235,13 @@ def orders(tree) -> Iterator[Stmt]:
 # --- stage 5: name and index workspaces --------------------------------------------------------------
 
 
-def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
+def named(stmt: Stmt, taken: set[str], result_reduces: bool,
+          scopes: Mapping[str, frozenset[str]] = {}) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
     """`stmt` with each pending workspace named (w0, w1, … in program order, avoiding `taken`) and
-    indexed by the loops inside both its producer and its consumer, in the consumer's order; every
-    assignment reduces exactly when a loop in its tensor's scope is not one of its indices."""
+    indexed by the loops inside both its producer and its consumer, in the consumer's order (a loop
+    over an index a scoped sum sums, inside that sum's producer, is that sum's own: two sums over `j`
+    share no loop); every assignment reduces exactly when a loop in its tensor's scope is not one of
+    its indices."""
     names = (name for name in (f"w{n}" for n in range(1 << 30)) if name not in taken)
     workspaces: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # pending -> (name, indices)
 
@@ -247,8 +250,8 @@ def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict
             visit(node.body)
         elif isinstance(node, Where):
             pending = _root(node.producer).lhs.tensor
-            inner_producer = _loops(node.producer)
-            shared = tuple(i for i in dict.fromkeys(_loops(node.consumer)) if i in inner_producer)
+            inner_producer = _loops(node.producer, scopes)
+            shared = tuple(i for i in dict.fromkeys(_loops(node.consumer, scopes)) if i in inner_producer)
             workspaces[pending] = (next(names), shared)
             visit(node.consumer)
             visit(node.producer)
@@ -278,12 +281,14 @@ def bound_everywhere(stmt: Stmt, loops: frozenset[str] = frozenset()) -> bool:
     return all(set(a.indices) <= loops for a in (stmt.lhs, *reads(stmt.rhs)))
 
 
-def _loops(stmt: Stmt) -> list[str]:
+def _loops(stmt: Stmt, scopes: Mapping[str, frozenset[str]] = {}) -> list[str]:
+    """The indices of the loops in `stmt`, but for those over a scoped sum's indices inside its producer."""
     if isinstance(stmt, Assign):
         return []
     if isinstance(stmt, Loop):
-        return [stmt.index, *_loops(stmt.body)]
-    return [*_loops(stmt.consumer), *_loops(stmt.producer)]
+        return [stmt.index, *_loops(stmt.body, scopes)]
+    private = scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
+    return [*_loops(stmt.consumer, scopes), *(i for i in _loops(stmt.producer, scopes) if i not in private)]
 
 
 def _settle_reductions(stmt: Stmt, scope: tuple[str, ...], reduces: bool) -> Stmt:
