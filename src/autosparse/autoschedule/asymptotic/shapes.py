@@ -22,12 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations, count, permutations, product
+from types import MappingProxyType
 from typing import Iterator, Mapping
 
 from ...notation import ast as notation
 from .sketch import Access, Assign, Call, Loop, Stmt, Sum, Where, assigns, from_expression, map_accesses, reads
 
 _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
+_UNSCOPED: Mapping[str, frozenset[str]] = MappingProxyType({})  # no scoped sums
 
 
 # --- stage 1: expression rewrites --------------------------------------------------------------------
@@ -172,7 +174,7 @@ class Block:
     body: "Block | Where | Assign"
 
 
-def placements(stmt: Stmt, indices: frozenset[str], scopes: Mapping[str, frozenset[str]] = {},
+def placements(stmt: Stmt, indices: frozenset[str], scopes: Mapping[str, frozenset[str]] = _UNSCOPED,
                inside: frozenset[str] = frozenset()) -> list[tuple[Stmt, int]]:
     """Every placement of loops over `indices` into the where-nest `stmt`, with its maximum depth. An
     index a scoped sum sums (`scopes`: pending workspace → its indices) loops only inside that sum's
@@ -236,7 +238,7 @@ def orders(tree) -> Iterator[Stmt]:
 
 
 def named(stmt: Stmt, taken: set[str], result_reduces: bool,
-          scopes: Mapping[str, frozenset[str]] = {}) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
+          scopes: Mapping[str, frozenset[str]] = _UNSCOPED) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
     """`stmt` with each pending workspace named (w0, w1, … in program order, avoiding `taken`) and
     indexed by the loops inside both its producer and its consumer, in the consumer's order (a loop
     over an index a scoped sum sums, inside that sum's producer, is that sum's own: two sums over `j`
@@ -281,7 +283,7 @@ def bound_everywhere(stmt: Stmt, loops: frozenset[str] = frozenset()) -> bool:
     return all(set(a.indices) <= loops for a in (stmt.lhs, *reads(stmt.rhs)))
 
 
-def _loops(stmt: Stmt, scopes: Mapping[str, frozenset[str]] = {}) -> list[str]:
+def _loops(stmt: Stmt, scopes: Mapping[str, frozenset[str]] = _UNSCOPED) -> list[str]:
     """The indices of the loops in `stmt`, but for those over a scoped sum's indices inside its producer."""
     if isinstance(stmt, Assign):
         return []
