@@ -1,12 +1,21 @@
 """Compile every candidate of a front and compare it with numpy on small random operands: the check
-behind `autosparse autoschedule --check` and the compiled counts in docs/benchmarks.md."""
+behind `autosparse autoschedule --check` and the compiled counts in docs/benchmarks.md.
+
+The reference is computed by numpy from the scoped expression itself (`dense_value`): each `sum(j, …)`
+sums its own body and the reductions left implicit sum the whole right-hand side, so an expression such
+as `y(i) = A(i,j) * x(j) + z(i)` is checked against A·x + z (TACO's meaning), not against one einsum
+over every operand.
+"""
 
 from __future__ import annotations
+
+from typing import Mapping
 
 import numpy as np
 
 from ..errors import AutosparseError
 from ..notation import accesses
+from ..notation import ast as notation
 from ..tensor import Tensor
 from .front import Front
 from .sparseauto.front import SparseAutoFront
@@ -25,10 +34,7 @@ def verify(front: "Front | SparseAutoFront", extent: int = 7, density: float = 0
         shape = tuple(extents[i] for i in access.indices)
         dense[access.tensor] = rng.random(shape) * (rng.random(shape) < density)
         operands[access.tensor] = Tensor.from_numpy(dense[access.tensor], format=front.formats[access.tensor])
-    letters = {index: chr(ord("a") + n) for n, index in enumerate(extents)}
-    spec = ",".join("".join(letters[i] for i in a.indices) for a in reads)
-    expected = np.einsum(f"{spec}->{''.join(letters[i] for i in assignment.lhs.indices)}",
-                         *(dense[a.tensor] for a in reads))
+    expected = dense_value(assignment, dense)
     passed, failures = 0, []
     formats = {name: str(fmt) for name, fmt in front.formats.items()}
     for cand in front:
@@ -42,3 +48,40 @@ def verify(front: "Front | SparseAutoFront", extent: int = 7, density: float = 0
         except AutosparseError as error:
             failures.append(f"{cand.cin}: {type(error).__name__}: {error}")
     return passed, failures
+
+
+def dense_value(assignment: notation.Assignment, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The value `assignment` gives its result (axes in the result's index order) for dense operands
+    `arrays`, computed by numpy term by term: each `Sum` over its body, the implicit reductions over the
+    whole right-hand side."""
+    value, labels = _value(assignment.rhs, arrays)
+    kept = assignment.lhs.indices
+    value = value.sum(axis=tuple(n for n, index in enumerate(labels) if index not in kept))
+    labels = tuple(index for index in labels if index in kept)
+    return np.transpose(value, tuple(labels.index(index) for index in kept))
+
+
+def _value(expr, arrays: Mapping[str, np.ndarray]) -> tuple[np.ndarray, tuple]:
+    """`expr` as an array whose axes are the returned indices (those it does not sum)."""
+    if isinstance(expr, notation.Access):
+        return np.asarray(arrays[expr.tensor]), expr.indices
+    if isinstance(expr, notation.Literal):
+        return np.asarray(expr.value), ()
+    if isinstance(expr, notation.Neg):
+        value, labels = _value(expr.operand, arrays)
+        return -value, labels
+    if isinstance(expr, notation.Sum):
+        value, labels = _value(expr.body, arrays)
+        return value.sum(axis=labels.index(expr.index)), tuple(i for i in labels if i != expr.index)
+    (left, left_labels), (right, right_labels) = _value(expr.left, arrays), _value(expr.right, arrays)
+    labels = tuple(dict.fromkeys((*left_labels, *right_labels)))
+    left, right = _broadcast(left, left_labels, labels), _broadcast(right, right_labels, labels)
+    if isinstance(expr, notation.Mul):
+        return left * right, labels
+    return (left + right if isinstance(expr, notation.Add) else left - right), labels
+
+
+def _broadcast(value: np.ndarray, labels: tuple, onto: tuple) -> np.ndarray:
+    """`value` (axes `labels`) with its axes in the order of `onto` and length-1 axes for the others."""
+    value = np.transpose(value, [labels.index(index) for index in onto if index in labels])
+    return np.expand_dims(value, tuple(n for n, index in enumerate(onto) if index not in labels))

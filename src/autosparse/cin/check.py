@@ -117,10 +117,45 @@ def _summed(assignment: notation.Assignment):
     return rhs
 
 
+#: Products of sums are multiplied out for the comparison only up to this many terms (an autoscheduler
+#: distributes small expressions; a larger one is compared as written).
+EXPANDED_TERMS = 64
+
+
 def _canonical(expr) -> str:
-    """The text of `expr` with its sums normalised (`scope.sums_normalised`), then the operands of each chain
-    of products, of each chain of sums, and the indices of directly nested sums sorted."""
+    """The text of `expr` with each `a - b` written `a + -b` and products multiplied out over sums (as
+    the asymptotic autoscheduler's rewrites spell them), its sums normalised (`scope.sums_normalised`),
+    then the operands of each chain of products, of each chain of sums, and the indices of directly
+    nested sums sorted."""
+    expr = _negated(expr)
+    terms = _terms(expr)
+    if terms is not None:
+        expr = terms[0]
+        for term in terms[1:]:
+            expr = notation.Add(expr, term)
     return _sorted_text(sums_normalised(expr))
+
+
+def _negated(expr):
+    children = tuple(_negated(child) for child in expr.children())
+    expr = expr.with_children(children) if children else expr
+    return notation.Add(expr.left, notation.Neg(expr.right)) if isinstance(expr, notation.Sub) else expr
+
+
+def _terms(expr) -> list | None:
+    """The terms of `expr` (without `Sub`) multiplied out, or None past EXPANDED_TERMS."""
+    if isinstance(expr, notation.Add):
+        left, right = _terms(expr.left), _terms(expr.right)
+        found = None if left is None or right is None else left + right
+    elif isinstance(expr, notation.Mul):
+        left, right = _terms(expr.left), _terms(expr.right)
+        found = None if left is None or right is None else [notation.Mul(a, b) for a in left for b in right]
+    elif isinstance(expr, (notation.Neg, notation.Sum)):
+        inner = _terms(expr.children()[0])
+        found = None if inner is None else [expr.with_children((term,)) for term in inner]
+    else:
+        found = [expr]
+    return found if found is None or len(found) <= EXPANDED_TERMS else None
 
 
 def _sorted_text(expr) -> str:
@@ -140,8 +175,6 @@ def _sorted_text(expr) -> str:
             else:
                 operands.append(_sorted_text(node))
         return "(" + (" * " if kind is notation.Mul else " + ").join(sorted(operands)) + ")"
-    if isinstance(expr, notation.Sub):
-        return f"({_sorted_text(expr.left)} - {_sorted_text(expr.right)})"
     if isinstance(expr, notation.Neg):
         return f"(-{_sorted_text(expr.operand)})"
     return str(expr)

@@ -20,7 +20,7 @@ from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
-from .realise import hashed_levels
+from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, orders, placements, rewrites
 from .sketch import Stmt
 
@@ -69,9 +69,9 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     lhs, rhs = flatten(assignment.lhs), flatten(assignment.rhs)
     reduce = assignment.accumulate or bool(assignment.reduction_indices)
     stage("1 expression rewrites", len(rewrites(rhs)))
-    nests = groupings(lhs, rhs, reduce)
+    nests, scopes = groupings(lhs, rhs, reduce)
     stage("2 where groupings", len(nests))
-    placed = [p for nest in nests for p in placements(nest, frozenset(indices))]
+    placed = [p for nest in nests for p in placements(nest, frozenset(indices), scopes)]
     stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
     depth = min(d for _, d in placed)
     shallow = [tree for tree, d in placed if d == depth]
@@ -82,7 +82,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     for tree in shallow:
         for stmt in orders(tree):
-            program, workspaces = named(stmt, taken, reduce)
+            program, workspaces = named(stmt, taken, reduce, scopes)
             if not bound_everywhere(program):
                 continue
             if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
@@ -111,6 +111,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     for shape, program in _interleaved(streams):
         if deadline is not None and time.perf_counter() > deadline:
             break
+        processed += 1
+        if progress is not None:
+            progress(processed, total)
+        if not reads_agree(program):
+            continue
         cost = costs[program] = model.cost(program)
         multiplicity[program] = copies[shape]
         key = Tradeoff(cost, 0 if paper else hashed_levels(program, formats, result))
@@ -118,9 +123,6 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
             by_cost[key] = []
             frontier.offer(key, key)
         by_cost[key].append(program)
-        processed += 1
-        if progress is not None:
-            progress(processed, total)
     members = [(program, key.cost) for key in frontier.members for program in by_cost[key]]
     witnesses = {program: by_cost[frontier.witness(key)][0]
                  for key, programs in by_cost.items() if key not in frontier.members for program in programs}

@@ -102,9 +102,27 @@ class _Layout:
     rest: tuple[str, ...] = ()
 
 
+def reads_agree(sketch: Stmt) -> bool:
+    """Whether every tensor is read with one access (protocols included) in one loop order: each operand
+    gets one format, so a program that reads one two ways (a factor distributed over a sum, stepped in
+    one term and located in the other) has no realisation."""
+    return all(len(ways) == 1 for ways in _reads(sketch).values())
+
+
+def _reads(sketch: Stmt) -> dict[str, dict[tuple[Access, tuple[str, ...]], None]]:
+    """tensor -> the (read, its indices in loop order) pairs it is read with."""
+    found: dict[str, dict] = {}
+    _visit_reads(sketch, (), found)
+    return found
+
+
 def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout:
     reads_of: dict[str, tuple[Access, tuple[str, ...]]] = {}  # tensor -> (its read, its loop-ordered indices)
-    _visit_reads(sketch, (), reads_of)
+    for name, ways in _reads(sketch).items():
+        if len(ways) > 1:
+            shown = " and ".join(str(access) for access, _ in ways)
+            raise ScheduleError(f"Expected {name} read once, in one order, but it is read as {shown}")
+        reads_of[name] = next(iter(ways))
     chosen: dict[str, Format] = {}
     for name, fmt in formats.items():
         if name != result and name in reads_of:
@@ -150,11 +168,7 @@ def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:
         _visit_reads(stmt.producer, loops, found)
     else:
         for access in reads(stmt.rhs):
-            ordered = tuple(sorted(access.indices, key=loops.index))
-            known = found.setdefault(access.tensor, (access, ordered))
-            if known != (access, ordered):
-                raise ScheduleError(f"Expected {access.tensor} read once, in one order, but it is read as "
-                                    f"{known[0]} and {access}")
+            found.setdefault(access.tensor, {})[(access, tuple(sorted(access.indices, key=loops.index)))] = None
 
 
 def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Format:

@@ -5,10 +5,13 @@ minimum depth, with workspaces named and indexed — everything but protocols.
    the distributed forms of products over sums;
 2. where-groupings: any set of disjoint groups of two or more operands of an n-ary node (short of the
    whole node) becomes a workspace computed by a `where` producer; a product's workspace may reduce
-   (`w += …`, since + distributes over *) or not (`w = …`), a sum's never reduces;
+   (`w += …`, since + distributes over *) or not (`w = …`), a sum's never reduces; a scoped sum
+   (`sum(j, …)`, a reduction over part of the right-hand side) is always a reducing workspace over
+   exactly its body;
 3. forall nestings: every index starts outermost and any of them may sink into a where — into each side
    that uses it when the producer reduces, else into the consumer and into the producer when it uses it —
-   then all orders of each block of contiguous loops;
+   then all orders of each block of contiguous loops; an index a scoped sum sums must sink until it is
+   inside that sum's producer (it never loops around anything the sum does not hold);
 4. only the nests of minimum maximum depth survive (decided before orders are expanded: depth does not
    depend on them);
 5. a workspace is indexed by the loops inside both its producer and its consumer, in the consumer's
@@ -17,14 +20,16 @@ minimum depth, with workspaces named and indexed — everything but protocols.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import combinations, permutations, product
-from typing import Iterator
+from dataclasses import dataclass, field
+from itertools import combinations, count, permutations, product
+from types import MappingProxyType
+from typing import Iterator, Mapping
 
 from ...notation import ast as notation
-from .sketch import Access, Assign, Call, Loop, Stmt, Where, assigns, from_expression, map_accesses, reads
+from .sketch import Access, Assign, Call, Loop, Stmt, Sum, Where, assigns, from_expression, map_accesses, reads
 
 _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
+_UNSCOPED: Mapping[str, frozenset[str]] = MappingProxyType({})  # no scoped sums
 
 
 # --- stage 1: expression rewrites --------------------------------------------------------------------
@@ -55,6 +60,10 @@ def rewrites(expr) -> list:
 
 
 def _distributed_once(expr) -> Iterator:
+    if isinstance(expr, Sum):
+        for form in _distributed_once(expr.body):
+            yield Sum(expr.indices, form)
+        return
     if not isinstance(expr, Call) or expr.op == "literal":
         return
     if expr.op == "*":
@@ -71,10 +80,26 @@ def _distributed_once(expr) -> Iterator:
 # --- stage 2: where groupings ------------------------------------------------------------------------
 
 
-def groupings(lhs: Access, expr, reduce: bool) -> list[Stmt]:
-    """Where-nests without loops. A pending workspace is written as a scalar `~n`; its producer's `+=`
-    marks a reducing producer (what stage 3 needs), settled in stage 5 once indices are known."""
-    names = (f"{_PENDING}{n}" for n in range(1 << 30))
+@dataclass
+class Pending:
+    """Names for workspaces whose indices are not known yet (`~0`, `~1`, … unique across all of stage 2),
+    and for each scoped sum's workspace the indices it sums (`scopes`), which stage 3 keeps inside it."""
+
+    numbers: Iterator[int] = field(default_factory=count)
+    scopes: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def fresh(self, summed: tuple[str, ...] = ()) -> str:
+        name = f"{_PENDING}{next(self.numbers)}"
+        if summed:
+            self.scopes[name] = frozenset(summed)
+        return name
+
+
+def groupings(lhs: Access, expr, reduce: bool) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
+    """Where-nests without loops, and the indices each scoped sum's pending workspace sums. A pending
+    workspace is written as a scalar `~n`; its producer's `+=` marks a reducing producer (what stage 3
+    needs), settled in stage 5 once indices are known."""
+    names = Pending()
     found = []
     for form in rewrites(expr):
         for consumer, producers in _grouped(form, names):
@@ -82,11 +107,14 @@ def groupings(lhs: Access, expr, reduce: bool) -> list[Stmt]:
             for producer in producers:
                 stmt = Where(stmt, producer)
             found.append(stmt)
-    return found
+    return found, names.scopes
 
 
-def _grouped(expr, names) -> list[tuple]:
+def _grouped(expr, names: Pending) -> list[tuple]:
     """(expression reading workspaces, producer statements) for every grouping of `expr`."""
+    if isinstance(expr, Sum):
+        return [_workspace(body, producers, names.fresh(expr.indices), True)
+                for body, producers in _grouped(expr.body, names)]
     if not isinstance(expr, Call) or expr.op == "literal":
         return [(expr, ())]
     if expr.op == "-":
@@ -105,17 +133,19 @@ def _grouped(expr, names) -> list[tuple]:
     return results
 
 
-def _workspaces(op: str, operands: tuple, names) -> list[tuple]:
+def _workspaces(op: str, operands: tuple, names: Pending) -> list[tuple]:
     """Every way to compute `op(operands)` into a fresh workspace: (its read, (its producer,))."""
-    found = []
-    for body, producers in _grouped(_nary(op, operands), names):
-        for reduces in ((True, False) if op == "*" else (False,)):
-            workspace = Access(next(names), ())
-            stmt: Stmt = Assign(workspace, body, reduces)
-            for producer in producers:
-                stmt = Where(stmt, producer)
-            found.append((workspace, (stmt,)))
-    return found
+    return [_workspace(body, producers, names.fresh(), reduces)
+            for body, producers in _grouped(_nary(op, operands), names)
+            for reduces in ((True, False) if op == "*" else (False,))]
+
+
+def _workspace(body, producers: tuple, name: str, reduces: bool) -> tuple:
+    """(the read of workspace `name`, (its producer: `name (+)= body` where `producers`,))."""
+    stmt: Stmt = Assign(Access(name, ()), body, reduces)
+    for producer in producers:
+        stmt = Where(stmt, producer)
+    return Access(name, ()), (stmt,)
 
 
 def _disjoint_groups(n: int) -> list[tuple[tuple[int, ...], ...]]:
@@ -144,10 +174,15 @@ class Block:
     body: "Block | Where | Assign"
 
 
-def placements(stmt: Stmt, indices: frozenset[str]) -> list[tuple[Stmt, int]]:
-    """Every placement of loops over `indices` into the where-nest `stmt`, with its maximum depth."""
+def placements(stmt: Stmt, indices: frozenset[str], scopes: Mapping[str, frozenset[str]] = _UNSCOPED,
+               inside: frozenset[str] = frozenset()) -> list[tuple[Stmt, int]]:
+    """Every placement of loops over `indices` into the where-nest `stmt`, with its maximum depth. An
+    index a scoped sum sums (`scopes`: pending workspace → its indices) loops only inside that sum's
+    producer: `inside` holds the summed indices whose producers enclose `stmt`."""
+    outside = frozenset().union(*scopes.values()) - inside
     if isinstance(stmt, Assign):
-        return [(Block(indices, stmt), len(indices))]
+        return [] if indices & outside else [(Block(indices, stmt), len(indices))]
+    producer_scope = inside | scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
     reducing = _root(stmt.producer).reduce
     used_consumer, used_producer = _used(stmt.consumer), _used(stmt.producer)
     found = []
@@ -155,10 +190,12 @@ def placements(stmt: Stmt, indices: frozenset[str]) -> list[tuple[Stmt, int]]:
     for size in range(len(ordered) + 1):
         for sunk in combinations(ordered, size):
             stay = indices - set(sunk)
+            if stay & outside:
+                continue
             to_consumer = frozenset(i for i in sunk if i in used_consumer or not reducing)
             to_producer = frozenset(i for i in sunk if i in used_producer)
-            for consumer, c_depth in placements(stmt.consumer, to_consumer):
-                for producer, p_depth in placements(stmt.producer, to_producer):
+            for consumer, c_depth in placements(stmt.consumer, to_consumer, scopes, inside):
+                for producer, p_depth in placements(stmt.producer, to_producer, scopes, producer_scope):
                     found.append((Block(stay, Where(consumer, producer)), len(stay) + max(c_depth, p_depth)))
     return found
 
@@ -200,10 +237,13 @@ def orders(tree) -> Iterator[Stmt]:
 # --- stage 5: name and index workspaces --------------------------------------------------------------
 
 
-def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
+def named(stmt: Stmt, taken: set[str], result_reduces: bool,
+          scopes: Mapping[str, frozenset[str]] = _UNSCOPED) -> tuple[Stmt, dict[str, tuple[str, ...]]]:
     """`stmt` with each pending workspace named (w0, w1, … in program order, avoiding `taken`) and
-    indexed by the loops inside both its producer and its consumer, in the consumer's order; every
-    assignment reduces exactly when a loop in its tensor's scope is not one of its indices."""
+    indexed by the loops inside both its producer and its consumer, in the consumer's order (a loop
+    over an index a scoped sum sums, inside that sum's producer, is that sum's own: two sums over `j`
+    share no loop); every assignment reduces exactly when a loop in its tensor's scope is not one of
+    its indices."""
     names = (name for name in (f"w{n}" for n in range(1 << 30)) if name not in taken)
     workspaces: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # pending -> (name, indices)
 
@@ -212,8 +252,8 @@ def named(stmt: Stmt, taken: set[str], result_reduces: bool) -> tuple[Stmt, dict
             visit(node.body)
         elif isinstance(node, Where):
             pending = _root(node.producer).lhs.tensor
-            inner_producer = _loops(node.producer)
-            shared = tuple(i for i in dict.fromkeys(_loops(node.consumer)) if i in inner_producer)
+            inner_producer = _loops(node.producer, scopes)
+            shared = tuple(i for i in dict.fromkeys(_loops(node.consumer, scopes)) if i in inner_producer)
             workspaces[pending] = (next(names), shared)
             visit(node.consumer)
             visit(node.producer)
@@ -243,12 +283,14 @@ def bound_everywhere(stmt: Stmt, loops: frozenset[str] = frozenset()) -> bool:
     return all(set(a.indices) <= loops for a in (stmt.lhs, *reads(stmt.rhs)))
 
 
-def _loops(stmt: Stmt) -> list[str]:
+def _loops(stmt: Stmt, scopes: Mapping[str, frozenset[str]] = _UNSCOPED) -> list[str]:
+    """The indices of the loops in `stmt`, but for those over a scoped sum's indices inside its producer."""
     if isinstance(stmt, Assign):
         return []
     if isinstance(stmt, Loop):
-        return [stmt.index, *_loops(stmt.body)]
-    return [*_loops(stmt.consumer), *_loops(stmt.producer)]
+        return [stmt.index, *_loops(stmt.body, scopes)]
+    private = scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
+    return [*_loops(stmt.consumer, scopes), *(i for i in _loops(stmt.producer, scopes) if i not in private)]
 
 
 def _settle_reductions(stmt: Stmt, scope: tuple[str, ...], reduces: bool) -> Stmt:

@@ -52,7 +52,19 @@ def _wrapped(expr) -> str:
     return f"({expr})" if isinstance(expr, Call) and expr.op == "+" else str(expr)
 
 
-Expr = Union[Access, Call]
+@dataclass(frozen=True, slots=True)
+class Sum:
+    """A scoped reduction (`sum(j, …)` in index notation): `body` summed over `indices`. It lives only in
+    stages 1 and 2, which turn it into a workspace whose producer alone loops over `indices`."""
+
+    indices: tuple[str, ...]
+    body: "Expr"
+
+    def __str__(self) -> str:
+        return f"∑{','.join(self.indices)} ({self.body})"
+
+
+Expr = Union[Access, Call, Sum]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +149,15 @@ def map_accesses(node, change):
 
 def from_expression(expr, leaf, node=Call):
     """An index-notation expression as a sketch expression: leaves through `leaf`, operators through
-    `node(op, args)` (binary `*`/`+`, `-` of one argument; `a - b` is `a + -b`)."""
+    `node(op, args)` (binary `*`/`+`, `-` of one argument; `a - b` is `a + -b`), directly nested sums
+    as one `Sum` over their indices."""
     from ...notation import ast as notation
 
+    if isinstance(expr, notation.Sum):
+        body = from_expression(expr.body, leaf, node)
+        if isinstance(body, Sum):
+            return Sum((expr.index.name, *body.indices), body.body)
+        return Sum((expr.index.name,), body)
     if isinstance(expr, notation.Literal):
         return Call("literal", (expr.value,))
     if isinstance(expr, notation.Neg):

@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Sequence
 from ...errors import AutosparseError
 from ...format import Format
 from ...notation import ast as notation
+from ...notation.scope import sums_normalised
 from .big import Compute, Factor, Node
 from .cost import Costs, costs
 from .prune import Solver, dominated, pareto_depths
@@ -36,8 +37,14 @@ class Search:
 
 
 def as_compute(assignment: notation.Assignment) -> Compute:
-    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3)."""
+    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3).
+    A sum scoped to some factors of a product (`sum(j, A(i,j)) * x(i)`) is drawn out over the whole
+    product, which means the same; a sum scoped to part of a sum (`A(i,j) * x(j) + z(i)`) is refused,
+    as every sum of terms is: its candidates could not compute that meaning."""
     factors = []
+    rhs = sums_normalised(assignment.rhs)
+    while isinstance(rhs, notation.Sum):
+        rhs = rhs.body
 
     def collect(expr) -> None:
         if isinstance(expr, notation.Mul):
@@ -47,9 +54,9 @@ def as_compute(assignment: notation.Assignment) -> Compute:
             factors.append(Factor(expr.tensor, tuple(i.name for i in expr.indices)))
         else:
             raise AutosparseError(f"Expected a product of tensors for the sparseauto model (Dias et al. §3), but "
-                                  f"{assignment} has {expr}")
+                                  f"{assignment} has {expr}: use model='asymptotic'")
 
-    collect(assignment.rhs)
+    collect(rhs)
     lhs = assignment.lhs
     return Compute(Factor(lhs.tensor, tuple(i.name for i in lhs.indices)), tuple(factors))
 
