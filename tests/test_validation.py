@@ -348,6 +348,8 @@ def test_an_invalid_environment_limit_does_not_break_import():
     (lambda: asp.evaluate(42), asp.ParseError, "assignment as text"),
     (lambda: asp.einsum(42, np.eye(2)), asp.ParseError, "einsum subscripts as text"),
     (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats=42), asp.FormatError, "mapping of tensor names"),
+    (lambda: asp.autoschedule(42), asp.ParseError, "assignment as text"),
+    (lambda: asp.autoschedule("y(i) = A(i,j) * x(j)", formats=42), asp.FormatError, "mapping of tensor names"),
     (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": 42}), asp.FormatError, "format string"),
     (lambda: asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, schedule="precompute([0], j, jw)"),
      asp.ScheduleError, r"precompute\(\[0\], j, jw\): expected an expression, but found the Path"),

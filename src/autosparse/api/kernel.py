@@ -25,7 +25,7 @@ from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation, memory_limit
 from ..errors import AutosparseError, FormatError, ScheduleError, ShapeError
 from ..format import Capability, Compressed, Format
-from ..format.spec import as_format
+from ..format.spec import as_format, format_mapping
 from ..lower.kernel import SYMBOL, KernelSource, Types, generate
 from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, walk
@@ -37,7 +37,7 @@ from ..schedule import Schedule, blocked
 from ..tensor import Tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
-from .operands import as_assignment, as_tensor, format_mapping, result_index_dtype, result_value_dtype
+from .operands import as_assignment, as_tensor, result_index_dtype, result_value_dtype
 
 _OUT_OF_MEMORY, _INDEX_OVERFLOW, _DUPLICATE = 1, 2, 3  # lower/kernel.py's return values
 #: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,

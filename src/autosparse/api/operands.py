@@ -26,16 +26,6 @@ def as_assignment(expression) -> Assignment:
     return parse(expression)
 
 
-def format_mapping(formats) -> dict:
-    """`formats` as a dict of tensor name -> format (None: no formats given)."""
-    if formats is None:
-        return {}
-    if not isinstance(formats, Mapping):
-        raise FormatError(f"Expected formats as a mapping of tensor names to formats, such as {{'A': 'csr'}}, "
-                          f"but found {type(formats).__name__}")
-    return dict(formats)
-
-
 def infer_format(value, order: int) -> Format:
     """The format a value already has: a Tensor's own, CSR/CSC for scipy matrices, dense otherwise."""
     if isinstance(value, Tensor):

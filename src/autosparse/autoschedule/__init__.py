@@ -12,7 +12,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..errors import AutosparseError
 from ..format import Format
-from ..format.spec import as_format
+from ..format.spec import as_format, format_mapping
 from ..notation import accesses, parse
 from .asymptotic.pipeline import search
 from .front import Candidate, Front
@@ -46,11 +46,12 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
+    formats = format_mapping(formats)
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
-    unknown = sorted(set(formats or {}) - set(orders))
+    unknown = sorted(set(formats) - set(orders))
     if unknown:
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
-    resolved = {name: as_format((formats or {}).get(name, "dense"), order) for name, order in orders.items()}
+    resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
     if model == "sparseauto":
         found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
                                   progress=progress)

@@ -16,7 +16,7 @@ name for the common formats ("csr", "csc", "dcsr", "dcsc", and, for any order, "
 from __future__ import annotations
 
 import re
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ..errors import FormatError
 from .level import Level
@@ -216,3 +216,13 @@ def _check_structure(levels: tuple[Level, ...]) -> None:
         if above and not level.properties.branchless:
             raise FormatError(f"Expected only singleton levels (q or c) below the non-unique level {above[0]}, "
                               f"but found {level.letter!r} at level {index}")
+
+
+def format_mapping(formats) -> dict:
+    """`formats` as a dict of tensor name -> format (None: no formats given)."""
+    if formats is None:
+        return {}
+    if not isinstance(formats, Mapping):
+        raise FormatError(f"Expected formats as a mapping of tensor names to formats, such as {{'A': 'csr'}}, "
+                          f"but found {type(formats).__name__}")
+    return dict(formats)
