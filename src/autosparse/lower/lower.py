@@ -996,7 +996,7 @@ def _row_register(body: Stmt, collapsed: Collapse, plan: Plan, scope: Scope, b: 
     if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
             or name in scope.accumulators:
         return None
-    register = plan.fresh("row_sum")
+    register = plan.fresh("rowsum")
     b.line(f"{plan.value_types[name]} {register} = 0;")
     return register
 
