@@ -151,7 +151,7 @@ def test_a_position_loop_over_its_innermost_part_searches_per_iteration():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="collapse(i, j, f); pos(f, fp, A(i,j)); "
                                                       "parallelize(fp, cpu_thread, atomics)")
     source = kernel.source
-    loop = source.index("for (int64_t fp = 0;")
+    loop = source.index("for (int64_t fp_ = 0;")
     assert source.index("while (high") > loop
 
 
