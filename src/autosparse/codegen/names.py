@@ -8,7 +8,9 @@ cannot meet, whatever the user calls things:
   ... for a tensor's arrays and positions (`A_vals`, `A_pos2`, `A_p2`). A tail never starts with `0`, so
   (name, tail) can be read back from the identifier: two different pairs never give the same one.
 - **Generated names** (accumulators, loop counters, flags, helper functions) hold no `_` at all, and
-  numbered ones come from one `Fresh` supply per kernel.
+  numbered ones come from one `Fresh` supply per kernel. (Two kinds of name keep a `_` and meet neither
+  namespace: goto labels, which C keeps apart from variables, and the exported `autosparse_kernel`, which
+  the kernel never names inside.)
 
 A user name therefore always holds a `_` before its tail and a generated name never does, and neither can
 be a C keyword or a name the headers declare without `_` (`int`, `free`, complex.h's `I`). A stem never
