@@ -30,22 +30,22 @@ def _phase(source: str, name: str) -> str:
 def test_gustavson_bound_phase_adds_row_lengths_without_visiting_them():
     source = asp.compile(SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}).source
     bound = _phase(source, "bound")
-    assert "B2_crd" not in bound and "w_mark" not in bound  # B's rows are measured, not stepped
-    assert "w_count += trips" in bound and "C2_size += trips" in bound
-    assert "B2_crd" in _phase(source, "count")  # the exact count, kept for when the bounds do not fit
+    assert "B_crd2" not in bound and "w_mark" not in bound  # B's rows are measured, not stepped
+    assert "w_count += trips" in bound and "C_size2 += trips" in bound
+    assert "B_crd2" in _phase(source, "count")  # the exact count, kept for when the bounds do not fit
 
 
 def test_csr_addition_is_bounded_by_its_row_lengths():
     source = asp.compile("C(i,j) = A(i,j) + B(i,j)", {"A": "csr", "B": "csr", "C": "csr"}).source
     bound = _phase(source, "bound")
-    assert "min64((pA2_end - pA2) + (pB2_end - pB2), N_j)" in bound
+    assert "min64((A_p2_end - A_p2) + (B_p2_end - B_p2), j_dim)" in bound
     assert "while" not in bound  # no merge
 
 
 def test_an_intersection_is_bounded_by_its_shorter_operand():
     source = asp.compile("C(i,j) = A(i,j) * B(i,j)", {"A": "csr", "B": "dcsr", "C": "csr"},
                          schedule="∀i ∀j C(i,j) = A(i,j) * B(i,j)").source
-    assert "min64(min64((pA2_end - pA2), (pB2_end - pB2)), N_j)" in _phase(source, "bound")
+    assert "min64(min64((A_p2_end - A_p2), (B_p2_end - B_p2)), j_dim)" in _phase(source, "bound")
 
 
 def test_a_kernel_with_nothing_to_bound_only_counts():

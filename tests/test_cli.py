@@ -50,7 +50,7 @@ def test_compile_prints_cin_and_c():
     result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A=csr"])
     assert result.exit_code == 0, result.output
     assert "// ∀i ∀j y(i) += A(i,j) * x(j)" in result.output
-    assert "int autosparse_kernel(" in result.output and "A2_crd" in result.output
+    assert "int autosparse_kernel(" in result.output and "A_crd2" in result.output
 
 
 def test_compile_errors_are_messages():

@@ -151,8 +151,8 @@ def test_the_three_way_product_of_mixed_orders():
                          schedule="coiterate(i, gallop, b); coiterate(i, hash, c)")
     expected = np.einsum("i,i,i->", *(_dense(*v, n) for v in vectors))
     assert kernel(a=a, b=b, c=c) == pytest.approx(expected)
-    assert "pb1 = pb1_end - 1" in kernel.source  # the backwards search starts at the segment's end
-    assert "c1_hash" in kernel.source
+    assert "b_p1 = b_p1_end - 1" in kernel.source  # the backwards search starts at the segment's end
+    assert "c_l1_hash" in kernel.source
 
 
 def _matrix(rng, shape, density):

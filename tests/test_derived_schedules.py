@@ -121,10 +121,10 @@ def test_a_row_split_bounds_its_tiles_instead_of_guarding_them():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="split(i, i0, i1, 32); parallelize(i0, cpu_thread, no_races)")
     source = kernel.source
     assert "#pragma omp parallel for schedule(static)" in source and "runtime" not in source
-    assert "for (int64_t i0 = 0; i0 < (N_i / 32 + (N_i % 32 > 0)); i0++)" in source
-    assert "for (int64_t i1 = 0; i1 < min64(32, N_i - i0 * 32); i1++)" in source
-    assert "const int64_t i = i0 * 32 + i1;" in source
-    assert "break" not in source and "if (i >=" not in source
+    assert "for (int64_t i0_ = 0; i0_ < (i_dim / 32 + (i_dim % 32 > 0)); i0_++)" in source
+    assert "for (int64_t i1_ = 0; i1_ < min64(32, i_dim - i0_ * 32); i1_++)" in source
+    assert "const int64_t i_ = i0_ * 32 + i1_;" in source
+    assert "break" not in source and "if (i_ >=" not in source
 
 
 def test_load_balanced_spmv_searches_each_chunk_once_and_tracks_rows():
@@ -134,10 +134,10 @@ def test_load_balanced_spmv_searches_each_chunk_once_and_tracks_rows():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="collapse(i, j, f); pos(f, fp, A(i,j)); "
                                                       "split(fp, p0, p1, 16); parallelize(p0, cpu_thread, atomics)")
     source = kernel.source
-    chunk = source.index("for (int64_t p0 = 0;")
+    chunk = source.index("for (int64_t p0_ = 0;")
     search = source.index("while (high", chunk)
     rows = source.index("while (q", search)
-    track = source.index("while (A2_pos[row", rows)
+    track = source.index("while (A_pos2[row", rows)
     hot = source.index("for (; q", track)
     flush = source.index("#pragma omp atomic", hot)
     assert chunk < search < rows < track < hot < flush
@@ -151,13 +151,13 @@ def test_a_position_loop_over_its_innermost_part_searches_per_iteration():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="collapse(i, j, f); pos(f, fp, A(i,j)); "
                                                       "parallelize(fp, cpu_thread, atomics)")
     source = kernel.source
-    loop = source.index("for (int64_t fp = 0;")
+    loop = source.index("for (int64_t fp_ = 0;")
     assert source.index("while (high") > loop
 
 
 def test_bound_gives_the_loop_a_constant_extent_and_checks_each_call():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="bound(i, ib, 4, max_exact)")
-    assert "for (int64_t ib = 0; ib < 4; ib++)" in kernel.source
+    assert "for (int64_t ib_ = 0; ib_ < 4; ib_++)" in kernel.source
     x = np.ones(3)
     matrix = sp.csr_matrix(np.arange(12.0).reshape(4, 3))
     np.testing.assert_allclose(kernel(A=matrix, x=x).to_numpy(), matrix.toarray() @ x)

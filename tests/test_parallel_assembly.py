@@ -121,10 +121,10 @@ def test_the_phases_of_a_parallel_assembly_share_one_region():
     assert region.index("if (!C_bounded)") < count  # the exact count only when the bounds did not fit
     # the workspace is allocated once per thread, inside the region, before the phases and freed after
     assert region.index("w_mark = calloc") < bound and region.index("free(w_mark)") > fill
-    assert "int64_t C2_size = 0;" in region and "C2_size = C2_size_chunks[thread];" in region
+    assert "int64_t C_size2 = 0;" in region and "C_size2 = C_size2_chunks[thread];" in region
     assert not re.search(r"return [12];", region)  # nothing leaves a region: failures raise its flag
     after = source[source.index("if (failed) return failed;"):]
-    assert "memmove(C2_crd + C2_size * 1 + 0, C2_crd + from * 1 + 0" in after  # the chunks moved together
+    assert "memmove(C_crd2 + C_size2 * 1 + 0, C_crd2 + from * 1 + 0" in after  # the chunks moved together
 
 
 def test_a_temporary_inside_a_parallel_loop_over_a_dense_result_is_each_threads_own():

@@ -138,7 +138,7 @@ def test_parallel_loops_are_static_openmp_loops_with_the_requested_threads():
     atomic = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csc"}, schedule="parallelize(j, cpu_thread, atomics)")
     assert "#pragma omp atomic" in atomic.source
     reduced = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csc"}, schedule="parallelize(j, cpu_thread, temporary)")
-    assert "y_copies + (size_t)omp_get_thread_num() * (1 * N_i)" in reduced.source
+    assert "y_copies + (size_t)omp_get_thread_num() * (1 * i_dim)" in reduced.source
     assert "#pragma omp critical" in reduced.source
     unrolled = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csr"}, schedule="unroll(j, 4)")
     assert "#pragma GCC unroll 4" in unrolled.source

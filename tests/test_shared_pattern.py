@@ -117,7 +117,7 @@ def test_only_results_with_an_operand_pattern_share_it(expression, formats, shar
 def test_loop_invariant_factors_are_multiplied_once_per_sum():
     """Σ_k b·c(k)·d(k) is computed as b·Σ_k c(k)·d(k): B's value leaves the k loop."""
     kernel = asp.compile("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"A": "csr", "B": "csr"})
-    inner = kernel.source.split("for (int64_t k = 0")[1].split("}")[0]
+    inner = kernel.source.split("for (int64_t k_ = 0")[1].split("}")[0]
     assert "B_vals" not in inner
     m = sp.random(8, 9, density=0.3, format="csr", random_state=7)
     c, d = np.arange(24.0).reshape(8, 3), np.arange(27.0).reshape(3, 9)

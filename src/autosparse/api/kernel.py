@@ -177,7 +177,7 @@ class Kernel:
 
     # --- calling ---
 
-    def __call__(self, **operands):
+    def __call__(self, /, **operands):
         bound = self._bound.get(self._signature(operands))
         if bound is not None and bound.limit == memory_limit():
             outcome = bound.run(operands)

@@ -1,5 +1,21 @@
-"""Every C identifier and type name of a generated kernel comes from here, so names never collide and
-the C reads the same everywhere."""
+"""Every C identifier and type name of a generated kernel comes from here, in one of two namespaces that
+cannot meet, whatever the user calls things:
+
+- **User names** (tensors, index variables, scheduling commands' derived variables, temporaries named in
+  CIN) are written `stem_tail`. The stem is the name with each `_` written `_0` (`N_j` -> `N_0j`), so the
+  first `_` of the identifier that is not followed by `0` ends the stem; the tail says what the identifier
+  holds: nothing for an index's coordinate (`i_`), `dim` for its extent (`i_dim`), `vals`, `pos2`, `p2`
+  ... for a tensor's arrays and positions (`A_vals`, `A_pos2`, `A_p2`). A tail never starts with `0`, so
+  (name, tail) can be read back from the identifier: two different pairs never give the same one.
+- **Generated names** (accumulators, loop counters, flags, helper functions) hold no `_` at all, and
+  numbered ones come from one `Fresh` supply per kernel. (Two kinds of name keep a `_` and meet neither
+  namespace: goto labels, which C keeps apart from variables, and the exported `autosparse_kernel`, which
+  the kernel never names inside.)
+
+A user name therefore always holds a `_` before its tail and a generated name never does, and neither can
+be a C keyword or a name the headers declare without `_` (`int`, `free`, complex.h's `I`). A stem never
+starts with `__` or `_` and a capital, the names C keeps for its implementation (`_x` is written `_0x`).
+"""
 
 from __future__ import annotations
 
@@ -22,70 +38,70 @@ def value_type(dtype) -> str:
     return VALUE_TYPES[np.dtype(dtype)]
 
 
-def array(tensor: str, level: int, name: str) -> str:
-    return f"{tensor}{level + 1}_{name}"
-
-
-def vals(tensor: str) -> str:
-    return f"{tensor}_vals"
-
-
-def extent(index) -> str:
-    return f"N_{index}"
-
-
-#: Identifiers an index variable's own name would collide with: C's keywords, what the kernel's headers
-#: define (complex.h's `I`, the allocation and copy functions), and the names the kernel itself declares
-#: around the loops (its arguments, helpers, and the flags and counters of parallel regions).
-RESERVED = frozenset("""
-    auto break case char const continue default do double else enum extern float for goto if inline int
-    long register restrict return short signed sizeof static struct switch typedef union unsigned void
-    volatile while I complex imaginary bool true false NULL
-    args dims sizes counters min64 result_array order_touched calloc malloc realloc free memset memmove
-    memcpy qsort madvise failed thread threads team trips
-""".split())
+def user(name, tail: str = "") -> str:
+    """The identifier of what `tail` names for a user's `name` (see the module docstring)."""
+    if tail[:1] in ("0", "_"):
+        raise ValueError(f"Expected a tail that does not start with 0 or _, but found {tail!r}")
+    return str(name).replace("_", "_0") + "_" + tail
 
 
 def coordinate(index) -> str:
-    """The C variable holding an index's coordinate: its name, unless that is reserved."""
-    name = str(index)
-    return f"{name}_" if name in RESERVED else name
+    """The C variable holding an index's coordinate."""
+    return user(index)
 
 
-def position(access: str, level: int) -> str:
-    return f"p{access}{level + 1}"
+def extent(index) -> str:
+    return user(index, "dim")
 
 
-def position_end(access: str, level: int) -> str:
-    return f"p{access}{level + 1}_end"
+def vals(tensor: str) -> str:
+    return user(tensor, "vals")
 
 
-def segment_end(access: str, level: int) -> str:
-    return f"p{access}{level + 1}_seg"
-
-
-def coordinate_of(access: str, level: int) -> str:
-    return f"{access}{level + 1}_i"
+def array(tensor: str, level: int, name: str) -> str:
+    return user(tensor, f"{name}{level + 1}")
 
 
 def size(tensor: str, level: int) -> str:
-    return f"{tensor}{level + 1}_size"
+    return user(tensor, f"size{level + 1}")
 
 
-def capacity(tensor: str, level: int, name: str) -> str:
-    return f"{tensor}{level + 1}_{name}_cap"
+def access(tensor: str, number: int = 0) -> str:
+    """The stem of the identifiers of one access to `tensor` (the `number`th, for a tensor read twice):
+    the names below extend it."""
+    return user(tensor, str(number) if number else "")
 
 
-def found(tensor: str, level: int) -> str:
-    return f"{tensor}{level + 1}_found"
+def position(access_stem: str, level: int) -> str:
+    return f"{access_stem}p{level + 1}"
+
+
+def position_end(access_stem: str, level: int) -> str:
+    return f"{position(access_stem, level)}_end"
+
+
+def segment_end(access_stem: str, level: int) -> str:
+    return f"{position(access_stem, level)}_seg"
+
+
+def coordinate_of(access_stem: str, level: int) -> str:
+    return f"{access_stem}i{level + 1}"
+
+
+def level_stem(access_stem: str, level: int) -> str:
+    """The stem of the names an access's level keeps while finding coordinates (finds.py)."""
+    return f"{access_stem}l{level + 1}"
 
 
 class Fresh:
-    """Numbered names for temporaries of the generated code (accumulators, values)."""
+    """Numbered generated names (accumulators, flags, labels), one supply per kernel phase: the stems hold
+    no `_`, so a fresh name is never a user's."""
 
     def __init__(self):
         self._count = 0
 
     def __call__(self, stem: str) -> str:
+        if not stem.isalnum():
+            raise ValueError(f"Expected a generated stem of letters and digits, but found {stem!r}")
         self._count += 1
         return f"{stem}{self._count}"

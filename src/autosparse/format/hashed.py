@@ -150,13 +150,13 @@ class Hashed(Level):
         return f"{arrays['crd']}[{position}] < 0"
 
     def locate(self, arrays, parent, coordinate, dim) -> str:
-        return f"hashed_find_{_suffix(arrays)}({arrays['pos']}, {arrays['crd']}, {parent}, {coordinate})"
+        return f"{_find_helper(arrays['@type'])}({arrays['pos']}, {arrays['crd']}, {parent}, {coordinate})"
 
     def c_helpers(self, index_type: str) -> str:
         """Linear probing from the home slot of HASH_MULTIPLIER (the layout this module defines)."""
         return f"""
-static inline int64_t hashed_find_{index_type}(const {index_type} *pos, const {index_type} *crd,
-                                               int64_t parent, int64_t c) {{
+static inline int64_t {_find_helper(index_type)}(const {index_type} *pos, const {index_type} *crd,
+                                            int64_t parent, int64_t c) {{
     if (parent < 0) return -1;
     int64_t base = pos[parent], size = pos[parent + 1] - base;
     if (size == 0) return -1;
@@ -170,6 +170,6 @@ static inline int64_t hashed_find_{index_type}(const {index_type} *pos, const {i
 """
 
 
-def _suffix(arrays) -> str:
-    """The index type the helper was specialised for, carried in the array identifiers' type tag."""
-    return arrays["@type"]
+def _find_helper(index_type: str) -> str:
+    """The helper that finds a coordinate in tables of `index_type` (generated names hold no `_`)."""
+    return "hashedfind" + index_type.removeprefix("int").removesuffix("_t")

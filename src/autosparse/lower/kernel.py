@@ -109,7 +109,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
                                          "@dim": dims[k],
-                                         "@base": f"{names.position(access_ids.get(access, name), k)}_base"},
+                                         "@base": f"{names.position(access_ids.get(access, names.access(name)), k)}_base"},
                                  dims[k],
                                  scattered[k])
                      for k, level in enumerate(levels))
@@ -261,7 +261,7 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
 
         def phase(name: str, text: str, allocate) -> None:
             """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
-            with b.block(f"if ({b.agreed(_FAILED, f'{name}_ready')})"):
+            with b.block(f"if ({b.agreed(_FAILED, f'{name}ready')})"):
                 b.comment(name)
                 b.lines(text)
             target.count_chunk("thread", b)
@@ -276,7 +276,7 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
         with b.scope(f"if (!{target.bounded})" if bounding is not None else ""):
             target.rewind(b)
             phase("count", counting, target.allocate_entries)
-        with b.block(f"if ({b.agreed(_FAILED, 'fill_ready')})"):
+        with b.block(f"if ({b.agreed(_FAILED, 'fillready')})"):
             b.comment("fill")
             target.start_chunk("thread", b)
             b.lines(filling)
@@ -286,12 +286,12 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
 
 
 def _access_ids(access_list: list[Access]) -> dict[Access, str]:
-    """A C-safe prefix per distinct access: the tensor's name, numbered when it is accessed twice."""
+    """The stem of each distinct access's identifiers: the tensor's, numbered when it is accessed twice."""
     ids, seen = {}, {}
     for access in access_list:
         count = seen.get(access.tensor.name, 0)
         seen[access.tensor.name] = count + 1
-        ids[access] = access.tensor.name + (f"_{count}" if count else "")
+        ids[access] = names.access(access.tensor.name, count)
     return ids
 
 

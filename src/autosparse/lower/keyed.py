@@ -40,7 +40,7 @@ def keyed_accesses(stmt: Stmt, scattered) -> dict[Access, str]:
         for access in accesses(loop.body):
             if (access.level_indices[-1:] == (loop.index,) and scattered(access)
                     and loop.coiterate.strategy(access.tensor.name) is Strategy.HASH):
-                keyed.setdefault(access, f"{access.tensor.name}_keys{len(keyed)}")
+                keyed.setdefault(access, names.user(access.tensor.name, f"keys{len(keyed)}"))
     return keyed
 
 
@@ -76,7 +76,7 @@ class KeyedLevel(KeyLevel):
 
     def locate(self, parent: Position, coordinate: str) -> Position:
         width = len(self.coordinates)
-        return Position(f"keyed_find{width}({self.table}, {self.table}_mask, {', '.join(self.coordinates)})",
+        return Position(f"keyedfind{width}({self.table}, {self.table}_mask, {', '.join(self.coordinates)})",
                         may_miss=True)
 
 
@@ -109,7 +109,7 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     with b.block(f"for (int64_t q = {first}; q < {last}; q++)"):
         count(f"hash {access.tensor.name} by coordinates")
         coordinates = ", ".join(level.coordinate("q") for level in levels)
-        with b.block(f"if (!keyed_insert{width}({table}, {table}_mask, q, {coordinates}))"):
+        with b.block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
             b.line(f"free({table});")
             b.line(f"return {DUPLICATE};")
 
@@ -125,7 +125,7 @@ def helpers(width: int) -> str:
     mix = " ".join(f"h = (h ^ (uint64_t)c{k}) * 0x9E3779B97F4A7C15ull;" for k in range(width))
     same = " && ".join(f"slot[{k}] == c{k}" for k in range(width))
     stores = " ".join(f"slot[{k}] = c{k};" for k in range(width))
-    return f"""static inline int64_t *keyed_slot{width}(int64_t *table, int64_t mask, {params}) {{
+    return f"""static inline int64_t *keyedslot{width}(int64_t *table, int64_t mask, {params}) {{
     uint64_t h = 0; {mix}
     int64_t *slot = table + (size_t)((h ^ (h >> 29)) & (uint64_t)mask) * {width + 1};
     while (slot[0] >= 0 && !({same})) {{
@@ -134,12 +134,12 @@ def helpers(width: int) -> str:
     }}
     return slot;
 }}
-static inline int64_t keyed_find{width}(const int64_t *table, int64_t mask, {params}) {{
-    return keyed_slot{width}((int64_t *)table, mask, {", ".join(f"c{k}" for k in range(width))})[{width}];
+static inline int64_t keyedfind{width}(const int64_t *table, int64_t mask, {params}) {{
+    return keyedslot{width}((int64_t *)table, mask, {", ".join(f"c{k}" for k in range(width))})[{width}];
 }}
 /* 0 when the coordinates are already there */
-static inline int keyed_insert{width}(int64_t *table, int64_t mask, int64_t q, {params}) {{
-    int64_t *slot = keyed_slot{width}(table, mask, {", ".join(f"c{k}" for k in range(width))});
+static inline int keyedinsert{width}(int64_t *table, int64_t mask, int64_t q, {params}) {{
+    int64_t *slot = keyedslot{width}(table, mask, {", ".join(f"c{k}" for k in range(width))});
     if (slot[0] >= 0) return 0;
     {stores} slot[{width}] = q;
     return 1;

@@ -590,14 +590,14 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
         b.line(f"int {failed} = 0;")
         for name in copied:
             vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
-            b.line(f"{ctype} *{name}_copies = calloc((size_t)threads * ({size}), sizeof({ctype}));")
-            b.fail(f"!{name}_copies", 1)
-            b.line(f"{ctype} *restrict {name}_shared = {vals};")
+            b.line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
+            b.fail(f"!{_copies(name)}", 1)
+            b.line(f"{ctype} *restrict {_shared(name)} = {vals};")
         b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
         with b.block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
                 vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
-                b.line(f"{ctype} *restrict {vals} = {name}_copies + (size_t)omp_get_thread_num() * ({size});")
+                b.line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
             with thread_temporaries([plan.targets[n] for n in threaded], failed, plan.fresh("allocated"), b):
                 with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
                         b.failing_to(failed, plan.fresh("done")):
@@ -609,10 +609,20 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
                         for name in copied:
                             vals, size = names.vals(name), plan.targets[name].reduction_size()
                             with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
-                                b.line(f"{name}_shared[p] += {vals}[p];")
+                                b.line(f"{_shared(name)}[p] += {vals}[p];")
         for name in copied:
-            b.line(f"free({name}_copies);")
+            b.line(f"free({_copies(name)});")
         b.fail(failed, failed)
+
+
+def _copies(result: str) -> str:
+    """The threads' zeroed copies of a dense result (parallelize with `temporary`)."""
+    return names.user(result, "copies")
+
+
+def _shared(result: str) -> str:
+    """The result itself, while its name holds the running thread's copy."""
+    return names.user(result, "shared")
 
 
 @contextmanager
@@ -640,7 +650,7 @@ def _iteration(stmt: Forall, plan: Plan, b: CBuilder) -> Iterator[None]:
     if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or b.failure_flag is None:
         yield
         return
-    with b.failing_to(b.failure_flag, plan.fresh(f"{plan.phase}_next")):
+    with b.failing_to(b.failure_flag, plan.fresh(f"{plan.phase}next")):
         yield
 
 
@@ -876,7 +886,7 @@ def _finder(it: lat.Iterator, strategy, driver_order: int, loop: _Loop, plan: Pl
     q, end, _, _ = _iterator_names(it, plan)
     level = plan.read_levels(it.access)[it.level]
     begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-    return finds.Finder(strategy, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
+    return finds.Finder(strategy, level, q, begin, end, names.level_stem(plan.access_ids[it.access], it.level),
                         loop.index, driver_order,
                         lambda what: count_iteration(plan.counters, b, f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
 
@@ -985,7 +995,7 @@ def _row_register(body: Stmt, collapsed: Collapse, plan: Plan, scope: Scope, b: 
     if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
             or name in scope.accumulators:
         return None
-    register = plan.fresh("row_sum")
+    register = plan.fresh("rowsum")
     b.line(f"{plan.value_types[name]} {register} = 0;")
     return register
 
@@ -1196,7 +1206,7 @@ def _found_at(sparse: list[lat.Iterator], stmt: Forall, rule, plan: Plan, scope:
                                 f"loops fixed, and its level there has no order to search")
         q, end, _, _ = _iterator_names(it, plan)
         begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-        finder = finds.Finder(Strategy.BINARY, level, q, begin, end, f"{plan.access_ids[it.access]}{it.level + 1}",
+        finder = finds.Finder(Strategy.BINARY, level, q, begin, end, names.level_stem(plan.access_ids[it.access], it.level),
                               stmt.index, 1, lambda what: count_iteration(plan.counters, b, f"∀{stmt.index} {what} {it.access}"),
                               str(rule))
         finder.prepare(plan.tables, scope.parallel, b)

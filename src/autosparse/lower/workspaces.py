@@ -28,7 +28,7 @@ class Workspace(Target):
 
     def _ident(self, part: str) -> str:
         """The C name of one of the workspace's arrays or counters."""
-        return f"{self.name}_{part}"
+        return names.user(self.name, part)
 
     @property
     def count(self) -> str:
@@ -187,7 +187,7 @@ class ListWorkspace(Workspace):
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"order_touched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
+            b.line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
                    f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
@@ -206,7 +206,7 @@ ORDER_HELPER = """
 /* Sort n coordinates ascending. Short lists: insertion sort. Otherwise an LSD radix sort of the offsets
    from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits for
    short lists, 11-bit ones for long). */
-static void sort_coordinates(int64_t *list, int64_t n, int64_t *spare) {
+static void sortcoordinates(int64_t *list, int64_t n, int64_t *spare) {
     if (n <= 32) {
         for (int64_t k = 1; k < n; k++) {
             int64_t v = list[k], m = k - 1;
@@ -237,10 +237,10 @@ static void sort_coordinates(int64_t *list, int64_t n, int64_t *spare) {
 /* Put the n touched coordinates of `list` (all below `dim`) in ascending order. Lists whose range spans
    fewer summary words than entries: set their bits in a two-level bitmap (`bits`: a bit per coordinate
    below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
-   they go. Otherwise (short lists, or few entries spread wide) sort_coordinates. */
-static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
+   they go. Otherwise (short lists, or few entries spread wide) sortcoordinates. */
+static void ordertouched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
     if (n <= 32) {
-        sort_coordinates(list, n, spare);
+        sortcoordinates(list, n, spare);
         return;
     }
     int64_t lo = list[0], hi = list[0];
@@ -249,7 +249,7 @@ static void order_touched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bi
         hi = list[k] > hi ? list[k] : hi;
     }
     if ((hi >> 12) - (lo >> 12) >= n) {
-        sort_coordinates(list, n, spare);
+        sortcoordinates(list, n, spare);
         return;
     }
     uint64_t *summary = bits + (dim >> 6) + 1;
@@ -387,7 +387,7 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
         return _SortedLevel(self, level)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
-        """The keys sorted (sort_coordinates, the second half of `keys` its spare), then each one's value
+        """The keys sorted (sortcoordinates, the second half of `keys` its spare), then each one's value
         found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
         with b.block(f"if ({self.count} > {t('sorted_cap')})"):
@@ -398,7 +398,7 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
             b.fail(f"!{self.keys} || !{vals}", 1)
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
             b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
-        b.line(f"sort_coordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
+        b.line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
             b.line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
 

@@ -44,7 +44,7 @@ HELPERS = """
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* An array of a result, count + 1 elements (zeroed or not). Large ones are advised onto transparent huge
    pages, as numpy advises its own arrays: a fresh 24 MB result otherwise faults in 6,000 pages. */
-static void *result_array(int64_t count, size_t size, int zeroed) {
+static void *resultarray(int64_t count, size_t size, int zeroed) {
     size_t bytes = ((size_t)count + 1) * size;
     void *p = zeroed ? calloc((size_t)count + 1, size) : malloc(bytes);
 #ifdef MADV_HUGEPAGE
@@ -59,7 +59,7 @@ static void *result_array(int64_t count, size_t size, int zeroed) {
 
 
 def _allocation(length: str, ctype: str, zeroed: bool) -> str:
-    return f"result_array({length}, sizeof({ctype}), {int(zeroed)})"
+    return f"resultarray({length}, sizeof({ctype}), {int(zeroed)})"
 
 
 class Target(ABC):
@@ -215,7 +215,7 @@ class AppendedResult(AssembledResult):
     @property
     def bounded(self) -> str:
         """The C flag saying that the arrays were allocated at the bound phase's sizes."""
-        return f"{self.name}_bounded"
+        return names.user(self.name, "bounded")
 
     def _is_group_end(self, level: int) -> bool:
         return not self.levels[level].properties.full and (
@@ -287,13 +287,13 @@ class AppendedResult(AssembledResult):
             return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
         if not self._is_group_end(level):
             return parent
-        p = names.position(self.name, level)
+        p = names.position(names.access(self.name), level)
         b.line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
         b.line(f"int {self.flag(level)} = 0;")
         return Position(p)
 
     def flag(self, level: int) -> str | None:
-        return f"{self.name}{level + 1}_nz" if self._is_group_end(level) else None
+        return names.user(self.name, f"nz{level + 1}") if self._is_group_end(level) else None
 
     def leave(self, level, parent, position, b, parent_flag) -> None:
         if not self._is_group_end(level):
@@ -409,7 +409,7 @@ class AppendedResult(AssembledResult):
             b.line(f"free({ends});")
 
     def _coordinate_var(self, level: int) -> str:
-        return f"{self.name}{level + 1}_c"
+        return names.user(self.name, f"c{level + 1}")
 
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None:
         """Remember the coordinate of a grouped level until its group commits (COO rows)."""
