@@ -57,7 +57,7 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     outer = notation.Assignment(assignment.lhs, rhs, assignment.accumulate)
     formats = {name: v.format for name, v in variables.items()}
     order = _order(outer, formats, bound, frozenset(sums))
-    around = {name: (*bound, *order[:_depth(order, summed, formats)]) for name, summed in sums.items()}
+    around = {name: (*bound, *order[:_depth(order, bound, summed, formats)]) for name, summed in sums.items()}
     kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
             for name, summed in sums.items()}
     temporaries = {name: _workspace_var(name, kept[name], extents) for name in sums}
@@ -110,12 +110,15 @@ def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound
     return order
 
 
-def _depth(order: tuple[IndexVar, ...], summed: Sum, formats: Mapping[str, Format]) -> int:
-    """How many of the consumer's outer loops the producer of `summed` can sit inside: loops over indices
-    it keeps, each of which its sparse operands let come before the indices not yet bound."""
+def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum,
+           formats: Mapping[str, Format]) -> int:
+    """How many of the consumer's outer loops the producer of `summed` can sit inside (within loops over
+    `bound`): loops over indices it keeps, each of which its sparse operands let come before the
+    indices not yet bound."""
     depth = 0
     kept = set(unbound_indices(summed))
-    while depth < len(order) and order[depth] in kept and _before(set(order[:depth + 1]), summed, formats):
+    while depth < len(order) and order[depth] in kept and \
+            _before({*bound, *order[:depth + 1]}, summed, formats):
         depth += 1
     return depth
 
