@@ -222,3 +222,87 @@ def test_taco_reduction_notation_cases(expression, expected):
     names = {a.tensor for a in asp.notation.accesses(parse(expression).rhs)}
     got = asp.evaluate(expression, **{n: v for n, v in operands.items() if n in names})
     np.testing.assert_allclose(got, expected(), rtol=1e-12)
+
+
+# ----- random scoped expressions against a numpy interpreter of the scoped tree ---------------------------------
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from autosparse.notation import Add, Literal, Mul, Neg, Sub, Sum  # noqa: E402
+
+_EXTENTS = {"i": 3, "j": 4, "k": 2}
+_OPERANDS = {"a": "i", "b": "j", "c": "k", "A": "ij", "B": "jk", "C": "ik", "D": "ji"}
+
+
+@st.composite
+def _texts(draw, depth=3):
+    """Expression text over the operands above, with `sum(index, …)` drawn in at random."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 5)) == 0:
+            return str(draw(st.integers(1, 3)))
+        name = draw(st.sampled_from(sorted(_OPERANDS)))
+        return f"{name}({','.join(_OPERANDS[name])})"
+    kind = draw(st.sampled_from(["+", "-", "*", "neg", "sum"]))
+    if kind == "neg":
+        return f"-({draw(_texts(depth - 1))})"
+    if kind == "sum":
+        return f"sum({draw(st.sampled_from('ijk'))}, {draw(_texts(depth - 1))})"
+    return f"({draw(_texts(depth - 1))} {kind} {draw(_texts(depth - 1))})"
+
+
+def _value(expr, arrays):
+    """(array, its indices) of a scoped expression, with numpy alone: sums are the tree's."""
+    if isinstance(expr, Literal):
+        return np.asarray(float(expr.value)), ()
+    if isinstance(expr, asp.notation.Access):
+        return arrays[expr.tensor], expr.indices
+    if isinstance(expr, Neg):
+        value, indices = _value(expr.operand, arrays)
+        return -value, indices
+    if isinstance(expr, Sum):
+        return _summed(*_value(expr.body, arrays), expr.index)
+    (left, li), (right, ri) = _value(expr.left, arrays), _value(expr.right, arrays)
+    indices = tuple(dict.fromkeys((*li, *ri)))
+    left, right = _aligned(left, li, indices), _aligned(right, ri, indices)
+    return {Add: np.add, Sub: np.subtract, Mul: np.multiply}[type(expr)](left, right), indices
+
+
+def _summed(value, indices, index):
+    if index not in indices:  # a sum over an index the body does not use adds it once per coordinate
+        return value * _EXTENTS[index.name], indices
+    return value.sum(axis=indices.index(index)), tuple(i for i in indices if i != index)
+
+
+def _aligned(value, indices, target):
+    value = np.transpose(value, [indices.index(i) for i in target if i in indices]) if indices else value
+    return value.reshape([_EXTENTS[i.name] if i in indices else 1 for i in target])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(text=_texts(), out=st.sampled_from(["", "i", "j", "ij", "ji"]), seed=st.integers(0, 2**16),
+       fmt=st.sampled_from(["dense", "csr", "dcsr", "coo"]), density=st.sampled_from([0.0, 0.5, 1.0]))
+def test_random_scoped_expressions_match_a_numpy_interpreter(text, out, seed, fmt, density):
+    expression = f"Z({','.join(out)}) = {text}"
+    try:
+        assignment = parse(expression)
+    except asp.ParseError:
+        assume(False)
+    rng = np.random.default_rng(seed)
+    arrays = {name: np.round(rng.random(tuple(_EXTENTS[i] for i in idx)) * (rng.random(
+        tuple(_EXTENTS[i] for i in idx)) < density) * 8) / 4 for name, idx in _OPERANDS.items()}
+    used = {a.tensor for a in asp.notation.accesses(assignment.rhs)}
+    operands = {n: (asp.Tensor.from_numpy(arrays[n], format=fmt) if len(_OPERANDS[n]) == 2 else arrays[n])
+                for n in used}
+    value, indices = _value(assignment.rhs, arrays)
+    for index in assignment.reduction_indices:  # implicit: over the whole right-hand side
+        value, indices = _summed(value, indices, index)
+    expected = _aligned(value, indices, assignment.lhs.indices)
+    expected = np.broadcast_to(expected, tuple(_EXTENTS[i.name] for i in assignment.lhs.indices))
+    try:
+        got = asp.evaluate(expression, **operands)
+    except asp.ScheduleError:  # storage orders no loop order can follow: refused, never wrong
+        return
+    got = got.to_numpy() if isinstance(got, asp.Tensor) else np.asarray(got)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10, err_msg=expression)
+

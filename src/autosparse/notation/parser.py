@@ -200,7 +200,7 @@ def _check_sums(assignment: Assignment, text: str) -> None:
         if node.index in assignment.lhs.indices:
             raise ParseError(f"Expected sum({node.index}, ...) over an index not in the output "
                              f"{assignment.lhs}, but {node.index} is in it", text, column)
-        if not body_uses:
+        if node.index not in unbound_indices(node.body):  # unused, or bound again by a sum inside
             raise ParseError(f"Expected the index {node.index} of sum({node.index}, ...) used in its body, but "
                              f"{node.body} does not use it", text, column)
         if node.index in unbound_indices(assignment.rhs):
