@@ -192,7 +192,8 @@ def test_concurrent_processes_compiling_the_same_kernel_both_succeed(cache, tmp_
     children = [start_child(ADD, CC=str(compiler)) for _ in range(2)]
     assert [child_result(child) for child in children] == ["5.5", "5.5"]
     assert sum("-shared" in run for run in log.read_text().splitlines()) == 2
-    assert len(entries(cache)) == 2 and len(os.listdir(cache)) == 3  # .so, .c and compilers.json; no temporaries
+    # .so, .sha256, .c and compilers.json; no temporaries
+    assert len(entries(cache)) == 2 and len(os.listdir(cache)) == 4
 
 
 def test_size_cap_evicts_least_recently_used(cache, monkeypatch):
@@ -200,14 +201,14 @@ def test_size_cap_evicts_least_recently_used(cache, monkeypatch):
         return f"double {name}(double a) {{ return a * 2; }}\n"
 
     def entry_size(key: str) -> int:
-        return sum((cache / f"{key}{suffix}").stat().st_size for suffix in (".so", ".c"))
+        return sum((cache / f"{key}{suffix}").stat().st_size for suffix in (".so", ".sha256", ".c"))
 
     load_library(kernel("a"))
     key_a = entries(cache)[0][:-2]
     load_library(kernel("b"))
     (key_b,) = {name[:-3] for name in entries(cache) if name.endswith(".so")} - {key_a}
     for key, when in ((key_a, 1_000_000), (key_b, 2_000_000)):
-        for suffix in (".so", ".c"):
+        for suffix in (".so", ".sha256", ".c"):
             os.utime(cache / f"{key}{suffix}", (when, when))
     forget_loaded(monkeypatch)
     load_library(kernel("a"))  # a cache hit makes `a` the more recently used

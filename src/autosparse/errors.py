@@ -1,7 +1,7 @@
 """The exceptions users see.
 
 Every error autosparse raises on bad input derives from `AutosparseError`, so callers can catch the
-family; each subclass names one kind of mistake.
+family; each subclass names one kind of mistake. `CacheWarning` is the one warning: work goes on, slower.
 """
 
 
@@ -58,3 +58,8 @@ class CompileError(AutosparseError):
 class ScheduleError(AutosparseError, ValueError):
     """A schedule (concrete index notation or a scheduling command) that breaks a rule: the message names
     the command or statement, the index variable and the rule."""
+
+
+class CacheWarning(UserWarning):
+    """The kernel cache directory could not be used (not private to this user, unwritable or full):
+    kernels are compiled into a private temporary directory instead, and not kept between processes."""

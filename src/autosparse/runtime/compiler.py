@@ -5,10 +5,16 @@ A kernel is only reusable by the same compiler on the same kind of CPU (it is bu
 `cc --version`, which costs milliseconds; the answer is remembered in the cache directory against
 the compiler file's path, modification time and size, so a process that only loads cached kernels
 starts no compiler at all.
+
+With $AUTOSPARSE_SANITIZE, kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer;
+their flags enter the cache key like any others. An instrumented library needs the sanitizer's runtime
+loaded before anything else in the process (`LD_PRELOAD`), which `sanitizer_runtime_problem` checks.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import functools
 import os
 import platform
@@ -23,7 +29,12 @@ from .cache import remember_version, remembered_version
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
 OPENMP_FLAGS = ("-fopenmp",)
+SANITIZER_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 LIBRARIES = ("-lm",)
+_SANITIZER_RUNTIME = "libasan.so"
+_SANITIZER_ENTRY = "__asan_init"  # defined in a process where the ASan runtime is loaded
+# what the compiler prints (in the C locale it is run in) when the disk, not the kernel, is the problem
+_FULL_DISK = {os.strerror(code): code for code in (errno.ENOSPC, errno.EDQUOT)}
 
 
 @dataclass(frozen=True)
@@ -34,8 +45,17 @@ class Compiler:
     version: str
 
 
-def compile_flags(openmp: bool) -> tuple[str, ...]:
-    return FLAGS + OPENMP_FLAGS if openmp else FLAGS
+def compile_flags(openmp: bool, sanitize: bool) -> tuple[str, ...]:
+    return FLAGS + (OPENMP_FLAGS if openmp else ()) + (SANITIZER_FLAGS if sanitize else ())
+
+
+def sanitizer_runtime_problem(compiler: Compiler) -> str | None:
+    """Why this process cannot load sanitized kernels (None if it can): ASan's runtime must come first."""
+    if hasattr(ctypes.CDLL(None), _SANITIZER_ENTRY):
+        return None
+    runtime = _run((*compiler.argv, f"-print-file-name={_SANITIZER_RUNTIME}")).stdout.strip()
+    return (f"AUTOSPARSE_SANITIZE=1 builds kernels with AddressSanitizer, whose runtime must be loaded before "
+            f"Python starts: run it as LD_PRELOAD={runtime} ASAN_OPTIONS=detect_leaks=0 python ...")
 
 
 def find_compiler(directory: Path) -> Compiler:
@@ -82,9 +102,13 @@ def machine_identity() -> str:
 
 def compile_library(compiler: Compiler, flags: tuple[str, ...], source: str, source_file: Path,
                     library_file: Path, shown_as: Path) -> tuple[str, ...]:
-    """Build `library_file` from `source` (written at `source_file`); messages name `shown_as` instead."""
+    """Build `library_file` from `source` (written at `source_file`); messages name `shown_as` instead.
+    `CompileError` if the compiler rejects it; `OSError` if the disk filled up while it wrote."""
     command = (*compiler.argv, *flags, "-o", str(library_file), str(source_file), *LIBRARIES)
     done = _run(command, source)
+    full = [code for message, code in _FULL_DISK.items() if message in done.stdout]
+    if done.returncode != 0 and full:
+        raise OSError(full[0], f"{os.strerror(full[0])} while the C compiler wrote {library_file}")
     if done.returncode != 0:
         raise CompileError(
             f"the C compiler rejected a kernel (source kept at {shown_as}); "
@@ -95,7 +119,8 @@ def compile_library(compiler: Compiler, flags: tuple[str, ...], source: str, sou
 
 
 def _run(command: tuple[str, ...], source: str = "") -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    try:  # in the C locale, so that what it prints can be read
+        return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                              env={**os.environ, "LC_ALL": "C"})
     except OSError as error:  # found on PATH, yet not runnable
         raise CompileError(f"cannot run the C compiler {command[0]}: {error}", source, command) from None
