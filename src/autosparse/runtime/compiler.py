@@ -31,7 +31,9 @@ FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
 OPENMP_FLAGS = ("-fopenmp",)
 SANITIZER_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 LIBRARIES = ("-lm",)
-_SANITIZER_RUNTIME = "libasan.so"
+# ASan's runtime must be the process's first library; libstdc++ must be loaded before ASan starts, or ASan's
+# interceptor of C++ throws finds no real one and aborts the process at the first exception Z3 throws
+_SANITIZER_PRELOAD = ("libasan.so", "libstdc++.so.6")
 _SANITIZER_ENTRY = "__asan_init"  # defined in a process where the ASan runtime is loaded
 # what the compiler prints (in the C locale it is run in) when the disk, not the kernel, is the problem
 _FULL_DISK = {os.strerror(code): code for code in (errno.ENOSPC, errno.EDQUOT)}
@@ -53,9 +55,15 @@ def sanitizer_runtime_problem(compiler: Compiler) -> str | None:
     """Why this process cannot load sanitized kernels (None if it can): ASan's runtime must come first."""
     if hasattr(ctypes.CDLL(None), _SANITIZER_ENTRY):
         return None
-    runtime = _run((*compiler.argv, f"-print-file-name={_SANITIZER_RUNTIME}")).stdout.strip()
     return (f"AUTOSPARSE_SANITIZE=1 builds kernels with AddressSanitizer, whose runtime must be loaded before "
-            f"Python starts: run it as LD_PRELOAD={runtime} ASAN_OPTIONS=detect_leaks=0 python ...")
+            f"Python starts: run it as LD_PRELOAD='{sanitizer_preload(compiler)}' ASAN_OPTIONS=detect_leaks=0 "
+            f"python ...")
+
+
+def sanitizer_preload(compiler: Compiler) -> str:
+    """What LD_PRELOAD must hold for sanitized kernels: the compiler's own ASan runtime, then libstdc++
+    (a name it cannot find is printed bare)."""
+    return " ".join(_run((*compiler.argv, f"-print-file-name={name}")).stdout.strip() for name in _SANITIZER_PRELOAD)
 
 
 def find_compiler(directory: Path) -> Compiler:
