@@ -60,10 +60,11 @@ def test_sanitizers_catch_a_bad_kernel(preload, tmp_path, source, report):
 
 
 def test_kernel_slice_is_clean_under_the_sanitizers(preload, tmp_path):
-    command = [sys.executable, "-m", "pytest", "-q", "-s", "-x", "-p", "no:cacheprovider", f"--basetemp={tmp_path}",
-               str(TESTS / "sanitized_kernels.py")]
-    done = subprocess.run(command, env=sanitized_environment(preload, tmp_path / "cache"), capture_output=True, text=True,
-                          timeout=600, cwd=TESTS.parent)
+    """The child's session makes its own cache directory (conftest.py) under its --basetemp."""
+    command = [sys.executable, "-m", "pytest", "-q", "-s", "-x", "-p", "no:cacheprovider",
+               f"--basetemp={tmp_path / 'child'}", str(TESTS / "sanitized_kernels.py")]
+    done = subprocess.run(command, env=sanitized_environment(preload, tmp_path / "cache"), capture_output=True,
+                          text=True, timeout=600, cwd=TESTS.parent)
     output = done.stdout + done.stderr
     assert done.returncode == 0 and not any(report in output for report in REPORTS), output[-20000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]
