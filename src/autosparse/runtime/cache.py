@@ -139,8 +139,9 @@ def _read_private(path: Path) -> bytes:
         return file.read()
 
 
-class _Untrusted(Exception):
-    """A file in the cache that another user owns or may write."""
+class _Untrusted(OSError):
+    """A file in the cache that another user owns or may write: an OSError, so that readers of mere memos
+    (compilers.json) treat it as unreadable."""
 
 
 def checksum(content: bytes) -> str:

@@ -114,16 +114,21 @@ def compile_library(compiler: Compiler, flags: tuple[str, ...], source: str, sou
     `CompileError` if the compiler rejects it; `OSError` if the disk filled up while it wrote."""
     command = (*compiler.argv, *flags, "-o", str(library_file), str(source_file), *LIBRARIES)
     done = _run(command, source)
-    full = [code for message, code in _FULL_DISK.items() if message in done.stdout]
-    if done.returncode != 0 and full:
-        raise OSError(full[0], f"{os.strerror(full[0])} while the C compiler wrote {library_file}")
     if done.returncode != 0:
+        _raise_if_disk_full(done.stdout, library_file)
         raise CompileError(
             f"the C compiler rejected a kernel (source kept at {shown_as}); "
             f"{shlex.join(command)} exited with status {done.returncode}:",
             source, command, done.stdout.replace(str(source_file), str(shown_as)),
         )
     return command
+
+
+def _raise_if_disk_full(output: str, library_file: Path) -> None:
+    """The runtime answers a full disk by building elsewhere, so it must not look like a rejected kernel."""
+    for message, code in _FULL_DISK.items():
+        if message in output:
+            raise OSError(code, f"{message} while the C compiler wrote {library_file}")
 
 
 def _run(command: tuple[str, ...], source: str = "") -> subprocess.CompletedProcess[str]:
