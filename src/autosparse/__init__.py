@@ -6,8 +6,8 @@ This module is the public API; see ARCHITECTURE.md's public contract for the nam
 from .api import Kernel, compile, einsum, evaluate
 from .autoschedule import autoschedule
 from .config import memory_limit, set_memory_limit
-from .errors import (AutosparseError, CompileError, FormatError, MemoryLimitError, ParseError, RangeError,
-                     ScheduleError, ShapeError)
+from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
+                     RangeError, ScheduleError, ShapeError)
 from .format import Format, register_level
 from .io import read, write
 from .schedule import Schedule
@@ -26,7 +26,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AutosparseError", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "MemoryLimitError", "ParseError",
-    "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile", "einsum", "evaluate", "memory_limit",
-    "read", "register_level", "set_memory_limit", "write",
+    "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel",
+    "MemoryLimitError", "ParseError", "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile",
+    "einsum", "evaluate", "memory_limit", "read", "register_level", "set_memory_limit", "write",
 ]

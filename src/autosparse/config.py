@@ -1,4 +1,4 @@
-"""Process-wide settings: the memory limit that guards dense allocations.
+"""Process-wide settings: the memory limit that guards dense allocations, and the sanitizer mode.
 
 A dense level of a hypersparse tensor (a CSR `pos` for 10⁹ rows) or a dense result can need far more
 memory than the machine has. Rather than let numpy fail halfway, or the kernel swap, every allocation
@@ -13,7 +13,7 @@ import numbers
 import os
 import resource
 
-from .errors import MemoryLimitError
+from .errors import AutosparseError, MemoryLimitError
 
 _ENV_VAR = "AUTOSPARSE_MEMORY_LIMIT"
 
@@ -70,3 +70,18 @@ def check_allocation(nbytes: int, what: str) -> None:
             f"{what} needs {nbytes:,} bytes, more than the memory limit of {limit:,} bytes "
             f"(set {_ENV_VAR} or autosparse.set_memory_limit to change it)"
         )
+
+
+_SANITIZE_VAR = "AUTOSPARSE_SANITIZE"
+_SANITIZE_WORDS = {"": False, "0": False, "false": False, "no": False, "off": False,
+                   "1": True, "true": True, "yes": True, "on": True}
+
+
+def sanitize() -> bool:
+    """Whether kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer ($AUTOSPARSE_SANITIZE,
+    read on every load): a standing check that generated code stays in bounds, at several times the cost."""
+    text = os.environ.get(_SANITIZE_VAR, "")
+    try:
+        return _SANITIZE_WORDS[text.strip().lower()]
+    except KeyError:
+        raise AutosparseError(f"Expected {_SANITIZE_VAR} to be 1 or 0, but found {text!r}") from None

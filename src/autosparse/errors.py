@@ -1,7 +1,7 @@
 """The exceptions users see.
 
 Every error autosparse raises on bad input derives from `AutosparseError`, so callers can catch the
-family; each subclass names one kind of mistake.
+family; each subclass names one kind of mistake. `CacheWarning` is the one warning: work goes on, slower.
 """
 
 
@@ -64,3 +64,8 @@ class RangeError(AutosparseError, OverflowError):
     """A number outside what its type holds (an integer literal in an int64 kernel beyond int64, an
     integer too large for a double): refused rather than pasted into C, as numpy refuses it with an
     OverflowError."""
+
+
+class CacheWarning(UserWarning):
+    """The kernel cache directory could not be used (not private to this user, unwritable or full):
+    kernels are compiled into a private temporary directory instead, and not kept between processes."""

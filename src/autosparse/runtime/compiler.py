@@ -5,10 +5,16 @@ A kernel is only reusable by the same compiler on the same kind of CPU (it is bu
 `cc --version`, which costs milliseconds; the answer is remembered in the cache directory against
 the compiler file's path, modification time and size, so a process that only loads cached kernels
 starts no compiler at all.
+
+With $AUTOSPARSE_SANITIZE, kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer;
+their flags enter the cache key like any others. An instrumented library needs the sanitizer's runtime
+loaded before anything else in the process (`LD_PRELOAD`), which `sanitizer_runtime_problem` checks.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import functools
 import os
 import platform
@@ -24,7 +30,14 @@ from .cache import remember_version, remembered_version
 #: -fwrapv: int64 values wrap on overflow, as numpy's int64 arrays do, where C would leave it undefined.
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fwrapv")
 OPENMP_FLAGS = ("-fopenmp",)
+SANITIZER_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 LIBRARIES = ("-lm",)
+# ASan's runtime must be the process's first library; libstdc++ must be loaded before ASan starts, or ASan's
+# interceptor of C++ throws finds no real one and aborts the process at the first exception Z3 throws
+_SANITIZER_PRELOAD = ("libasan.so", "libstdc++.so.6")
+_SANITIZER_ENTRY = "__asan_init"  # defined in a process where the ASan runtime is loaded
+# what the compiler prints (in the C locale it is run in) when the disk, not the kernel, is the problem
+_FULL_DISK = {os.strerror(code): code for code in (errno.ENOSPC, errno.EDQUOT)}
 
 
 @dataclass(frozen=True)
@@ -35,8 +48,23 @@ class Compiler:
     version: str
 
 
-def compile_flags(openmp: bool) -> tuple[str, ...]:
-    return FLAGS + OPENMP_FLAGS if openmp else FLAGS
+def compile_flags(openmp: bool, sanitize: bool) -> tuple[str, ...]:
+    return FLAGS + (OPENMP_FLAGS if openmp else ()) + (SANITIZER_FLAGS if sanitize else ())
+
+
+def sanitizer_runtime_problem(compiler: Compiler) -> str | None:
+    """Why this process cannot load sanitized kernels (None if it can): ASan's runtime must come first."""
+    if hasattr(ctypes.CDLL(None), _SANITIZER_ENTRY):
+        return None
+    return (f"AUTOSPARSE_SANITIZE=1 builds kernels with AddressSanitizer, whose runtime must be loaded before "
+            f"Python starts: run it as LD_PRELOAD='{sanitizer_preload(compiler)}' ASAN_OPTIONS=detect_leaks=0 "
+            f"python ...")
+
+
+def sanitizer_preload(compiler: Compiler) -> str:
+    """What LD_PRELOAD must hold for sanitized kernels: the compiler's own ASan runtime, then libstdc++
+    (a name it cannot find is printed bare)."""
+    return " ".join(_run((*compiler.argv, f"-print-file-name={name}")).stdout.strip() for name in _SANITIZER_PRELOAD)
 
 
 def find_compiler(directory: Path) -> Compiler:
@@ -83,10 +111,12 @@ def machine_identity() -> str:
 
 def compile_library(compiler: Compiler, flags: tuple[str, ...], source: str, source_file: Path,
                     library_file: Path, shown_as: Path) -> tuple[str, ...]:
-    """Build `library_file` from `source` (written at `source_file`); messages name `shown_as` instead."""
+    """Build `library_file` from `source` (written at `source_file`); messages name `shown_as` instead.
+    `CompileError` if the compiler rejects it; `OSError` if the disk filled up while it wrote."""
     command = (*compiler.argv, *flags, "-o", str(library_file), str(source_file), *LIBRARIES)
     done = _run(command, source)
     if done.returncode != 0:
+        _raise_if_disk_full(done.stdout, library_file)
         raise CompileError(
             f"the C compiler rejected a kernel (source kept at {shown_as}); "
             f"{shlex.join(command)} exited with status {done.returncode}:",
@@ -95,8 +125,16 @@ def compile_library(compiler: Compiler, flags: tuple[str, ...], source: str, sou
     return command
 
 
+def _raise_if_disk_full(output: str, library_file: Path) -> None:
+    """The runtime answers a full disk by building elsewhere, so it must not look like a rejected kernel."""
+    for message, code in _FULL_DISK.items():
+        if message in output:
+            raise OSError(code, f"{message} while the C compiler wrote {library_file}")
+
+
 def _run(command: tuple[str, ...], source: str = "") -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    try:  # in the C locale, so that what it prints can be read
+        return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                              env={**os.environ, "LC_ALL": "C"})
     except OSError as error:  # found on PATH, yet not runnable
         raise CompileError(f"cannot run the C compiler {command[0]}: {error}", source, command) from None
