@@ -167,11 +167,21 @@ def test_the_default_schedule_computes_a_scoped_sum_in_a_register():
     "∀i where(y(i) = t() + z(i), ∀j t() += A(i,j) * x(j))",
     "∀i where(y(i) = z(i) + w(), ∀j w() += x(j) * A(i,j))",
     "where(∀i y(i) = v(i) + z(i), ∀i ∀j v(i) += A(i,j) * x(j))",
+    "∀i y(i) = ∑j A(i,j) * x(j) + z(i)",  # a sum in CIN text: a where producer into a scalar
+    "∀i y(i) = z(i) + sum(j, x(j) * A(i,j))",
 ])
 def test_schedules_of_a_scoped_expression_compute_it(schedule):
     o = _operands("random")
     k = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, schedule=schedule, num_threads=2)
     np.testing.assert_allclose(k(A=o["A"], x=o["x"], z=o["z"]), o["A"] @ o["x"] + o["z"], rtol=1e-12)
+
+
+def test_nested_sums_in_cin_text_become_nested_producers():
+    o = _operands("random")
+    k = asp.compile("y(i) = A(i,j) * (x(j) + C(j,k) * u(k))", formats={"A": "csr", "C": "csr"},
+                    schedule="∀i y(i) = ∑j A(i,j) * (x(j) + ∑k C(j,k) * u(k))")
+    assert str(k.cin) == "∀i where(y(i) = t(), ∀j where(t() += A(i,j) * (x(j) + t1()), ∀k t1() += C(j,k) * u(k)))"
+    np.testing.assert_allclose(k(A=o["A"], x=o["x"], C=o["C"], u=o["u"]), o["A"] @ (o["x"] + o["C"] @ o["u"]))
 
 
 def test_a_schedule_computing_the_old_reading_is_refused():

@@ -25,6 +25,7 @@ from ..notation.ast import IndexVar
 from ..notation.parser import _Parser
 from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence,
                   Stmt, Strategy, TensorVar, Where, default_protocol, walk)
+from .rewrite import sums_to_wheres
 
 _KEYWORDS = {"forall", "where", "sequence"}
 
@@ -132,13 +133,14 @@ class _CinParser(_Parser):
 
 
 def parse_cin(text: str, formats: Mapping[str, "str | Format"]) -> Stmt:
-    """Parse a CIN statement; the tensors not in `formats` must be temporaries."""
+    """Parse a CIN statement; the tensors not in `formats` must be temporaries. A sum in an assignment
+    (`∑j e` or `sum(j, e)`) is computed by a `where` producer into a scalar temporary."""
     first = _CinParser(text, {}, frozenset())
     temporaries = frozenset(_written_in_producers(text, first))
     parser = _CinParser(text, formats, temporaries)
     stmt = parser.statement()
     parser.take("end")
-    return stmt
+    return sums_to_wheres(stmt, {*formats, *temporaries})
 
 
 def _written_in_producers(text: str, scout: _CinParser) -> set[str]:

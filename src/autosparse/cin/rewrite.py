@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Callable, Collection
 
-from ..notation.ast import Add, Literal, Mul, Neg, Sub
-from .ast import Access, Assign, Forall, Sequence, Stmt, Where
+from ..format import Format
+from ..notation.ast import Add, Literal, Mul, Neg, Sub, Sum
+from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where
 
 
 def rebuild_expr(expr, leaf: Callable):
@@ -78,3 +79,34 @@ def without(stmt: Stmt, absent: Collection[Access]) -> Stmt | None:
             return first if second is None else second
         return stmt.with_children((first, second))
     raise TypeError(f"not a CIN statement: {stmt!r}")
+
+
+def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
+    """`stmt` with each `∑j e` in an assignment computed first into a scalar temporary by a `where`
+    producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i), ∀j t() +=
+    A(i,j) * x(j))`), as TACO lowers reduction nodes; `taken` are the names the temporaries avoid."""
+    names = (f"t{k or ''}" for k in range(1 << 30))
+    taken = set(taken)
+
+    def fresh() -> str:
+        name = next(n for n in names if n not in taken)
+        taken.add(name)
+        return name
+
+    def rewrite(node: Stmt) -> Stmt:
+        if not isinstance(node, Assign):
+            return node.with_children(tuple(rewrite(child) for child in node.children()))
+        producers = []
+
+        def lift(expr):
+            if isinstance(expr, Sum):
+                temporary = TensorVar(fresh(), Format(""), temporary=True)  # sums in the body: rewrite() below
+                producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, accumulate=True)))
+                return Access(temporary, (), ())
+            children = tuple(lift(child) for child in expr.children())
+            return expr.with_children(children) if children else expr
+        out: Stmt = node.with_children((lift(node.rhs),))
+        for producer in producers:
+            out = Where(out, rewrite(producer))
+        return out
+    return rewrite(stmt)
