@@ -139,8 +139,10 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     x = rng.random(1000)
     dot, _ = evaluate_planned("s() = a(i) * b(i)", client, parts=4, a=x, b=x)
     assert dot == pytest.approx(float(x @ x), rel=1e-12)
-    shifted, plan = evaluate_planned("s() = a(i) + 2", client, parts=3, a=x)  # 2 per i, wherever i falls
+    shifted, plan = evaluate_planned("s() = sum(i, a(i) + 2)", client, parts=3, a=x)  # 2 per i, wherever i falls
     assert plan.chunks == 3 and shifted == pytest.approx(float(x.sum() + 2000), rel=1e-12)
+    once, plan = evaluate_planned("s() = a(i) + 2", client, parts=3, a=x)  # Σ a + 2 (TACO): not split
+    assert plan.chunks == 1 and once == pytest.approx(float(x.sum() + 2), rel=1e-12)
     unordered, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "ds~", parts=3, A=a)
     assert plan.chunks == 3 and unordered.format == asp.Format("ds~")
     np.testing.assert_allclose(unordered.to_numpy(), local.to_numpy(), rtol=1e-12)

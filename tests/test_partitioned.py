@@ -169,8 +169,10 @@ def test_the_plan_splits_the_outermost_index_that_stays_exact(expression, format
 
 
 def test_any_summed_index_splits_and_a_tensor_read_two_ways_is_two_operands():
-    plan = prepare("s() = a(i) + 2", parts=2, a=np.ones(4)).plan  # 2 per i, in every chunk
+    plan = prepare("s() = sum(i, a(i) + 2)", parts=2, a=np.ones(4)).plan  # 2 per i, in every chunk
     assert str(plan.index) == "i" and plan.combine is Combine.SUM and plan.chunks == 2
+    plan = prepare("s() = a(i) + 2", parts=2, a=np.ones(4)).plan  # Σ a + 2: i sums part of it, never split
+    assert plan.index is None and plan.chunks == 1
     job = prepare("C(i,j) = A(i,k) * A(k,j)", parts=2, A=_csr(30, 30))  # one A cut by rows, one sent whole
     assert job.spec.expression == "C(i,j) = A(i,k) * A1(k,j)"
     assert dict(job.plan.cuts) == {"A": (0,)} and job.plan.broadcast == ("A1",)
