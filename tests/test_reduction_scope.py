@@ -289,10 +289,11 @@ def _aligned(value, indices, target):
     return value.reshape([_EXTENTS[i.name] if i in indices else 1 for i in target])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=_texts(), out=st.sampled_from(["", "i", "j", "ij", "ji"]), seed=st.integers(0, 2**16),
-       fmt=st.sampled_from(["dense", "csr", "dcsr", "coo"]), density=st.sampled_from([0.0, 0.5, 1.0]))
-def test_random_scoped_expressions_match_a_numpy_interpreter(text, out, seed, fmt, density):
+       fmt=st.sampled_from(["dense", "csr", "dcsr", "coo"]), density=st.sampled_from([0.0, 0.5, 1.0]),
+       sparse_result=st.booleans())
+def test_random_scoped_expressions_match_a_numpy_interpreter(text, out, seed, fmt, density, sparse_result):
     expression = f"Z({','.join(out)}) = {text}"
     try:
         assignment = parse(expression)
@@ -309,8 +310,9 @@ def test_random_scoped_expressions_match_a_numpy_interpreter(text, out, seed, fm
         value, indices = _summed(value, indices, index)
     expected = _aligned(value, indices, assignment.lhs.indices)
     expected = np.broadcast_to(expected, tuple(_EXTENTS[i.name] for i in assignment.lhs.indices))
+    result = "s" * len(out) if sparse_result and out else None
     try:
-        got = asp.evaluate(expression, **operands)
+        got = asp.evaluate(expression, format=result, **operands)
     except asp.ScheduleError:  # storage orders no loop order can follow: refused, never wrong
         return
     got = got.to_numpy() if isinstance(got, asp.Tensor) else np.asarray(got)
