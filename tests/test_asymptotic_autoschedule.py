@@ -321,3 +321,10 @@ def test_four_factor_groupings_never_read_a_workspace_outside_its_loops():
         kernel = asp.compile(expression, formats={"B": "dss"}, schedule=cand)
         got = kernel(B=asp.Tensor.from_numpy(dense, format="dss"), C=c, D=d, E=e)
         np.testing.assert_allclose(got.to_numpy(), expected, err_msg=str(cand.cin))
+
+
+def test_a_candidate_without_loops_compiles():
+    """`s() = a * b` has no loop: its one candidate's CIN is a bare assignment, not command text."""
+    (candidate,) = asp.autoschedule("s() = a * b")
+    assert asp.compile("s() = a * b", schedule=candidate)(a=2.0, b=3.0) == 6.0
+    assert asp.compile("s() = a * b", schedule="s() = b() * a()")(a=2.0, b=3.0) == 6.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+import re
 from dataclasses import dataclass
 from math import prod
 from typing import Mapping
@@ -53,6 +54,9 @@ class _Compiled:
 
 _memo: dict[tuple, _Compiled] = {}
 
+
+#: CIN with no loop at all (`s() = a() * b()`, a scalar candidate): an assignment, which no command text is.
+_CIN_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*\s*\([^()]*\)\s*\+?=(?!=)")
 
 class Kernel:
     """A compiled expression; call it with the operands by name."""
@@ -132,7 +136,7 @@ class Kernel:
             if text == "auto":
                 raise ScheduleError("schedule='auto' selects for the operands of one call: use evaluate(..., "
                                     "schedule='auto'), or autoschedule(...).select(**operands) as the schedule")
-            if text.startswith(("∀", "forall", "where", "sequence")):
+            if text.startswith(("∀", "forall", "where", "sequence")) or _CIN_ASSIGNMENT.match(text):
                 if self._blocked:
                     raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
                                         f"{sorted(self._blocked)}, but found CIN: their block views are the kernel's own")
