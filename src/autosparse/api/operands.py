@@ -7,7 +7,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import AutosparseError, FormatError, ParseError
+from ..errors import AutosparseError
 from ..format import Format
 from ..format.spec import as_format
 from ..notation import Assignment, parse
@@ -16,14 +16,8 @@ from ..tensor.dtypes import INT32_MAX
 
 
 def as_assignment(expression) -> Assignment:
-    """An assignment from its text (parsed and checked) or as it is; anything else is a user's mistake
-    reported as one, not an attribute missing deep in the pipeline."""
-    if isinstance(expression, Assignment):
-        return expression
-    if not isinstance(expression, str):
-        raise ParseError(f"Expected an assignment as text, such as 'y(i) = A(i,j) * x(j)', but found "
-                         f"{type(expression).__name__}", f"{expression!r:.80}", 1)
-    return parse(expression)
+    """An assignment from its text (parsed and checked: anything but text is a ParseError) or as it is."""
+    return expression if isinstance(expression, Assignment) else parse(expression)
 
 
 def infer_format(value, order: int) -> Format:

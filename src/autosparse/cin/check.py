@@ -55,11 +55,8 @@ def _definitions(stmt: Stmt, found: dict, loops: tuple[IndexVar, ...], provenanc
     over the indices of the `loops` around it (since the producer it is in began) that it does not write."""
     if isinstance(stmt, Assign):
         name = stmt.lhs.tensor.name
-        summed = [i for i in dict.fromkeys(r for loop in loops for r in provenance.roots(loop))
-                  if i not in stmt.lhs.indices]
-        rhs = stmt.rhs
-        for index in reversed(summed):
-            rhs = notation.Sum(index, rhs)
+        rhs = notation.summed([i for i in dict.fromkeys(r for loop in loops for r in provenance.roots(loop))
+                               if i not in stmt.lhs.indices], stmt.rhs)
         if name in found:
             lhs, earlier = found[name]
             if lhs.indices != stmt.lhs.indices or not stmt.accumulate:
@@ -104,17 +101,10 @@ def check_computes(stmt: Stmt, assignment: notation.Assignment) -> None:
     stmt, relations = split_relations(stmt)
     check_bindings(stmt, provenance=Provenance(relations))
     computed = meaning(stmt, Provenance(relations))
-    if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(_summed(assignment))):
+    whole = notation.summed(assignment.reduction_indices, assignment.rhs)  # the implicit sums made explicit
+    if (computed.lhs, _canonical(computed.rhs)) != (assignment.lhs, _canonical(whole)):
         raise ScheduleError(f"Expected a schedule computing {assignment}, but the statement {stmt} computes "
                             f"{computed.lhs} = {computed.rhs}")
-
-
-def _summed(assignment: notation.Assignment):
-    """The right-hand side with its implicit reductions (over all of it) made explicit."""
-    rhs = assignment.rhs
-    for index in reversed(assignment.reduction_indices):
-        rhs = notation.Sum(index, rhs)
-    return rhs
 
 
 #: Products of sums are multiplied out for the comparison only up to this many terms (an autoscheduler
@@ -160,11 +150,8 @@ def _terms(expr) -> list | None:
 
 def _sorted_text(expr) -> str:
     if isinstance(expr, notation.Sum):
-        indices = []
-        while isinstance(expr, notation.Sum):
-            indices.append(str(expr.index))
-            expr = expr.body
-        return f"∑{','.join(sorted(indices))}({_sorted_text(expr)})"
+        indices, body = notation.peeled(expr)
+        return f"∑{','.join(sorted(map(str, indices)))}({_sorted_text(body)})"
     if isinstance(expr, (notation.Mul, notation.Add)):
         kind = type(expr)
         operands, stack = [], [expr]

@@ -24,11 +24,11 @@ from typing import Mapping
 from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
-from ..notation.ast import IndexVar, Sum, unbound_indices
+from ..notation.ast import IndexVar, Sum, peeled, unbound_indices
 from .ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, accesses, assignments, default_access,
                   nest, tensors)
 from .provenance import Provenance, attach, split_relations
-from .rewrite import rebuild_expr
+from .rewrite import fresh_name, rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
 DENSE_WORKSPACE_LIMIT = 1 << 24
@@ -60,7 +60,7 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     around = {name: (*bound, *order[:_depth(order, bound, summed, formats)]) for name, summed in sums.items()}
     kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
             for name, summed in sums.items()}
-    temporaries = {name: _workspace_var(name, kept[name], extents) for name in sums}
+    temporaries = {name: _workspace(name, kept[name], extents) for name in sums}
 
     def read(access: notation.Access) -> Access:
         if access.tensor in temporaries:
@@ -69,7 +69,7 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     accumulate = assignment.accumulate or any(i not in bound for i in outer.reduction_indices)
     stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate))
     for name, summed in sums.items():
-        produced = notation.Assignment(notation.Access(name, kept[name]), _body(summed), accumulate=True)
+        produced = notation.Assignment(notation.Access(name, kept[name]), peeled(summed)[1], accumulate=True)
         producer = _loops(produced, {**variables, **temporaries}, around[name], extents)
         stmt = _within(stmt, len(around[name]) - len(bound), name, producer)
     return stmt
@@ -81,19 +81,12 @@ def _lifted(expr, taken: set[str]) -> tuple[object, dict[str, Sum]]:
 
     def lift(node):
         if isinstance(node, Sum):
-            name = next(n for n in (f"t{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
-            taken.add(name)
+            name = fresh_name("t", taken)
             sums[name] = node
             return notation.Access(name, unbound_indices(node))
         children = tuple(lift(child) for child in node.children())
         return node.with_children(children) if children else node
     return lift(expr), sums
-
-
-def _body(summed) -> object:
-    while isinstance(summed, Sum):
-        summed = summed.body
-    return summed
 
 
 def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound: tuple[IndexVar, ...],
@@ -222,7 +215,7 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
         return stmt
     outer = recovered[:at]
     inner = tuple(i for i in assign.lhs.level_indices if i not in outer)
-    workspace = _workspace(assign.lhs, inner, extents, taken=set(tensors(body)))
+    workspace = _workspace(fresh_name("w", set(tensors(body))), inner, extents)  # in the output's storage order
     write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
     split = lambda below: Where(consumer, _into(below, write))
@@ -294,16 +287,9 @@ def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:
     return first
 
 
-def _workspace(lhs: Access, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int],
-               taken: set[str]) -> TensorVar:
-    """A dense workspace for one index (a dense array with a list of touched coordinates) when it is
-    small enough, else a hashed one; its levels follow `indices`, the output's storage order."""
-    name = next(n for n in (f"w{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
-    return _workspace_var(name, indices, extents)
-
-
-def _workspace_var(name: str, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int]) -> TensorVar:
-    """A scalar for no index, a dense array for one when small enough, else a hashed table."""
+def _workspace(name: str, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int]) -> TensorVar:
+    """A scalar for no index, a dense array (with a list of touched coordinates) for one when small
+    enough, else a hashed table."""
     size = 1
     for index in indices:
         size *= extents.get(index, 1)

@@ -13,27 +13,19 @@ from ..notation.ast import Add, Literal, Mul, Neg, Sub, Sum
 from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where
 
 
+def fresh_name(stem: str, taken: set[str]) -> str:
+    """`stem`, `stem1`, `stem2`, … — the first not in `taken`, which it joins."""
+    name = next(n for n in (f"{stem}{k or ''}" for k in range(len(taken) + 1)) if n not in taken)
+    taken.add(name)
+    return name
+
+
 def rebuild_expr(expr, leaf: Callable):
     """`expr` with every access leaf replaced by `leaf(access)` (leaves of any access class)."""
     children = expr.children()
     if not children:
         return expr if isinstance(expr, Literal) else leaf(expr)
     return expr.with_children(tuple(rebuild_expr(child, leaf) for child in children))
-
-
-def factors(expr) -> list:
-    """The operands of a product tree, left to right (the expression itself when it is no product)."""
-    if isinstance(expr, Mul):
-        return factors(expr.left) + factors(expr.right)
-    return [expr]
-
-
-def product(items: list):
-    """The left-nested product of `items` (one item: itself)."""
-    out = items[0]
-    for item in items[1:]:
-        out = Mul(out, item)
-    return out
 
 
 def is_zero(expr) -> bool:
@@ -85,13 +77,7 @@ def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
     """`stmt` with each `∑j e` in an assignment computed first into a scalar temporary by a `where`
     producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i), ∀j t() +=
     A(i,j) * x(j))`), as TACO lowers reduction nodes; `taken` are the names the temporaries avoid."""
-    names = (f"t{k or ''}" for k in range(1 << 30))
     taken = set(taken)
-
-    def fresh() -> str:
-        name = next(n for n in names if n not in taken)
-        taken.add(name)
-        return name
 
     def rewrite(node: Stmt) -> Stmt:
         if not isinstance(node, Assign):
@@ -100,7 +86,7 @@ def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
 
         def lift(expr):
             if isinstance(expr, Sum):
-                temporary = TensorVar(fresh(), Format(""), temporary=True)  # sums in the body: rewrite() below
+                temporary = TensorVar(fresh_name("t", taken), Format(""), temporary=True)  # sums in the body: rewrite() below
                 producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, accumulate=True)))
                 return Access(temporary, (), ())
             children = tuple(lift(child) for child in expr.children())

@@ -25,8 +25,7 @@ from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Provenance, Split, split_relations
-from ..cin.rewrite import factors
-from ..notation.ast import IndexVar, Neg
+from ..notation.ast import IndexVar, Neg, factors
 from . import finds, keyed
 from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel

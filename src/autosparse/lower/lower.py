@@ -15,13 +15,13 @@ from typing import Callable, Iterator, Mapping
 from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Sequence, Stmt, Strategy, Where,
                        accesses, assignments, nest, results, unnest, unnest_loops, walk)
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split, SuchThat
-from ..cin.rewrite import factors, product, without
+from ..cin.rewrite import without
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..codegen.literals import c_literal
 from ..errors import ScheduleError
 from ..format.level import Capability
-from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub, factors, product
 from . import finds
 from . import lattice as lat
 from .reads import ROOT, Position, ReadLevel, TensorLevel

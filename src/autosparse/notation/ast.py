@@ -173,6 +173,37 @@ def accesses(expr: Expr) -> tuple[Access, ...]:
     return tuple(node for node in walk(expr) if isinstance(node, Access))
 
 
+def factors(expr: Expr) -> list[Expr]:
+    """The operands of a product tree, left to right (the expression itself when it is no product)."""
+    if isinstance(expr, Mul):
+        return factors(expr.left) + factors(expr.right)
+    return [expr]
+
+
+def product(items: list[Expr]) -> Expr:
+    """The left-nested product of `items` (one item: itself)."""
+    out = items[0]
+    for item in items[1:]:
+        out = Mul(out, item)
+    return out
+
+
+def peeled(expr: Expr) -> tuple[list[IndexVar], Expr]:
+    """The indices of the `Sum`s directly nested at the top of `expr`, outermost first, and their body."""
+    indices = []
+    while isinstance(expr, Sum):
+        indices.append(expr.index)
+        expr = expr.body
+    return indices, expr
+
+
+def summed(indices, expr: Expr) -> Expr:
+    """`expr` inside a `Sum` over each of `indices`, the first outermost (the inverse of `peeled`)."""
+    for index in reversed(tuple(indices)):
+        expr = Sum(index, expr)
+    return expr
+
+
 def unbound_indices(expr: Expr) -> tuple[IndexVar, ...]:
     """The indices `expr` uses that no `Sum` inside it binds, in order of first appearance."""
     if isinstance(expr, Access):

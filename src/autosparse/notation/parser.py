@@ -11,16 +11,15 @@ A recursive-descent parser over a small grammar; every error names the column wh
 
 `sum` is a word of the language, not a tensor name on the right. Reductions are then scoped by TACO's
 rule (`scope.py`). Integer literals that do not fit int64 become the nearest double, as in numpy; a
-literal past the largest double is a ParseError. Expressions nested
-deeper than `MAX_DEPTH` are refused: every later stage walks the tree recursively.
+literal past the largest double is a ParseError. Expressions nested deeper than `MAX_DEPTH` are
+refused: every later stage walks the tree recursively.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-
-import math
 
 from ..errors import ParseError
 from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, accesses, unbound_indices, walk
@@ -168,8 +167,9 @@ def parse(text: str) -> Assignment:
     """Parse and check an assignment (no repeated index within an access, every output index used on
     the right, the output not read on the right, each tensor used with one order, each `sum` over an
     index only it uses), then scope its reductions by TACO's rule."""
-    if not isinstance(text, str):
-        raise ParseError(f"Expected an assignment as text, but found {type(text).__name__} {text!r}", str(text), 1)
+    if not isinstance(text, str):  # a user's mistake, not an attribute missing deep in the pipeline
+        raise ParseError(f"Expected an assignment as text, such as 'y(i) = A(i,j) * x(j)', but found "
+                         f"{type(text).__name__}", f"{text!r:.80}", 1)
     assignment = _Parser(text).assignment()
     _check_depth(assignment, text)
     _check(assignment, text)

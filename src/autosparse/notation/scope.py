@@ -13,7 +13,7 @@ a `Sum` node. `sums_normalised` is the canonical form used to compare two scoped
 
 from __future__ import annotations
 
-from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, unbound_indices
+from .ast import Add, Assignment, Expr, IndexVar, Mul, Neg, Sub, Sum, factors, peeled, product, summed, unbound_indices
 
 Path = tuple[int, ...]
 
@@ -21,9 +21,7 @@ Path = tuple[int, ...]
 def scope_reductions(assignment: Assignment) -> Assignment:
     """`assignment` with every implicit reduction whose scope is not the whole right-hand side moved
     into a `Sum` at its scope, and sums over the whole right-hand side made implicit."""
-    rhs, whole = assignment.rhs, set()
-    while isinstance(rhs, Sum):
-        rhs, whole = rhs.body, whole | {rhs.index}
+    whole, rhs = peeled(assignment.rhs)
     wraps: dict[Path, list[IndexVar]] = {}
     for index in unbound_indices(rhs):
         if index in assignment.lhs.indices or index in whole:
@@ -81,10 +79,7 @@ def _passed_on(path: Path, child: Expr, child_path: Path, index: IndexVar) -> li
 
 def _wrapped(expr: Expr, path: Path, wraps: dict[Path, list[IndexVar]]) -> Expr:
     children = tuple(_wrapped(child, path + (n,), wraps) for n, child in enumerate(expr.children()))
-    expr = expr.with_children(children) if children else expr
-    for index in reversed(wraps.get(path, ())):
-        expr = Sum(index, expr)
-    return expr
+    return summed(wraps.get(path, ()), expr.with_children(children) if children else expr)
 
 
 # --- canonical form ----------------------------------------------------------------------------------
@@ -99,10 +94,10 @@ def sums_normalised(expr: Expr) -> Expr:
     children = tuple(sums_normalised(child) for child in expr.children())
     expr = expr.with_children(children) if children else expr
     if isinstance(expr, Neg):
-        indices, inner = _peeled(expr.operand)
-        return _summed(indices, Neg(inner))
+        indices, inner = peeled(expr.operand)
+        return summed(indices, Neg(inner))
     if isinstance(expr, Mul):
-        return _drawn_out([f for f, _ in _chain(expr, (), (Mul,))])
+        return _drawn_out(factors(expr))
     return expr
 
 
@@ -112,30 +107,9 @@ def _distributed(index: IndexVar, expr: Expr) -> Expr:
     return Sum(index, expr)
 
 
-def _peeled(expr: Expr) -> tuple[list[IndexVar], Expr]:
-    indices = []
-    while isinstance(expr, Sum):
-        indices.append(expr.index)
-        expr = expr.body
-    return indices, expr
-
-
-def _summed(indices: list[IndexVar], expr: Expr) -> Expr:
-    for index in reversed(indices):
-        expr = Sum(index, expr)
-    return expr
-
-
-def _drawn_out(factors: list[Expr]) -> Expr:
-    peeled = [_peeled(f) for f in factors]
-    bound = [i for indices, _ in peeled for i in indices]
-    if len(set(bound)) < len(bound) or set(bound) & {i for f in factors for i in unbound_indices(f)}:
-        return _product(factors)
-    return _summed(bound, _product([inner for _, inner in peeled]))
-
-
-def _product(factors: list[Expr]) -> Expr:
-    out = factors[0]
-    for factor in factors[1:]:
-        out = Mul(out, factor)
-    return out
+def _drawn_out(operands: list[Expr]) -> Expr:
+    parts = [peeled(f) for f in operands]
+    bound = [i for indices, _ in parts for i in indices]
+    if len(set(bound)) < len(bound) or set(bound) & {i for f in operands for i in unbound_indices(f)}:
+        return product(operands)
+    return summed(bound, product([inner for _, inner in parts]))

@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..cin.ast import Access, Assign, Stmt, TensorVar, accesses, default_access, unnest, walk
-from ..cin.rewrite import factors
 from ..cin.provenance import attach, split_relations
 from ..errors import ScheduleError
 from ..format import Format
-from ..notation.ast import IndexVar
+from ..notation.ast import IndexVar, factors
 from . import commands, derive
 
 

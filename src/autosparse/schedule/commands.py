@@ -19,12 +19,12 @@ from ..cin.ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel
                        Strategy, TensorVar, Where, accesses, assignments, default_access, nest, tensors, unnest_loops,
                        walk)
 from ..cin.provenance import Provenance
-from ..cin.rewrite import factors, product, rebuild_expr
+from ..cin.rewrite import rebuild_expr
 from ..errors import ScheduleError
 from ..format import Format
 from ..format.spec import as_format
 from ..notation import ast as notation
-from ..notation.ast import IndexVar
+from ..notation.ast import IndexVar, factors, product
 
 
 def _fail(command: str, index, rule: str) -> ScheduleError:

@@ -19,7 +19,7 @@ from ..cin.provenance import BoundKind, Provenance, attach, split_relations
 from ..errors import ParseError, ScheduleError
 from ..notation import ast as notation
 from ..notation.ast import IndexVar, Literal
-from ..notation.parser import _Parser
+from ..notation.parser import _is_integer, _Parser
 from . import branched, commands, derive
 
 ARITY = {"coiterate": (2, 3), "reorder": (2, None), "precompute": (3, 4), "parallelize": (3, 3), "unroll": (2, 2), "split": (4, 4),
@@ -164,9 +164,9 @@ def _check_arity(command: Command, text: str, column: int) -> None:
 class _CommandParser(_Parser):
     def literal(self, token) -> Literal:
         """Integers as written (a split of 2**70 is refused by range, not rounded to a double first)."""
-        digits = token.text.lstrip("0") or "0"
-        if any(c in digits for c in ".eE"):
+        if not _is_integer(token.text):
             return super().literal(token)
+        digits = token.text.lstrip("0") or "0"
         if len(digits) > 100:
             raise ParseError(f"Expected a schedule integer within int64, but found one of {len(digits)} digits",
                              self.text, token.column)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import FormatError, ShapeError
 from ..format import Format, as_format
+from ..format._checks import segment_starts
 from .dtypes import INDEX_DTYPES, check_index_dtype, promote_value_dtype
 from .storage import Storage
 from .tensor import Tensor
@@ -72,10 +73,7 @@ def _canonical_compressed(raw: Tensor, kind: str, format, index_dtype) -> Tensor
 
 def _increasing_segments(pos: np.ndarray, crd: np.ndarray) -> bool:
     """Whether every segment pos[k]..pos[k+1] of crd strictly increases."""
-    rises = crd[1:] > crd[:-1]
-    segment_starts = pos[1:-1][(pos[1:-1] > 0) & (pos[1:-1] < len(crd))]
-    rises[segment_starts - 1] = True
-    return bool(np.all(rises))
+    return bool(np.all((crd[1:] > crd[:-1]) | segment_starts(pos, len(crd))[1:]))
 
 
 def _checked_coordinates(matrix) -> tuple[np.ndarray, np.ndarray]:

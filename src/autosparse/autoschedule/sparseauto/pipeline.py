@@ -42,9 +42,7 @@ def as_compute(assignment: notation.Assignment) -> Compute:
     product, which means the same; a sum scoped to part of a sum (`A(i,j) * x(j) + z(i)`) is refused,
     as every sum of terms is: its candidates could not compute that meaning."""
     factors = []
-    rhs = sums_normalised(assignment.rhs)
-    while isinstance(rhs, notation.Sum):
-        rhs = rhs.body
+    _, rhs = notation.peeled(sums_normalised(assignment.rhs))
 
     def collect(expr) -> None:
         if isinstance(expr, notation.Mul):
