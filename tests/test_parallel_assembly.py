@@ -150,3 +150,19 @@ def test_a_temporary_inside_a_parallel_loop_over_a_dense_result_is_each_threads_
 ])
 def test_parallel_writes_that_cannot_be_sliced_are_schedule_errors(expression, formats, schedule, words):
     expect_schedule_error(expression, formats, schedule, words)
+
+
+def test_no_races_on_a_loop_that_sums_into_one_register_is_refused():
+    """Each thread would add into the same register: a promise of no races that the loop cannot keep
+    (it used to give a wrong sum now and then); atomics or temporary make it right."""
+    expression, formats = "A(i,j) = B(i,j,k) * c(k)", {"B": "dss", "A": "ds"}
+    racing = "precompute(B(i,j,k) * c(k), j, v0); parallelize(k, cpu_thread, no_races)"
+    with pytest.raises(asp.ScheduleError, match="adds into one register"):
+        asp.compile(expression, formats=formats, schedule=racing, num_threads=2).source  # noqa: B018
+    rng = np.random.default_rng(0)
+    dense = rng.random((3, 4, 50)) * (rng.random((3, 4, 50)) < 0.6)
+    c = rng.random(50)
+    for race in ("atomics", "temporary"):
+        kernel = asp.compile(expression, formats=formats, schedule=racing.replace("no_races", race), num_threads=2)
+        result = kernel(B=asp.Tensor.from_numpy(dense, format="dss"), c=c)
+        np.testing.assert_allclose(result.to_numpy(), np.einsum("ijk,k->ij", dense, c), rtol=1e-12)

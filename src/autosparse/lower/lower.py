@@ -534,7 +534,8 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
     """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
 
     Iterations share what is declared outside the loop: the results, and the registers of reductions
-    around it (this loop's own, when it is the reduction). `no_races`/`ignore_races` leave them alone;
+    around it (this loop's own, when it is the reduction). `no_races` promises they do not race, so a
+    register that every iteration adds into is refused; `ignore_races` leaves them alone;
     `atomics` makes every sum into them atomic; `temporary` gives each thread (or SIMD lane) zeroed
     copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
     one heap copy per thread, added into the result one thread at a time. The temporaries of `where`s
@@ -560,6 +561,10 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
             raise ScheduleError(f"{command}: {name} is assembled by appending, which threads assemble only in "
                                 f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first level, "
                                 f"and that level dense (rows of CSR)")
+    shared = [registers[n] for n in written if n in registers]
+    if race is Race.NO_RACES and shared and not plan.counting:
+        raise ScheduleError(f"{command}: every iteration over {stmt.index} adds into one register ({shared[0]}, "
+                            f"a sum), so they would race: use atomics or temporary (ignore_races accepts a wrong sum)")
     # a count phase sums no values: its registers are not even declared
     summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not plan.counting else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
