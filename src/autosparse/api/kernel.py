@@ -27,11 +27,12 @@ from ..config import check_allocation, memory_limit
 from ..errors import AutosparseError, FormatError, ScheduleError, ShapeError
 from ..format import Capability, Compressed, Format
 from ..format.spec import as_format, format_mapping
-from ..lower.kernel import SYMBOL, KernelSource, Types, generate
+from ..lower.kernel import generate
 from ..lower.workspaces import ListWorkspace
 from ..notation import Assignment, Literal, accesses, index_extents, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
+from ..runtime.abi import SYMBOL, KernelSource, ReturnCode, Types, raise_failure
 from ..autoschedule import coiterate
 from ..autoschedule.candidate import ScheduleCandidate
 from ..schedule import Schedule, blocked
@@ -40,7 +41,6 @@ from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
 from .operands import as_assignment, as_tensor, result_index_dtype, result_value_dtype
 
-_OUT_OF_MEMORY, _INDEX_OVERFLOW, _DUPLICATE = 1, 2, 3  # lower/kernel.py's return values
 #: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,
 #: far fewer than the 100,000 whose stacks and per-thread temporaries crash the process.
 MAX_THREADS = 1024
@@ -185,7 +185,7 @@ class Kernel:
         bound = self._bound.get(self._signature(operands))
         if bound is not None and bound.limit == memory_limit():
             outcome = bound.run(operands)
-            if outcome is not _INDEX_OVERFLOW:
+            if outcome is not ReturnCode.INDEX_OVERFLOW:
                 return self._deliver(outcome)
         return self._call_general(operands)
 
@@ -224,7 +224,7 @@ class Kernel:
         while True:
             bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin).bind(extents)
             outcome = bound.run(tensors_in)
-            if outcome is not _INDEX_OVERFLOW:
+            if outcome is not ReturnCode.INDEX_OVERFLOW:
                 break
             index_dtype = np.dtype(np.int64)
         signature = self._signature(operands)
@@ -334,14 +334,9 @@ class _Bound:
         sizes = (ctypes.c_int64 * len(pointers))() if source.assembled else self.shared_sizes
         counters = (ctypes.c_int64 * call.counter_count)() if source.counters is not None else self.shared_counters
         code = call.function(args, self.dims, sizes, counters)
-        if code == _INDEX_OVERFLOW:
-            return _INDEX_OVERFLOW
-        if code == _OUT_OF_MEMORY:
-            raise MemoryError(f"the kernel for {source.result} ran out of memory")
-        if code == _DUPLICATE:
-            raise FormatError(f"Expected each coordinate once in {' or '.join(source.hashed)}, which the kernel finds "
-                              f"by hashing whole coordinates, but one is stored twice: sum duplicates first "
-                              f"(Tensor.from_coo does)")
+        if code == ReturnCode.INDEX_OVERFLOW:
+            return ReturnCode.INDEX_OVERFLOW
+        raise_failure(code, source)
         counts = _counts(source, counters)
         if not source.assembled:
             result_vals.flags.writeable = False

@@ -49,15 +49,15 @@ class CBuilder:
         else:
             yield
 
-    def fail(self, condition: str, code: int | str) -> None:
+    def fail(self, condition: str, code: "int | str") -> None:
         """Give up with `code` (nonzero) when `condition` holds."""
         if not self._failures:
-            self.line(f"if ({condition}) return {code};")
+            self.line(f"if ({condition}) return {code if isinstance(code, str) else int(code)};")
             return
         flag, label = self._failures[-1]
         with self.block(f"if ({condition})"):
             self.line("#pragma omp atomic write")
-            self.line(f"{flag} = {code};")
+            self.line(f"{flag} = {code if isinstance(code, str) else int(code)};")
             self.line(f"goto {label};")
 
     def agreed(self, flag: str, name: str) -> str:

@@ -31,6 +31,7 @@ from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import lattice as lat
 from ..schedule.findable import NEEDS, findable
+from ..runtime.abi import ReturnCode
 from .reads import ReadLevel
 
 #: A table's name -> (its strategy, the index whose dimension a bitmap covers).
@@ -231,7 +232,7 @@ class Finder:
                     b.line(f"free({table});")
                     b.line(f"{table} = malloc((size_t)slots * 2 * sizeof(int64_t));")
                     b.line(f"{table}_capacity = {table} ? slots : 0;")
-                    b.fail(f"!{table}", 1)
+                    b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
                 b.line(f"{table}_mask = slots - 1;")
                 b.line(f"memset({table}, 0xff, (size_t)slots * 2 * sizeof(int64_t));")
             with b.block(f"for (int64_t q = {lo}; q < {self.end}; q++)"):
@@ -267,7 +268,7 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
     for name, (strategy, index) in tables.items():
         if strategy is Strategy.BITMAP:
             b.line(f"int64_t *restrict {name} = calloc((size_t){names.extent(index)} + 1, sizeof(int64_t));")
-            b.fail(f"!{name}", 1)
+            b.fail(f"!{name}", ReturnCode.OUT_OF_MEMORY)
         else:
             b.line(f"int64_t *{name} = NULL, {name}_capacity = 0, {name}_mask = 0;")
         b.line(f"int64_t {name}_lo = -1, {name}_hi = -1;  /* the segment it holds: none yet */")

@@ -1,14 +1,4 @@
-"""CIN statement + the dtypes of its tensors -> one C function and the ABI the runtime calls it with.
-
-    int autosparse_kernel(void **args, const int64_t *dims, int64_t *sizes, int64_t *counters)
-
-`args` holds one pointer per `Slot`: each operand's level arrays and values, then the result's. A dense
-result's values are allocated (zeroed) by the caller; an assembled result's arrays are allocated by the
-kernel, which writes their pointers back into `args` and their lengths into `sizes`. `dims[k]` is the
-extent of `indices[k]`. The return value is 0, 1 when memory ran out, 2 when a position outgrew the
-result's index type (the caller retries with int64), 3 when an operand hashed by its coordinates holds
-one twice (keyed.DUPLICATE). Nothing is global: concurrent calls are safe.
-"""
+"""CIN statement + the dtypes of its tensors -> one C function, called through the ABI of `runtime.abi`."""
 
 from __future__ import annotations
 
@@ -26,37 +16,12 @@ from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Provenance, Split, split_relations
 from ..notation.ast import IndexVar, Neg, factors
+from ..runtime.abi import SYMBOL, KernelSource, Slot, Types
 from . import finds, keyed
 from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
-from .writes import (HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Slot,
-                     Target)
-
-SYMBOL = "autosparse_kernel"
-
-
-@dataclass(frozen=True)
-class Types:
-    """The dtypes a kernel is specialised for: values and indices of every tensor but the temporaries."""
-
-    values: Mapping[str, np.dtype]
-    indices: Mapping[str, np.dtype]
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    source: str
-    operands: tuple[str, ...]
-    result: str
-    slots: tuple[Slot, ...]
-    assembled: bool  # whether the kernel allocates the result (else the caller passes zeroed values)
-    indices: tuple[IndexVar, ...]
-    counters: tuple[str, ...] | None
-    openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
-    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
-    hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
-
+from .writes import HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Target
 
 def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: int | None = None) -> KernelSource:
     variables = tensors(stmt)

@@ -11,7 +11,7 @@ the other operands (C(i,j) = A(i,j) * B(i,j) walks A's rows and finds each (i, j
 whole dimension where nothing else bounds them (in a sum with B).
 
 A table holds each coordinate once; an unsorted COO that stores one twice (its duplicates are meant to
-be added) makes the call fail with DUPLICATE rather than find one of them.
+be added) makes the call fail with ReturnCode.DUPLICATE rather than find one of them.
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from ..cin.ast import Access, Forall, Stmt, Strategy, accesses, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
+from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
-
-#: The kernel's return value when a hashed operand holds a coordinate twice.
-DUPLICATE = 3
-
 
 def keyed_accesses(stmt: Stmt, scattered) -> dict[Access, str]:
     """The accesses a loop over their last index finds by `hash` although their levels cannot be found
@@ -104,14 +101,14 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     b.line(f"int64_t {table}_mask = 15;")
     b.line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
     b.line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    b.fail(f"!{table}", 1)
+    b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
     b.line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
     with b.block(f"for (int64_t q = {first}; q < {last}; q++)"):
         count(f"hash {access.tensor.name} by coordinates")
         coordinates = ", ".join(level.coordinate("q") for level in levels)
         with b.block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
             b.line(f"free({table});")
-            b.line(f"return {DUPLICATE};")
+            b.line(f"return {ReturnCode.DUPLICATE:d};")
 
 
 def release(table: str, b: CBuilder) -> None:

@@ -22,6 +22,7 @@ from ..codegen.literals import c_literal
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub, factors, product
+from ..runtime.abi import ReturnCode
 from . import finds
 from . import lattice as lat
 from .reads import ROOT, Position, ReadLevel, TensorLevel
@@ -596,7 +597,7 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
         for name in copied:
             vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
             b.line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
-            b.fail(f"!{_copies(name)}", 1)
+            b.fail(f"!{_copies(name)}", ReturnCode.OUT_OF_MEMORY)
             b.line(f"{ctype} *restrict {_shared(name)} = {vals};")
         b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
         with b.block():

@@ -19,6 +19,7 @@ from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..format.dense import Dense
+from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
 from .writes import Target
 
@@ -64,7 +65,7 @@ class DenseWorkspace(Workspace):
     def allocate(self, b: CBuilder) -> None:
         b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
                f"sizeof({self.value_type}));")
-        b.fail(f"!{names.vals(self.name)}", 1)
+        b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
@@ -156,7 +157,7 @@ class ListWorkspace(Workspace):
         b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
         b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", 1)
+        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
@@ -325,7 +326,7 @@ class HashedWorkspace(Workspace):
         b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
         b.line(f"int64_t *{self.keys} = NULL;")
         b.line(f"{vt} *{names.vals(self.name)} = NULL;")
-        b.fail(f"!{t('table')} || !{t('slots')}", 1)
+        b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
         b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
 
     def helpers(self) -> str:
@@ -372,7 +373,7 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
         t = self._ident
         b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
                f"{position.begin});")
-        b.fail("slot < 0", 1)
+        b.fail("slot < 0", ReturnCode.OUT_OF_MEMORY)
 
     def mark(self, position: Position, b: CBuilder) -> None:
         with b.block():
@@ -395,7 +396,7 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
             b.line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
             b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
             b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
-            b.fail(f"!{self.keys} || !{vals}", 1)
+            b.fail(f"!{self.keys} || !{vals}", ReturnCode.OUT_OF_MEMORY)
         with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
             b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
         b.line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")

@@ -25,20 +25,12 @@ from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..format.level import Level
+from ..runtime.abi import Slot
+from ..runtime.abi import ReturnCode
 from .reads import Position
 
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
 Reads = Mapping[tuple[Access, int], Position]
-
-@dataclass(frozen=True)
-class Slot:
-    """An argument slot of the kernel ABI: a pointer the kernel reads (or, for results it assembles,
-    writes back), and the length it reports for it in `sizes`."""
-
-    tensor: str
-    level: int  # -1 for values
-    array: str
-
 
 HELPERS = """
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -246,7 +238,7 @@ class AppendedResult(AssembledResult):
             if "pos" in lv.array_names and self._sized(level):
                 ident = self._array(level, "pos")
                 b.line(f"{self.index_type} *{ident} = {_allocation(self._count(level - 1), self.index_type, True)};")
-                b.fail(f"!{ident}", 1)
+                b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
         for size in self._counters():
             b.line(f"int64_t {size} = 0;")
         for ident, _, ctype, _ in self._entries():
@@ -268,10 +260,10 @@ class AppendedResult(AssembledResult):
     def allocate_entries(self, b: CBuilder) -> None:
         """After the count phase: every array at its exact size."""
         for size in self._counters():
-            b.fail(f"{size} > {self._limit()}", 2)
+            b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
         for ident, length, ctype, zeroed in self._entries():
             b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
-            b.fail(f"!{ident}", 1)
+            b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
 
     def rewind(self, b: CBuilder) -> None:
         """Before the fill: the sizes count again from zero."""
@@ -338,7 +330,7 @@ class AppendedResult(AssembledResult):
         for _, starts, ends in self._chunk_arrays():
             b.line(f"int64_t *{starts} = calloc((size_t){threads} + 1, sizeof(int64_t));")
             b.line(f"int64_t *{ends} = calloc((size_t){threads} + 1, sizeof(int64_t));")
-            b.fail(f"!{starts} || !{ends}", 1)
+            b.fail(f"!{starts} || !{ends}", ReturnCode.OUT_OF_MEMORY)
 
     def declare_chunk_sizes(self, b: CBuilder) -> None:
         """In the region: this thread's sizes, which the phases' code counts (shadowing the totals)."""
@@ -473,12 +465,12 @@ class SharedPatternResult(AssembledResult):
             if not lv.properties.full and not lv.properties.branchless:
                 size = names.size(self.name, level)
                 b.line(f"const int64_t {size} = {self._source_count(level)};")
-                b.fail(f"{size} > {self._limit()}", 2)
+                b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
             for array in lv.array_names:
                 ident, length = self._array(level, array), self._length(level, array)
                 counted = array == "pos" and self._counted(level)
                 b.line(f"{self.index_type} *{ident} = {_allocation(length, self.index_type, counted)};")
-                b.fail(f"!{ident}", 1)
+                b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
                 if array != "crd" and not counted:
                     with b.block(f"for (int64_t p = 0; p < {length}; p++)"):
                         b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
@@ -486,7 +478,7 @@ class SharedPatternResult(AssembledResult):
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
         zeroed = self._suffix or not self._mirrored(len(self.levels) - 1)
         b.line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
-        b.fail(f"!{names.vals(self.name)}", 1)
+        b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         if level >= len(self.source_levels):

@@ -1,0 +1,80 @@
+"""The kernel ABI: the one contract between the code lowering writes and the runtime that calls it.
+
+    int autosparse_kernel(void **args, const int64_t *dims, int64_t *sizes, int64_t *counters)
+
+`args` holds one pointer per `Slot`: each operand's level arrays and values, then the result's. A dense
+result's values are allocated (zeroed) by the caller; an assembled result's arrays are allocated by the
+kernel, which writes their pointers back into `args` and their lengths into `sizes`. `dims[k]` is the
+extent of `indices[k]`. The return value is a `ReturnCode`. Nothing is global: concurrent calls are safe.
+
+Lowering produces a `KernelSource`; the runtime reads nothing else of lowering.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import FormatError
+from ..notation.ast import IndexVar
+
+#: The name of the one function every kernel's shared object exports.
+SYMBOL = "autosparse_kernel"
+
+
+class ReturnCode(enum.IntEnum):
+    """What a kernel returns. Every code but OK and INDEX_OVERFLOW (the caller retries with int64
+    indices) is an error the caller raises."""
+
+    OK = 0
+    OUT_OF_MEMORY = 1
+    INDEX_OVERFLOW = 2  # a position outgrew the result's index type
+    DUPLICATE = 3  # an operand found by hashing its whole coordinates holds one twice
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An argument slot of the kernel ABI: a pointer the kernel reads (or, for results it assembles,
+    writes back), and the length it reports for it in `sizes`."""
+
+    tensor: str
+    level: int  # -1 for values
+    array: str
+
+
+@dataclass(frozen=True)
+class Types:
+    """The dtypes a kernel is specialised for: values and indices of every tensor but the temporaries."""
+
+    values: Mapping[str, np.dtype]
+    indices: Mapping[str, np.dtype]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    source: str
+    operands: tuple[str, ...]
+    result: str
+    slots: tuple[Slot, ...]
+    assembled: bool  # whether the kernel allocates the result (else the caller passes zeroed values)
+    indices: tuple[IndexVar, ...]
+    counters: tuple[str, ...] | None
+    openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
+    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
+    hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
+
+
+def raise_failure(code: int, source: KernelSource) -> None:
+    """Raise the error a kernel's return `code` stands for; OK and INDEX_OVERFLOW (which the caller
+    answers by retrying with int64 indices) raise nothing."""
+    if code == ReturnCode.OUT_OF_MEMORY:
+        raise MemoryError(f"the kernel for {source.result} ran out of memory")
+    if code == ReturnCode.DUPLICATE:
+        raise FormatError(f"Expected each coordinate once in {' or '.join(source.hashed)}, which the kernel finds "
+                          f"by hashing whole coordinates, but one is stored twice: sum duplicates first "
+                          f"(Tensor.from_coo does)")
+    if code not in (ReturnCode.OK, ReturnCode.INDEX_OVERFLOW):
+        raise RuntimeError(f"the kernel for {source.result} returned {code}, which no ReturnCode names")
