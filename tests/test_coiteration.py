@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import autosparse as asp
 from autosparse.cin import parse_cin
 from autosparse.cin.ast import Strategy
-from autosparse.schedule.findable import findable
+from autosparse.coiterate.findable import findable
 
 STRATEGIES = ("merge", "gallop", "binary", "hash", "bitmap")
 ORDERS = {"s": 1, "s-": -1, "s~": 0}  # the vector formats, by sibling order

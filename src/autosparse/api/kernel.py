@@ -33,7 +33,7 @@ from ..notation import Assignment, Literal, accesses, index_extents, walk
 from ..notation.ast import IndexVar
 from ..runtime import address, adopt, load_library
 from ..runtime.abi import SYMBOL, KernelSource, ReturnCode, Types, raise_failure
-from ..autoschedule import coiterate
+from ..coiterate import choice as coiterate
 from ..autoschedule.candidate import ScheduleCandidate
 from ..schedule import Schedule, blocked
 from ..tensor import Tensor

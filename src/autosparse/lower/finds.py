@@ -1,7 +1,7 @@
 """Find-based co-iteration (Zhao et al. §4): a loop walks one operand's stored coordinates (the driver)
 and finds each coordinate in the others, instead of stepping all of them in a two-finger merge.
 
-The strategies differ in what the finding costs and what it needs (schedule/findable.py checks the needs):
+The strategies differ in what the finding costs and what it needs (coiterate/findable.py checks the needs):
 
     merge   resume where the last find stopped, step by step         O(len(driver) + len(found)) per segment
     gallop  resume, leap 1, 2, 4, ... ahead, then bisect the leap    O(len(driver) · log(len(found) / len(driver)))
@@ -30,7 +30,7 @@ from ..codegen.builder import CBuilder
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import lattice as lat
-from ..schedule.findable import NEEDS, findable
+from ..coiterate.findable import NEEDS, findable
 from ..runtime.abi import ReturnCode
 from .reads import ReadLevel
 
@@ -78,7 +78,7 @@ def roles(coiteration: Coiteration | None, lattice: lat.Lattice, moved_by: Calla
 
 def check(roles: Roles, lattice: lat.Lattice, level_of: Callable[[lat.Iterator], ReadLevel], written: bool,
           command: str) -> None:
-    """Refuse what a pass cannot do: find an operand its strategy does not suit (schedule/findable.py), or append
+    """Refuse what a pass cannot do: find an operand its strategy does not suit (coiterate/findable.py), or append
     to a result out of order (a second pass, or an unordered driver)."""
     for number, driver in enumerate(roles.drivers):
         order = order_of(level_of(driver))

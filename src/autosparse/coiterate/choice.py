@@ -18,7 +18,7 @@ of them in the other operands, with ℓ_d the driver's segment length and ℓ_f 
 of machine (WEIGHTS, from `autosparse bench coiteration`'s runs).
 The driver's lengths are its actual segments' (a power-law row and a short row price differently);
 the others' are their means. The cheapest strategy that lowering would accept wins (legality as
-schedule/findable.py decides it); a bitmap over the memory limit is not a candidate.
+coiterate/findable.py decides it); a bitmap over the memory limit is not a candidate.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, walk
 from ..config import memory_limit
 from ..notation.ast import IndexVar
-from ..schedule.findable import findable
+from .findable import findable
 from ..tensor import Tensor
 
 #: Nanoseconds per step of each kind on this machine, from `autosparse bench coiteration`'s SpMSpV runs: a merge
