@@ -12,7 +12,7 @@ from autosparse.autoschedule.sparseauto.big import Compute, Factor, Loop, Where,
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 
-from autosparse.benchmarks.sparseauto_counts import KERNELS, front
+from autosparse_bench.sparseauto_counts import KERNELS, front
 
 
 def f(name, indices):
