@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from autosparse.autoschedule.sparseauto.big import Compute, Factor, Loop, Where, nest
+from autosparse.schedule.big import Compute, Factor, Loop, Where, nest
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 
@@ -185,7 +185,7 @@ def test_instrumented_iteration_counts_equal_the_symbolic_costs_on_the_same_inpu
     cost is the sum over the loops right around statements."""
     from autosparse.autoschedule.sparseauto.cost import loops
     from autosparse.autoschedule.sparseauto.runtime import sizes
-    from autosparse.autoschedule.sparseauto.big import Compute as Statement, level_order
+    from autosparse.schedule.big import Compute as Statement, level_order
 
     expression, formats = KERNELS[number]
     rng = np.random.default_rng(10 + number)

@@ -19,7 +19,7 @@ from ...errors import AutosparseError, ShapeError
 from ...format import Format
 from ...notation import ast as notation
 from ..candidate import Candidates, ScheduleCandidate
-from .big import Node, cin_text, show, temporaries
+from ...schedule.big import Node, cin_text, show, temporaries
 from .cost import Costs
 from .pipeline import Search
 from .runtime import choose, default_budget, sizes

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...cin import ast as cin
-from ...errors import ScheduleError
-from ...format import Format
-from ...notation import ast as notation
-from ...notation.ast import IndexVar
+from ..cin import ast as cin
+from ..errors import ScheduleError
+from ..format import Format
+from ..notation import ast as notation
+from ..notation.ast import IndexVar
 from .big import Compute, Factor, Loop, Node, Where
 
 
