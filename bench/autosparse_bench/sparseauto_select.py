@@ -202,7 +202,7 @@ def run_cases(args):
 
 def _big_of(kernel):
     """The symbolic costs of a kernel's CIN read as a branched iteration graph."""
-    from autosparse.autoschedule.sparseauto.bridge import formats_of, to_big
+    from autosparse.schedule.big_cin import formats_of, to_big
     from autosparse.autoschedule.sparseauto.cost import costs
 
     big, found = to_big(kernel.cin, "costs")

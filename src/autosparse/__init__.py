@@ -3,8 +3,7 @@
 This module is the public API; see ARCHITECTURE.md's public contract for the names it promises.
 """
 
-from .api import Kernel, compile, einsum, evaluate
-from .autoschedule import autoschedule
+from .api import Kernel, autoschedule, compile, einsum, evaluate
 from .config import memory_limit, set_memory_limit
 from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
                      RangeError, ScheduleError, ShapeError)

@@ -261,7 +261,7 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
     SparseAuto's final set (each schedule, its CIN, symbolic time and memory)."""
     from tqdm import tqdm
 
-    from .autoschedule import autoschedule
+    from .api import autoschedule
     from .autoschedule.verify import verify
 
     bar = tqdm(unit=" programs" if model == "asymptotic" else " cost groups", leave=False, disable=None,

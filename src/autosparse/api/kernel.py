@@ -12,13 +12,14 @@ from __future__ import annotations
 import ctypes
 import numbers
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Mapping
 
 import numpy as np
 
-from ..cin import Stmt, assignments, default_loops, legalise, loop_indices, parse_cin, tensors
+from ..cin import (Access, Assign, Stmt, assignments, default_loops, default_protocol, legalise, loop_indices,
+                   parse_cin, tensors)
 from ..cin import accesses as cin_accesses
 from ..cin.check import check_computes
 from ..cin.provenance import Bound, BoundKind, Provenance, split_relations
@@ -36,10 +37,10 @@ from ..runtime.abi import SYMBOL, KernelSource, ReturnCode, Types, raise_failure
 from ..coiterate import choice as coiterate
 from ..autoschedule.candidate import ScheduleCandidate
 from ..schedule import Schedule, blocked
-from ..tensor import Tensor
+from ..tensor import Tensor, as_tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import promote_value_dtype
-from .operands import as_assignment, as_tensor, result_index_dtype, result_value_dtype
+from .operands import as_assignment, result_index_dtype, result_value_dtype
 
 #: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,
 #: far fewer than the 100,000 whose stacks and per-thread temporaries crash the process.
@@ -147,7 +148,7 @@ class Kernel:
         if isinstance(schedule, Schedule):
             stmt = legalise(schedule.apply(self._default_loops()), extents)
         elif hasattr(schedule, "children") and not self._blocked:
-            stmt = schedule
+            stmt = _assembling(schedule, self.assignment.lhs.tensor, self.formats[self.assignment.lhs.tensor])
         else:
             raise ScheduleError(f"Expected None, CIN text, scheduling commands or a CIN statement as the schedule, "
                                 f"but found {type(schedule).__name__}")
@@ -401,6 +402,21 @@ def _derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[
         raise ScheduleError(f"Expected every loop index to index an operand, but {', '.join(map(str, unbound))} "
                             f"indexes none, so its extent is unknown")
     return derived
+
+
+def _assembling(stmt, result: str, fmt: Format):
+    """`stmt` writing `result` in `fmt`, the format the kernel assembles, as CIN text is parsed: a
+    protocol that was its level's default becomes the new level's default."""
+    if isinstance(stmt, Assign):
+        lhs = stmt.lhs
+        if lhs.tensor.name != result or lhs.tensor.format == fmt:
+            return stmt
+        tensor = replace(lhs.tensor, format=fmt)
+        protocols = tuple(default_protocol(tensor.format.levels[fmt.mode_order.index(m)], True)
+                          if p is default_protocol(lhs.level_of_mode(m), True) else p
+                          for m, p in enumerate(lhs.protocols))
+        return replace(stmt, lhs=Access(tensor, lhs.indices, protocols))
+    return stmt.with_children(tuple(_assembling(child, result, fmt) for child in stmt.children()))
 
 
 def _assembly_format(fmt: Format) -> Format:

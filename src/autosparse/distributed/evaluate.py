@@ -19,7 +19,7 @@ import numpy as np
 
 from ..api import Kernel
 from ..api.auto import chosen
-from ..api.operands import as_tensor, infer_format
+from ..api.operands import infer_format
 from ..autoschedule.candidate import ScheduleCandidate
 from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
@@ -28,7 +28,7 @@ from ..format import Format
 from ..format.compressed import Compressed
 from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
-from ..tensor import Tensor
+from ..tensor import Tensor, as_tensor
 from ..tensor.slicing import join
 from .partitioned import Partitioned, Resident, carrying_data, check_parts, loaded, shipped
 from .plan import Combine, Plan, make_plan, separate_reads, split_index, work_order

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ...format import Format
-from .big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
+from ...schedule.big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
 from .poly import ONE, ZERO, Poly, Symbol
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Union
 
-from ...errors import ScheduleError
-from ...format import Format
+from ..errors import ScheduleError
+from ..format import Format
 
 
 @dataclass(frozen=True, order=True)
