@@ -15,7 +15,7 @@ from ..autoschedule import Front, SparseAutoFront, autoschedule
 from ..autoschedule.candidate import ScheduleCandidate
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
-from .operands import as_tensor
+from ..pipeline.operands import as_tensor
 
 #: The autoscheduler's search stops taking programs after this many seconds (the frontier of those
 #: taken is still a frontier of valid schedules; only SpMTTKRP-sized searches reach it).

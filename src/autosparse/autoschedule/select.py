@@ -119,7 +119,7 @@ def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
 
 def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Each sparse operand's nonzero coordinates (rows of an int64 array), and each index's extent."""
-    from ..api.operands import as_tensor
+    from ..pipeline.operands import as_tensor
     from ..notation import accesses
 
     patterns, extents = {}, {}

@@ -71,7 +71,7 @@ class SparseAutoFront(Candidates):
     def select(self, memory_budget: int | None = None, **tensors) -> SparseAutoCandidate:
         """The candidate with the least iteration time on these operands among those whose temporaries
         fit `memory_budget` bytes (default: half of one core's private caches), ties broken by strides."""
-        from ...api.operands import as_tensor
+        from ...pipeline.operands import as_tensor
 
         if not self.candidates:
             raise AutosparseError("Expected a front with candidates, but it is empty")
