@@ -10,7 +10,7 @@ from ..errors import ParseError
 from ..notation import accesses, einsum_assignment, operand_name
 from .auto import autoschedule, chosen_schedule
 from .kernel import Kernel
-from .operands import as_assignment, infer_format
+from ..pipeline.operands import as_assignment, infer_format
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,

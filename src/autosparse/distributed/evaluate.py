@@ -19,8 +19,8 @@ import numpy as np
 
 from ..api import Kernel
 from ..api.auto import chosen
-from ..api.operands import infer_format
-from ..autoschedule.candidate import ScheduleCandidate
+from ..api.kernel import unwrap_candidate
+from ..pipeline.operands import infer_format
 from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
 from ..errors import AutosparseError
@@ -102,9 +102,8 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
         if isinstance(front, Front):  # SparseAuto's candidates have no estimate of their own to balance
             cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}
             estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
-    if isinstance(schedule, ScheduleCandidate):
-        schedule, needed = schedule.kernel_schedule()
-        formats.update({name: str(fmt) for name, fmt in needed.items()})
+    schedule, needed = unwrap_candidate(schedule)
+    formats.update({name: str(fmt) for name, fmt in needed.items()})
     kernel = Kernel(assignment, formats, schedule, num_threads, coiteration=coiteration)  # checks the schedule
     plan = make_plan(assignment, split_index(assignment, work_order(kernel.cin), tensors, index), tensors, parts,
                      estimate)

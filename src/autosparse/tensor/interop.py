@@ -89,7 +89,7 @@ def _canonical_compressed(raw: Tensor, kind: str, format, index_dtype) -> Tensor
     index_dtype = check_index_dtype(index_dtype)
     pos, crd = raw.levels[1]["pos"], raw.levels[1]["crd"]
     if fmt == native and index_dtype in (None, crd.dtype) and _increasing_segments(pos, crd):
-        return Tensor._owned(raw.shape, native, Storage(raw.levels, raw.vals))
+        return Tensor.from_read_only_storage(raw.shape, native, Storage(raw.levels, raw.vals))
     return raw.to_format(fmt, index_dtype)
 
 

@@ -61,11 +61,12 @@ class Tensor:
         """A tensor from storage autosparse built itself (no validation)."""
         storage = st.Storage(tuple({k: st.read_only(a) for k, a in level.items()} for level in storage.levels),
                              st.read_only(storage.vals))
-        return cls._owned(shape, fmt, storage)
+        return cls.from_read_only_storage(shape, fmt, storage)
 
     @classmethod
-    def _owned(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
-        """A tensor around storage that is already read-only and contiguous (a kernel's result)."""
+    def from_read_only_storage(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
+        """A tensor around storage that is already read-only, contiguous and valid for `fmt` (a kernel's
+        result), adopted as it is: checking or copying it would cost more than the call that made it."""
         tensor = cls.__new__(cls)
         tensor._shape, tensor._format, tensor._storage, tensor._nnz, tensor._cache = shape, fmt, storage, None, None
         return tensor
