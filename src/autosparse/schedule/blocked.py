@@ -20,7 +20,8 @@ from ..cin.provenance import attach, split_relations
 from ..errors import ScheduleError
 from ..format import Format
 from ..notation.ast import IndexVar, factors
-from . import commands, derive
+from .commands.derive import Split
+from .commands.reorder import Reorder
 
 
 def stand_in(fmt: Format) -> Format:
@@ -65,13 +66,13 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
                                     f"factor of {node.rhs}: the loops run over its stored blocks only, which would "
                                     f"miss the other terms' entries; convert it to a format of levels")
     for index, size in sizes.items():
-        stmt, relations = derive.split(stmt, relations, index, *block_variables(index), size, offset=offsets[index])
+        stmt, relations = Split(index, *block_variables(index), size, offset=offsets[index]).apply(stmt, relations)
     stmt = _viewed(stmt, blocked)
     loops, _ = unnest(stmt)
     views = [n for n in walk(stmt) if isinstance(n, Access) and n.tensor.name in blocked]
     order = _storage_order(loops, views)
     if order != loops:
-        stmt = commands.reorder(stmt, order)
+        stmt, relations = Reorder(order).apply(stmt, relations)
     return attach(stmt, relations)
 
 
