@@ -25,7 +25,7 @@ from ..cin.provenance import Bound, BoundKind, Provenance, split_relations
 from ..cin.concretize import DENSE_WORKSPACE_LIMIT
 from ..config import check_allocation, memory_limit
 from ..errors import AutosparseError, FormatError, ScheduleError, ShapeError
-from ..format import Capability, Compressed, Format
+from ..format import Capability, Compressed, Format, Layout
 from ..format.spec import as_format, format_mapping
 from ..lower.kernel import generate
 from ..lower.workspaces import ListWorkspace
@@ -82,7 +82,7 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = _assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
-        self._blocked = {name: fmt for name, fmt in self.formats.items() if fmt.blocks}
+        self._blocked = {name: fmt for name, fmt in self.formats.items() if isinstance(fmt, Layout)}
         self.num_threads = _checked_threads(num_threads)
         self._cin = self._schedule({})
         if coiteration == "auto":
@@ -159,7 +159,7 @@ class Kernel:
         """The default schedule before legalisation; blocked operands read through their block views."""
         if not self._blocked:
             return default_loops(self.assignment, self.formats)
-        ordering = {name: blocked.stand_in(fmt) if fmt.blocks else fmt for name, fmt in self.formats.items()}
+        ordering = {name: blocked.stand_in(fmt) if isinstance(fmt, Layout) else fmt for name, fmt in self.formats.items()}
         return blocked.unblock(default_loops(self.assignment, ordering), self._blocked)
 
     def _default_types(self) -> Types:

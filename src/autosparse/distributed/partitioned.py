@@ -21,6 +21,7 @@ from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format
 from ..format.compressed import Compressed
 from ..format.dense import Dense
+from ..format.layout import Layout
 from ..format.spec import as_format
 from ..io import describe, read
 from ..tensor import Tensor
@@ -203,7 +204,7 @@ def entry_counts(tensor: Tensor, mode: int) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates of `mode` that hold stored entries, increasing, and how many each holds."""
     fmt = tensor.format
     if (fmt.is_dense or fmt.mode_order[0] == mode and len(fmt.levels) == 2 and isinstance(fmt.levels[0], Dense)
-            and isinstance(fmt.levels[1], Compressed) and not fmt.blocks):
+            and isinstance(fmt.levels[1], Compressed) and not isinstance(fmt, Layout)):
         extent = tensor.shape[mode]
         counts = (np.full(extent, tensor.nnz // max(extent, 1)) if fmt.is_dense
                   else np.diff(tensor.levels[1]["pos"]))  # CSR's row lengths

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import FormatError, ShapeError
-from ..format import Format
+from ..format import Format, Layout
 from ..format.compressed import Compressed
 from ..format.dense import Dense
 from ..format.singleton import Singleton
@@ -110,10 +110,10 @@ def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
     return Tensor._trusted(tuple(shape), fmt, st.Storage(tuple(levels), vals))
 
 
-def _runs_are_ranges(fmt: Format, mode: int) -> bool:
+def _runs_are_ranges(fmt: Format | Layout, mode: int) -> bool:
     """Whether a run of `mode` coordinates is a range of positions at every level: `mode` is stored
     first, in increasing order, and every level is dense, compressed or singleton."""
-    if fmt.blocks or not fmt.levels or fmt.mode_order[0] != mode:
+    if isinstance(fmt, Layout) or not fmt.levels or fmt.mode_order[0] != mode:
         return False
     first = fmt.levels[0]
     if isinstance(first, Compressed) and first.order != "increasing":
