@@ -7,7 +7,7 @@ from .api import Kernel, autoschedule, compile, einsum, evaluate
 from .config import memory_limit, set_memory_limit
 from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
                      RangeError, ScheduleError, ShapeError)
-from .format import Format, register_level
+from .format import Format, Layout, register_level
 from .io import read, write
 from .schedule import Schedule
 from .tensor import Tensor
@@ -25,7 +25,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel",
+    "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "Layout",
     "MemoryLimitError", "ParseError", "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile",
     "einsum", "evaluate", "memory_limit", "read", "register_level", "set_memory_limit", "write",
 ]

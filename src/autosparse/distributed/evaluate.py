@@ -25,7 +25,6 @@ from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
 from ..errors import AutosparseError
 from ..format import Format
-from ..format.compressed import Compressed
 from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
 from ..tensor import Tensor, as_tensor
@@ -160,7 +159,7 @@ def _shared(client, value: "Tensor | Partitioned", key: str):
 def _summable(fmt: Format) -> Format:
     """`fmt` with its compressed levels in increasing order: partial results are added by merging,
     which needs sorted levels (the sum is converted to `fmt` at the end)."""
-    levels = tuple(Compressed(level.unique) if isinstance(level, Compressed) else level for level in fmt.levels)
+    levels = tuple(level.in_increasing_order() for level in fmt.levels)
     return fmt if levels == fmt.levels else Format(levels, mode_order=fmt.mode_order)
 
 

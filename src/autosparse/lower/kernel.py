@@ -372,7 +372,7 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
         return ScalarWorkspace(var.name, dims, value_c)
     if fmt.is_dense:
         return DenseWorkspace(var.name, dims, value_c)
-    if all(level.letter == "h" for level in fmt.levels):
+    if all(level.inserts_sparsely for level in fmt.levels):
         return HashedWorkspace(var.name, dims, value_c)
     raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 

@@ -16,7 +16,7 @@ from ..cin import accesses as cin_accesses
 from ..cin.check import check_computes
 from ..cin.provenance import Provenance, split_relations
 from ..errors import ScheduleError
-from ..format import Capability, Compressed, Format
+from ..format import Capability, Compressed, Format, Layout
 from ..notation import Assignment, accesses
 from ..notation.ast import IndexVar
 from ..schedule import Schedule, blocked
@@ -29,7 +29,7 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
               schedule, extents: Mapping[IndexVar, int]) -> Stmt:
     """The kernel's CIN for `schedule`, checked to compute `assignment` (`formats` holds every tensor of
     the assignment; `temporary_formats` those of CIN text's temporaries)."""
-    blocked_operands = sorted(name for name, fmt in formats.items() if fmt.blocks)
+    blocked_operands = sorted(name for name, fmt in formats.items() if isinstance(fmt, Layout))
     if schedule is None:
         return legalise(unscheduled(assignment, formats), extents)
     if isinstance(schedule, str):
@@ -75,10 +75,10 @@ def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:
 
 def unscheduled(assignment: Assignment, formats: Mapping[str, Format]) -> Stmt:
     """The default schedule before legalisation; blocked operands read through their block views."""
-    blocks = {name: fmt for name, fmt in formats.items() if fmt.blocks}
+    blocks = {name: fmt for name, fmt in formats.items() if isinstance(fmt, Layout)}
     if not blocks:
         return default_loops(assignment, formats)
-    ordering = {name: blocked.stand_in(fmt) if fmt.blocks else fmt for name, fmt in formats.items()}
+    ordering = {name: blocked.stand_in(fmt) if isinstance(fmt, Layout) else fmt for name, fmt in formats.items()}
     return blocked.unblock(default_loops(assignment, ordering), blocks)
 
 

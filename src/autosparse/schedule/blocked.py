@@ -18,15 +18,15 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Stmt, TensorVar, accesses, default_access, unnest, walk
 from ..cin.provenance import attach, split_relations
 from ..errors import ScheduleError
-from ..format import Format
+from ..format import Format, Layout
 from ..notation.ast import IndexVar, factors
 from .commands.derive import Split
 from .commands.reorder import Reorder
 
 
-def stand_in(fmt: Format) -> Format:
+def stand_in(fmt: Layout) -> Format:
     """What a blocked operand looks like to the default schedule: its block levels, in mode order."""
-    return Format(fmt.levels[:fmt.order])
+    return Format(fmt.storage.levels[:fmt.order])
 
 
 def block_variables(index: IndexVar) -> tuple[IndexVar, IndexVar]:
@@ -34,7 +34,7 @@ def block_variables(index: IndexVar) -> tuple[IndexVar, IndexVar]:
     return IndexVar(f"{index}B"), IndexVar(f"{index}b")
 
 
-def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
+def unblock(stmt: Stmt, blocked: Mapping[str, Layout]) -> Stmt:
     """`stmt` (a default schedule) with each blocked operand read through its block view."""
     stmt, relations = split_relations(stmt)
     sizes: dict[IndexVar, int] = {}
@@ -76,7 +76,7 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
     return attach(stmt, relations)
 
 
-def _viewed(node, blocked: Mapping[str, Format]):
+def _viewed(node, blocked: Mapping[str, Layout]):
     """Every read of a blocked operand replaced by a read of its block view."""
     if isinstance(node, Access):
         fmt = blocked.get(node.tensor.name)

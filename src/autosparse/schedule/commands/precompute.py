@@ -11,6 +11,7 @@ from ...cin.ast import (Assign, Forall, Sequence, Stmt, TensorVar, Where, access
 from ...cin.provenance import Provenance
 from ...cin.rewrite import rebuild_expr
 from ...errors import ScheduleError
+from ...format import Capability
 from ...format.spec import as_format
 from ...notation.ast import Expr, IndexVar, factors, product
 from .base import Arity, Command, Derived, Relations, ScheduleCommand, command, read_index, read_name
@@ -154,7 +155,7 @@ def _temporary(stmt: Stmt, fmt, command: str) -> TensorVar:
         chosen = as_format(fmt or "d", 1)
     except Exception as error:
         raise ScheduleError(f"{command}: the temporary's format {fmt!r} is not one of order 1: {error}") from None
-    if not all(level.properties.full or level.letter == "h" for level in chosen.levels):
+    if not all(Capability.INSERT in level.capabilities for level in chosen.levels):
         raise ScheduleError(f"{command}: a temporary is dense or hashed, not {chosen}")
     return TensorVar(name, chosen, temporary=True)
 
