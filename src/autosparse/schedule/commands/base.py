@@ -11,7 +11,9 @@ exactly the registered names (see `parallel.py`'s `Unroll` for the smallest one)
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import types
+import typing
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ...cin.ast import Stmt
@@ -72,7 +74,11 @@ class Arity:
 class ScheduleCommand:
     """One scheduling command with its arguments read. `apply` checks the command's preconditions on
     the statement (a `ScheduleError` naming the command, the index variable and the rule it breaks) and
-    returns the rewritten statement with the relations of the index variables derived so far."""
+    returns the rewritten statement with the relations of the index variables derived so far.
+
+    Its first `arity.most` fields are its written arguments, in order: by default each is read by its
+    annotation (an index variable, an integer, an enum's spelling, a tensor's name, an expression as
+    written) and printed back the same way, so most commands write neither `read` nor `__str__`."""
 
     name: ClassVar[str]
     arity: ClassVar[Arity]
@@ -80,7 +86,12 @@ class ScheduleCommand:
 
     @classmethod
     def read(cls, written: Command) -> "ScheduleCommand":
-        raise NotImplementedError
+        hints = typing.get_type_hints(cls)
+        return cls(*(_reader(hints[f.name])(arg, written) for f, arg in zip(_written_fields(cls), written.args)))
+
+    def __str__(self) -> str:
+        values = (getattr(self, f.name) for f in _written_fields(type(self)))
+        return f"{self.name}({', '.join(_spelling(v) for v in values if v is not None)})"
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         raise NotImplementedError
@@ -138,3 +149,20 @@ def read_integer(node, written: Command) -> int:
     if not isinstance(node, Literal) or not isinstance(node.value, int):
         raise ScheduleError(f"{written}: expected a positive integer, not {node}")
     return node.value
+
+
+def _written_fields(cls) -> tuple:
+    return fields(cls)[:cls.arity.most]
+
+
+def _reader(annotation):
+    """How an argument annotated `annotation` is read (`X | None` as X: an optional argument)."""
+    if isinstance(annotation, types.UnionType):
+        annotation, = (a for a in typing.get_args(annotation) if a is not type(None))
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return lambda node, written: read_choice(annotation, node, written)
+    return {IndexVar: read_index, int: read_integer, str: read_tensor_name}.get(annotation, lambda node, _: node)
+
+
+def _spelling(value) -> str:
+    return value.value if isinstance(value, enum.Enum) else str(value)

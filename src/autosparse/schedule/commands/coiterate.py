@@ -8,8 +8,7 @@ from typing import ClassVar
 from ...cin.ast import Coiteration, Stmt, Strategy, accesses
 from ...errors import ScheduleError
 from ...notation.ast import IndexVar
-from .base import (Arity, Command, Derived, Relations, ScheduleCommand, command, read_choice, read_index,
-                   read_tensor_name)
+from .base import Arity, Derived, Relations, ScheduleCommand, command
 from .rewrite import find_loop, replace_node
 
 
@@ -25,14 +24,6 @@ class Coiterate(ScheduleCommand):
     index: IndexVar
     strategy: Strategy
     tensor: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.strategy.value}{f', {self.tensor}' if self.tensor else ''})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Coiterate":
-        tensor = read_tensor_name(written.args[2], written) if len(written.args) > 2 else None
-        return cls(read_index(written.args[0], written), read_choice(Strategy, written.args[1], written), tensor)
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         loop = find_loop(stmt, self.index, str(self))

@@ -25,8 +25,7 @@ from ...cin.provenance import BoundKind, Provenance, relation_indices
 from ...errors import ScheduleError
 from ...notation.ast import Expr, IndexVar
 from ...tensor.dtypes import INT64_MAX
-from .base import (Arity, Command, Derived, Relations, ScheduleCommand, command, read_choice, read_index,
-                   read_integer)
+from .base import Arity, Derived, Relations, ScheduleCommand, command
 from .rewrite import as_cin, checked_count, failure, find_loop, replace_node
 
 
@@ -44,13 +43,6 @@ class Split(ScheduleCommand):
     inner: IndexVar
     factor: int
     offset: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.outer}, {self.inner}, {self.factor})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Split":
-        return cls(*(read_index(a, written) for a in written.args[:3]), read_integer(written.args[3], written))
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         checked_count(self.factor, INT64_MAX, self.name, self.index,
@@ -86,13 +78,6 @@ class Collapse(ScheduleCommand):
     inner: IndexVar
     fused: IndexVar
 
-    def __str__(self) -> str:
-        return f"{self.name}({self.outer}, {self.inner}, {self.fused})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Collapse":
-        return cls(*(read_index(a, written) for a in written.args))
-
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         first = _derivable(stmt, self.outer, str(self))
         if not isinstance(first.body, Forall) or first.body.index != self.inner:
@@ -120,13 +105,6 @@ class Pos(ScheduleCommand):
     index: IndexVar
     position: IndexVar
     access: Expr  # an access of the statement, checked when applied
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.position}, {self.access})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Pos":
-        return cls(read_index(written.args[0], written), read_index(written.args[1], written), written.args[2])
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         index, command = self.index, str(self)
@@ -179,13 +157,6 @@ class Coord(ScheduleCommand):
     position: IndexVar
     index: IndexVar
 
-    def __str__(self) -> str:
-        return f"{self.name}({self.position}, {self.index})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Coord":
-        return cls(read_index(written.args[0], written), read_index(written.args[1], written))
-
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         made = Provenance(relations).defining(self.position)
         if not isinstance(made, relation.Pos) or made.index != self.index:
@@ -206,15 +177,6 @@ class Bound(ScheduleCommand):
     bounded: IndexVar
     size: int
     kind: BoundKind
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.bounded}, {self.size}, {self.kind.value})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Bound":
-        index, bounded, size, kind = written.args
-        return cls(read_index(index, written), read_index(bounded, written), read_integer(size, written),
-                   read_choice(BoundKind, kind, written))
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         checked_count(self.size, INT64_MAX, self.name, self.index, "size")

@@ -12,8 +12,7 @@ from typing import ClassVar
 from ...cin.ast import MAX_UNROLL, Forall, Parallel, ParallelUnit, Race, Stmt, Where, assignments, walk
 from ...cin.provenance import Provenance
 from ...notation.ast import IndexVar
-from .base import (Arity, Command, Derived, Relations, ScheduleCommand, command, read_choice, read_index,
-                   read_integer)
+from .base import Arity, Derived, Relations, ScheduleCommand, command
 from .rewrite import checked_count, failure, find_loop, replace_node
 
 
@@ -33,15 +32,6 @@ class Parallelize(ScheduleCommand):
     index: IndexVar
     unit: ParallelUnit
     race: Race
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.unit.value}, {self.race.value})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Parallelize":
-        index, unit, race = written.args
-        return cls(read_index(index, written), read_choice(ParallelUnit, unit, written),
-                   read_choice(Race, race, written))
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         index, unit, race = self.index, self.unit, self.race
@@ -86,13 +76,6 @@ class Unroll(ScheduleCommand):
     arity: ClassVar[Arity] = Arity(2, 2)
     index: IndexVar
     factor: int
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.index}, {self.factor})"
-
-    @classmethod
-    def read(cls, written: Command) -> "Unroll":
-        return cls(read_index(written.args[0], written), read_integer(written.args[1], written))
 
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
         checked_count(self.factor, MAX_UNROLL, self.name, self.index, "factor")
