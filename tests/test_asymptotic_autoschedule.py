@@ -10,11 +10,12 @@ from autosparse.autoschedule.asymptotic.analysis import tasks
 from autosparse.autoschedule.asymptotic.cost import Cost, CostModel
 from autosparse.autoschedule.asymptotic.query import Atom, Query, conj, disj, disjuncts, exists
 from autosparse.autoschedule.asymptotic.realise import hashed_levels
-from autosparse.autoschedule.asymptotic.sketch import (APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop,
-                                                       Where, depth, from_cin)
+from autosparse.autoschedule.asymptotic.sketch import Access, Call, depth, from_cin
+from autosparse.cin.ast import Assign, Forall as Loop, Protocol, Where
 from autosparse.format.spec import as_format
 from autosparse.notation import parse
 
+STEP, LOCATE, APPEND, INSERT = Protocol.STEP, Protocol.LOCATE, Protocol.APPEND, Protocol.INSERT
 S, L = STEP, LOCATE
 
 

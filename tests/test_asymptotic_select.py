@@ -117,14 +117,15 @@ def test_selection_costs_a_stepped_mode_stored_dense_as_visited_whole():
     """A two-index workspace its consumer locates is a dense array, so stepping its other mode visits
     the whole dimension: the running cost counts that, the sketch's cost does not."""
     from autosparse.autoschedule.asymptotic.cost import CostModel
-    from autosparse.autoschedule.asymptotic.sketch import Access, Assign, Call, Loop, Where
+    from autosparse.autoschedule.asymptotic.sketch import Access, Call
     from autosparse.autoschedule.front import Candidate
+    from autosparse.cin.ast import Assign, Forall as Loop, Protocol, Where
     from autosparse.format.spec import as_format
     from autosparse.notation import parse
 
     def acc(tensor, indices, protocols):
-        return Access(tensor, tuple(indices), tuple({"s": "step", "l": "locate", "a": "append", "i": "insert"}[p]
-                                                    for p in protocols))
+        return Access(tensor, tuple(indices), tuple(Protocol({"s": "step", "l": "locate", "a": "append",
+                                                              "i": "insert"}[p]) for p in protocols))
 
     expression = "A(i,j) = B(i,k) * C(j,k) * D(j,k)"
     consumer = Loop("i", Loop("k", Loop("j", Assign(

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from autosparse.autoschedule.asymptotic.sketch import Access, Assign, Call, Loop, Where
+from autosparse.autoschedule.asymptotic.sketch import Access, Call
+from autosparse.cin.ast import Assign, Forall as Loop, Where
 
 KERNELS = {
     "SpMV": ("a(i) = B(i,j) * c(j)", {"B": "ds"}),
@@ -217,8 +218,8 @@ def _from_sketch(stmt):
     assert isinstance(stmt, Assign)
     factors = stmt.rhs.args if isinstance(stmt.rhs, Call) else (stmt.rhs,)
     assert all(isinstance(f, Access) for f in factors)
-    return ("assign", (stmt.lhs.tensor, stmt.lhs.indices), stmt.reduce,
-            tuple((f.tensor, f.indices, f.protocols) for f in factors))
+    return ("assign", (stmt.lhs.tensor, stmt.lhs.indices), stmt.accumulate,
+            tuple((f.tensor, f.indices, tuple(p.value for p in f.protocols)) for f in factors))
 
 
 @pytest.mark.parametrize("kernel", list(KERNELS))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from autosparse.schedule.big import Compute, Factor, Loop, Where, nest
+from autosparse.cin.ast import Forall as Loop, nest
+from autosparse.schedule.big import Compute, Factor, Where
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 

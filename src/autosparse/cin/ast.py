@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Iterator, Union
+from typing import Union
 
 from ..errors import ScheduleError
 from ..format import Capability, Format
 from ..format.level import Level
-from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub, walk
 
 
 class Protocol(enum.Enum):
@@ -275,13 +275,6 @@ def default_access(tensor: TensorVar, indices: tuple[IndexVar, ...], write: bool
     protocols = tuple(default_protocol(fmt.levels[fmt.mode_order.index(mode)], write, tensor.temporary)
                       for mode in range(tensor.order))
     return Access(tensor, tuple(indices), protocols)
-
-
-def walk(node) -> Iterator:
-    """Every node below and including `node`, parents first, statements and expressions alike."""
-    yield node
-    for child in node.children():
-        yield from walk(child)
 
 
 def accesses(node) -> tuple[Access, ...]:

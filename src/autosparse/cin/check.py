@@ -13,7 +13,7 @@ from ..notation.ast import IndexVar
 from ..notation.scope import sums_normalised
 from .ast import Access, Assign, Forall, Stmt, Where, accesses, all_accesses
 from .provenance import Provenance, split_relations
-from .rewrite import rebuild_expr
+from .rewrite import postwalk, rebuild_expr
 
 
 def check_bindings(stmt: Stmt, bound: tuple[IndexVar, ...] = (), provenance: Provenance = Provenance()) -> None:
@@ -127,9 +127,8 @@ def _canonical(expr) -> str:
 
 
 def _negated(expr):
-    children = tuple(_negated(child) for child in expr.children())
-    expr = expr.with_children(children) if children else expr
-    return notation.Add(expr.left, notation.Neg(expr.right)) if isinstance(expr, notation.Sub) else expr
+    """`expr` with every `a - b` written `a + -b`."""
+    return postwalk(expr, lambda e: notation.Add(e.left, notation.Neg(e.right)) if isinstance(e, notation.Sub) else e)
 
 
 def _terms(expr) -> list | None:

@@ -28,7 +28,7 @@ from ..notation.ast import IndexVar, Sum, peeled, unbound_indices
 from .ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, accesses, assignments, default_access,
                   nest, tensors)
 from .provenance import Provenance, attach, split_relations
-from .rewrite import fresh_name, rebuild_expr
+from .rewrite import fresh_name, prewalk, rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
 DENSE_WORKSPACE_LIMIT = 1 << 24
@@ -80,13 +80,12 @@ def _lifted(expr, taken: set[str]) -> tuple[object, dict[str, Sum]]:
     sums: dict[str, Sum] = {}
 
     def lift(node):
-        if isinstance(node, Sum):
-            name = fresh_name("t", taken)
-            sums[name] = node
-            return notation.Access(name, unbound_indices(node))
-        children = tuple(lift(child) for child in node.children())
-        return node.with_children(children) if children else node
-    return lift(expr), sums
+        if not isinstance(node, Sum):
+            return node
+        name = fresh_name("t", taken)
+        sums[name] = node
+        return notation.Access(name, unbound_indices(node))
+    return prewalk(expr, lift), sums
 
 
 def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound: tuple[IndexVar, ...],

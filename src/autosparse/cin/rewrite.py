@@ -1,16 +1,19 @@
-"""Pure rewrites of CIN shared by concretize, the parser and lowering.
+"""Pure rewrites of CIN shared by concretize, the parser, scheduling, lowering and the autoschedulers.
 
 Each returns the very same object when nothing changed, so callers can test `is` to see whether a rewrite
-did anything.
+did anything. `prewalk` and `postwalk` are the one generic rewriter (Finch's `Prewalk`/`Postwalk`): they
+serve any node that has `children()` and `with_children()` — index notation, CIN, and the
+autoschedulers' nodes — so a pass states only what it does to the nodes it cares about.
 """
 
 from __future__ import annotations
 
+from functools import singledispatch
 from typing import Callable, Collection
 
 from ..format import Format
-from ..notation.ast import Add, Literal, Mul, Neg, Sub, Sum
-from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where
+from ..notation.ast import Add, Literal, Neg, Sub, Sum
+from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where, walk
 
 
 def fresh_name(stem: str, taken: set[str]) -> str:
@@ -20,57 +23,79 @@ def fresh_name(stem: str, taken: set[str]) -> str:
     return name
 
 
+def postwalk(node, rewrite: Callable):
+    """`node` rebuilt bottom-up: each node, its children already rewritten, replaced by `rewrite(node)`
+    (which returns the node itself to keep it)."""
+    children = node.children()
+    if children:
+        node = node.with_children(tuple(postwalk(child, rewrite) for child in children))
+    return rewrite(node)
+
+
+def prewalk(node, rewrite: Callable):
+    """`node` rebuilt top-down: each node replaced by `rewrite(node)` first, then the children of what
+    it became rewritten in turn."""
+    node = rewrite(node)
+    children = node.children()
+    return node.with_children(tuple(prewalk(child, rewrite) for child in children)) if children else node
+
+
 def rebuild_expr(expr, leaf: Callable):
     """`expr` with every access leaf replaced by `leaf(access)` (leaves of any access class)."""
-    children = expr.children()
-    if not children:
-        return expr if isinstance(expr, Literal) else leaf(expr)
-    return expr.with_children(tuple(rebuild_expr(child, leaf) for child in children))
+    return postwalk(expr, lambda node: node if node.children() or isinstance(node, Literal) else leaf(node))
 
 
 def is_zero(expr) -> bool:
     return isinstance(expr, Literal) and expr.value == 0
 
 
-def simplify(expr):
-    """`expr` with zeros folded away (x*0 -> 0, x+0 -> x, 0-x -> -x, -0 -> 0); an all-zero expression
-    becomes Literal(0). This is where an absent operand's NaN or Inf is taken to be 0 (the contract)."""
-    children = tuple(simplify(child) for child in expr.children())
-    zero = tuple(is_zero(child) for child in children)
-    if isinstance(expr, Mul) and any(zero):
-        return Literal(0)
-    if isinstance(expr, Neg) and zero[0]:
-        return Literal(0)
-    if isinstance(expr, (Add, Sub)):
-        left, right = children
-        if zero[1]:
-            return left
-        if zero[0]:
-            return right if isinstance(expr, Add) else Neg(right)
-    return expr.with_children(children)
+@singledispatch
+def adds(node) -> bool:
+    """Whether `node` adds up its children, so that an absent (zero) child drops out and the rest stay
+    (a sum, a sequence of statements); other nodes with an absent child are absent themselves (a
+    product, a negation, an assignment of zero, a loop of nothing). Node families beyond CIN's (the
+    autoschedulers' n-ary sums) register here."""
+    return False
 
 
-def without(stmt: Stmt, absent: Collection[Access]) -> Stmt | None:
-    """`stmt` where the accesses in `absent` read zero and zeros are folded away: assignments of nothing
-    disappear (outputs and temporaries start at zero), and so do loops and statements left empty. None
-    when all of it goes."""
-    if isinstance(stmt, Assign):
-        rhs = simplify(rebuild_expr(stmt.rhs, lambda a: Literal(0) if a in absent else a))
-        return None if is_zero(rhs) else stmt.with_children((rhs,))
-    if isinstance(stmt, Forall):
-        body = without(stmt.body, absent)
-        return None if body is None else stmt.with_children((body,))
-    if isinstance(stmt, Where):
-        consumer, producer = without(stmt.consumer, absent), without(stmt.producer, absent)
-        if consumer is None:
-            return None
-        return consumer if producer is None else stmt.with_children((consumer, producer))
-    if isinstance(stmt, Sequence):
-        first, second = without(stmt.first, absent), without(stmt.second, absent)
-        if first is None or second is None:
-            return first if second is None else second
-        return stmt.with_children((first, second))
-    raise TypeError(f"not a CIN statement: {stmt!r}")
+@adds.register(Add)
+@adds.register(Sequence)
+def _(node) -> bool:
+    return True
+
+
+def without(node, absent: Collection):
+    """`node` where the accesses in `absent` read zero and zeros are folded away: assignments of nothing
+    disappear (outputs and temporaries start at zero), and so do loops and statements left empty, and
+    the temporaries of a `where` whose producer is left empty are read as zero. None when all of it
+    goes. This is where an absent operand's NaN or Inf is taken to be 0 (the contract). It serves any
+    node family with `children()`/`with_children()` whose leaves are accesses and literals."""
+    children = node.children()
+    if not children:
+        return None if node in absent or is_zero(node) else node
+    if isinstance(node, Where):
+        return _where_without(node, absent)
+    kept = tuple(without(child, absent) for child in children)
+    if None not in kept:
+        return node.with_children(kept)
+    if isinstance(node, Sub):
+        left, right = kept
+        return left if right is None else Neg(right)
+    present = tuple(child for child in kept if child is not None)
+    if not adds(node) or not present:
+        return None
+    return present[0] if len(present) == 1 else node.with_children(present)
+
+
+def _where_without(node: Where, absent: Collection):
+    producer = without(node.producer, absent)
+    if producer is None:
+        written = {assign.lhs.tensor for assign in walk(node.producer) if isinstance(assign, Assign)}
+        temporaries = {leaf for leaf in walk(node.consumer)
+                       if not leaf.children() and not isinstance(leaf, Literal) and leaf.tensor in written}
+        return without(node.consumer, {*absent, *temporaries})
+    consumer = without(node.consumer, absent)
+    return None if consumer is None else node.with_children((consumer, producer))
 
 
 def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
@@ -85,13 +110,12 @@ def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
         producers = []
 
         def lift(expr):
-            if isinstance(expr, Sum):
-                temporary = TensorVar(fresh_name("t", taken), Format(""), temporary=True)  # sums in the body: rewrite() below
-                producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, accumulate=True)))
-                return Access(temporary, (), ())
-            children = tuple(lift(child) for child in expr.children())
-            return expr.with_children(children) if children else expr
-        out: Stmt = node.with_children((lift(node.rhs),))
+            if not isinstance(expr, Sum):
+                return expr
+            temporary = TensorVar(fresh_name("t", taken), Format(""), temporary=True)  # sums in the body: rewrite() below
+            producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, accumulate=True)))
+            return Access(temporary, (), ())
+        out: Stmt = node.with_children((prewalk(node.rhs, lift),))
         for producer in producers:
             out = Where(out, rewrite(producer))
         return out

@@ -162,10 +162,11 @@ class Assignment:
         return any(isinstance(node, Sum) for node in walk(self.rhs))
 
 
-def walk(expr: Expr) -> Iterator[Expr]:
-    """Every node of `expr`, parents before children, left to right."""
-    yield expr
-    for child in expr.children():
+def walk(node) -> Iterator:
+    """Every node below and including `node`, parents before children, left to right: of any node family
+    with `children()` (index notation, CIN statements and expressions, the autoschedulers' nodes)."""
+    yield node
+    for child in node.children():
         yield from walk(child)
 
 

@@ -1,17 +1,20 @@
 """Branched iteration graphs (Dias et al. §4): loop nests whose statements may split into a producer
 that fills a dense temporary and a consumer that reads it, recursively.
 
-A `Compute` is one statement `lhs += f1 * … * fn`; a `Loop` visits one index; a `Where` runs its
-producer into `temporary` (zeroed each time the `Where` runs) and then its consumer. A *linear section*
+A `Compute` is one statement `lhs += f1 * … * fn`; a loop, CIN's own `Forall`, visits one index; a
+`Where` runs its producer into `temporary` (zeroed each time the `Where` runs) and then its consumer.
+Nodes have CIN's `children()`/`with_children()`, so CIN's walk, nest and unnest serve BIGs too (a
+`Where`'s children are in the order it runs them, producer first). A *linear section*
 is a chain of loops ending in a `Compute`; a path of 0s (producer) and 1s (consumer) names one from the
 root, passing any loops on the way: `()` is the root, `(1,)` the first split's consumer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Union
 
+from ..cin.ast import Forall, Protocol, nest, unnest, walk
 from ..errors import ScheduleError
 from ..format import Format
 
@@ -36,14 +39,14 @@ class Compute:
     def indices(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i for f in (self.lhs, *self.factors) for i in f.indices))
 
+    def children(self) -> tuple:
+        return ()
+
+    def with_children(self, children: tuple) -> "Compute":
+        return self
+
     def __str__(self) -> str:
         return f"{self.lhs} += {' * '.join(map(str, self.factors))}"
-
-
-@dataclass(frozen=True)
-class Loop:
-    index: str
-    body: "Node"
 
 
 @dataclass(frozen=True)
@@ -52,23 +55,14 @@ class Where:
     consumer: "Node"
     producer: "Node"
 
+    def children(self) -> tuple:
+        return (self.producer, self.consumer)
 
-Node = Union[Compute, Loop, Where]
-
-
-def nest(indices, body: Node) -> Node:
-    for index in reversed(tuple(indices)):
-        body = Loop(index, body)
-    return body
+    def with_children(self, children: tuple) -> "Where":
+        return self if children == (self.producer, self.consumer) else Where(self.temporary, children[1], children[0])
 
 
-def unnest(node: Node) -> tuple[tuple[str, ...], Node]:
-    """The loops at the top of `node`, outermost first, and what they enclose."""
-    loops = []
-    while isinstance(node, Loop):
-        loops.append(node.index)
-        node = node.body
-    return tuple(loops), node
+Node = Union[Compute, Forall, Where]  # a loop is a Forall over an index name
 
 
 def show(node: Node) -> str:
@@ -83,22 +77,13 @@ def show(node: Node) -> str:
 
 
 def computes(node: Node) -> Iterator[Compute]:
-    if isinstance(node, Compute):
-        yield node
-    elif isinstance(node, Loop):
-        yield from computes(node.body)
-    else:
-        yield from computes(node.producer)
-        yield from computes(node.consumer)
+    """The statements of `node` in the order they run."""
+    return (n for n in walk(node) if isinstance(n, Compute))
 
 
 def temporaries(node: Node) -> Iterator[Factor]:
-    if isinstance(node, Loop):
-        yield from temporaries(node.body)
-    elif isinstance(node, Where):
-        yield node.temporary
-        yield from temporaries(node.producer)
-        yield from temporaries(node.consumer)
+    """The temporaries of `node`, each before those of its producer and consumer."""
+    return (n.temporary for n in walk(node) if isinstance(n, Where))
 
 
 def section(node: Node, path: tuple[int, ...], command: str) -> tuple[tuple[str, ...], Node]:
@@ -128,9 +113,9 @@ def replace_section(node: Node, path: tuple[int, ...], new: Node) -> Node:
     loops, inner = unnest(node)
     assert isinstance(inner, Where)
     if path[0] == 0:
-        inner = Where(inner.temporary, inner.consumer, replace_section(inner.producer, path[1:], new))
+        inner = replace(inner, producer=replace_section(inner.producer, path[1:], new))
     else:
-        inner = Where(inner.temporary, replace_section(inner.consumer, path[1:], new), inner.producer)
+        inner = replace(inner, consumer=replace_section(inner.consumer, path[1:], new))
     return nest(loops, inner)
 
 
@@ -184,7 +169,7 @@ def cin_text(node: Node, formats: Mapping[str, Format]) -> str:
     """`node` in concrete index notation's text form. Temporaries written in a `where` producer are
     dense there (a temporary of no indices a scalar); they and dense tensors are located at every
     index, so any loop order may visit them, while sparse tensors are stepped through in storage order."""
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         return f"∀{node.index} {cin_text(node.body, formats)}"
     if isinstance(node, Where):
         return f"where({cin_text(node.consumer, formats)}, {cin_text(node.producer, formats)})"
@@ -193,6 +178,6 @@ def cin_text(node: Node, formats: Mapping[str, Format]) -> str:
         fmt = formats.get(factor.tensor)
         if fmt is not None and not fmt.is_dense:
             return str(factor)
-        return f"{factor.tensor}({','.join(f'{i}@locate' for i in factor.indices)})"
+        return f"{factor.tensor}({','.join(f'{i}@{Protocol.LOCATE.value}' for i in factor.indices)})"
 
     return f"{access(node.lhs)} += {' * '.join(map(access, node.factors))}"

@@ -17,7 +17,7 @@ from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import IndexVar
-from .big import Compute, Factor, Loop, Node, Where, computes
+from .big import Compute, Factor, Node, Where, computes
 
 
 def to_big(stmt: cin.Stmt, command: str) -> tuple[Node, dict[str, cin.Access]]:
@@ -29,7 +29,7 @@ def to_big(stmt: cin.Stmt, command: str) -> tuple[Node, dict[str, cin.Access]]:
             if node.parallel is not None or node.unroll:
                 raise ScheduleError(f"{command}: expected loops without parallel or unroll marks (place those "
                                     f"after it), but ∀{node.index} has one")
-            return Loop(node.index.name, convert(node.body))
+            return cin.Forall(node.index.name, convert(node.body))
         if isinstance(node, cin.Where):
             producer = convert(node.producer)
             written = _written(node.producer)
@@ -65,7 +65,7 @@ def _factors(expr, found, command):
 
 def to_cin(node: Node, accesses: Mapping[str, cin.Access]) -> cin.Stmt:
     """`node` as CIN, operands as `accesses` gave them, temporaries dense and located."""
-    if isinstance(node, Loop):
+    if isinstance(node, cin.Forall):
         return cin.Forall(IndexVar(node.index), to_cin(node.body, accesses))
     if isinstance(node, Where):
         return cin.Where(to_cin(node.consumer, accesses), to_cin(node.producer, accesses))

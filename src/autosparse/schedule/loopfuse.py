@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..cin.ast import Forall, nest, unnest
 from ..errors import ScheduleError
 from ..format import Format
-from .big import (Compute, Factor, Loop, Node, Where, computes, fresh_temporary, nest, replace_section,
-                  respects_storage, section, storage_precedences, temporaries, unnest)
+from .big import (Compute, Factor, Node, Where, computes, fresh_temporary, replace_section, respects_storage, section,
+                  storage_precedences, temporaries)
 
 
 def loopfuse(big: Node, loc: int, pol: bool, path: tuple[int, ...]) -> Node:
@@ -94,7 +95,7 @@ def _inlined(node: Node) -> tuple[Factor, tuple[Factor, ...]]:
 
 
 def _loops_met(node: Node):
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         yield node.index
         yield from _loops_met(node.body)
     elif isinstance(node, Where):

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Mapping
 
+from ...cin.ast import Assign, Forall, Protocol, Where, assignments
+from ...cin.rewrite import without
 from .query import FALSE, TRUE, Atom, Pred, conj, disj, exists, rename
-from .sketch import STEP, Access, Assign, Call, Loop, Stmt, Where, assigns, reads
+from .sketch import Access, Stmt, reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,7 @@ class _Interpreter:
             written = exists([b for b in bound if b not in kept], written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
-            for assign in assigns(node.producer):
+            for assign in assignments(node.producer):
                 self.state[assign.lhs.tensor] = FALSE
                 if self.scoped:
                     self.enclosing[assign.lhs.tensor] = bound
@@ -79,9 +81,9 @@ class _Interpreter:
         else:
             self.loop(node, bound, guard)
 
-    def loop(self, node: Loop, bound: tuple[str, ...], guard: Pred) -> None:
+    def loop(self, node: Forall, bound: tuple[str, ...], guard: Pred) -> None:
         inner = (*bound, node.index)
-        steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == STEP))
+        steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == Protocol.STEP))
         for access in steppers:
             self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
         if not steppers:
@@ -98,30 +100,3 @@ class _Interpreter:
             present = set(reads(body))
             case = conj(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
             self.statement(body, inner, case)
-
-
-def without(node, zeros: frozenset[Access]):
-    """`node` with the accesses in `zeros` replaced by zero and annihilated; None when nothing is left
-    (an update by zero, a loop of nothing, a temporary that stays zero is read as zero)."""
-    if isinstance(node, Access):
-        return None if node in zeros else node
-    if isinstance(node, Call):
-        if node.op == "literal":
-            return node
-        args = [without(a, zeros) for a in node.args]
-        if node.op == "+":
-            args = [a for a in args if a is not None]
-            return None if not args else args[0] if len(args) == 1 else Call("+", tuple(args))
-        return None if any(a is None for a in args) else Call(node.op, tuple(args))
-    if isinstance(node, Assign):
-        rhs = without(node.rhs, zeros)
-        return None if rhs is None else Assign(node.lhs, rhs, node.reduce)
-    if isinstance(node, Loop):
-        body = without(node.body, zeros)
-        return None if body is None else Loop(node.index, body)
-    producer = without(node.producer, zeros)
-    if producer is None:
-        written = {a.lhs.tensor for a in assigns(node.producer)}
-        return without(node.consumer, zeros | {a for a in reads(node.consumer) if a.tensor in written})
-    consumer = without(node.consumer, zeros)
-    return None if consumer is None else Where(consumer, producer)

@@ -17,7 +17,9 @@ from itertools import product
 from math import prod
 from typing import Iterator
 
-from .sketch import APPEND, INSERT, LOCATE, STEP, Access, Assign, Call, Loop, Stmt, Where, reads
+from ...cin.ast import Assign, Forall, Protocol, Where
+from ...cin.rewrite import postwalk
+from .sketch import Access, Stmt, reads
 
 
 def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> Iterator[Stmt]:
@@ -38,13 +40,13 @@ def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: b
 def _read_options(access: Access, loops: tuple[str, ...], sparse, workspaces, taco):
     n = len(access.indices)
     if access.tensor in workspaces:
-        return [(LOCATE,) * n] if taco else list(product((STEP, LOCATE), repeat=n))
+        return [(Protocol.LOCATE,) * n] if taco else list(product((Protocol.STEP, Protocol.LOCATE), repeat=n))
     if access.tensor not in sparse:
-        return [(LOCATE,) * n]
+        return [(Protocol.LOCATE,) * n]
     if not taco:
-        return list(product((STEP, LOCATE), repeat=n))
+        return list(product((Protocol.STEP, Protocol.LOCATE), repeat=n))
     first = min(access.indices, key=loops.index)
-    return [(STEP,) * n, tuple(LOCATE if i == first else STEP for i in access.indices)]
+    return [(Protocol.STEP,) * n, tuple(Protocol.LOCATE if i == first else Protocol.STEP for i in access.indices)]
 
 
 def taco_runs(stmt: Stmt, result: str, sparse_result: bool) -> bool:
@@ -53,7 +55,7 @@ def taco_runs(stmt: Stmt, result: str, sparse_result: bool) -> bool:
     inserts: list[int] = []  # per write of a sparse result: how many of its last modes arrive out of order
 
     def visit(node, loops: tuple[str, ...]) -> bool:
-        if isinstance(node, Loop):
+        if isinstance(node, Forall):
             return visit(node.body, (*loops, node.index))
         if isinstance(node, Where):
             wheres.append(node)
@@ -68,7 +70,7 @@ def taco_runs(stmt: Stmt, result: str, sparse_result: bool) -> bool:
 
 
 def _collect(stmt, loops, sparse, workspaces, taco, slots) -> None:
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, Forall):
         _collect(stmt.body, (*loops, stmt.index), sparse, workspaces, taco, slots)
     elif isinstance(stmt, Where):
         _collect(stmt.consumer, loops, sparse, workspaces, taco, slots)
@@ -81,21 +83,17 @@ def _collect(stmt, loops, sparse, workspaces, taco, slots) -> None:
 def _apply(stmt, choice, scope: tuple[str, ...], loops: tuple[str, ...]):
     """`stmt` with the chosen read protocols (in `_collect`'s order) and the derived write protocols;
     `scope` holds the loops since the written tensor's scope began (a where starts its producer's)."""
-    if isinstance(stmt, Loop):
-        return Loop(stmt.index, _apply(stmt.body, choice, (*scope, stmt.index), (*loops, stmt.index)))
+    if isinstance(stmt, Forall):
+        return Forall(stmt.index, _apply(stmt.body, choice, (*scope, stmt.index), (*loops, stmt.index)))
     if isinstance(stmt, Where):
         consumer = _apply(stmt.consumer, choice, scope, loops)
         return Where(consumer, _apply(stmt.producer, choice, (), loops))
     rhs = _with_protocols(stmt.rhs, choice)
     lhs = stmt.lhs
     in_order = set(scope[:len(lhs.indices)]) == set(lhs.indices)
-    write = APPEND if in_order else INSERT
-    return Assign(Access(lhs.tensor, lhs.indices, (write,) * len(lhs.indices)), rhs, stmt.reduce)
+    write = Protocol.APPEND if in_order else Protocol.INSERT
+    return Assign(Access(lhs.tensor, lhs.indices, (write,) * len(lhs.indices)), rhs, stmt.accumulate)
 
 
 def _with_protocols(expr, choice):
-    if isinstance(expr, Access):
-        return Access(expr.tensor, expr.indices, next(choice))
-    if expr.op == "literal":
-        return expr
-    return Call(expr.op, tuple(_with_protocols(a, choice) for a in expr.args))
+    return postwalk(expr, lambda node: Access(node.tensor, node.indices, next(choice)) if isinstance(node, Access) else node)

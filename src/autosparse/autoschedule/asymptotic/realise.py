@@ -25,10 +25,7 @@ from ...errors import ScheduleError
 from ...format import Format
 from ...notation import ast as notation
 from ...notation.ast import IndexVar
-from .sketch import APPEND, INSERT, LOCATE, STEP, Access, Loop, Stmt, Where, assigns, map_accesses, reads
-
-_PROTOCOLS = {STEP: cin.Protocol.STEP, LOCATE: cin.Protocol.LOCATE, APPEND: cin.Protocol.APPEND,
-              INSERT: cin.Protocol.INSERT}
+from .sketch import Access, Call, Stmt, map_accesses, reads
 
 
 @dataclass(frozen=True)
@@ -127,8 +124,8 @@ def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout
     for name, fmt in formats.items():
         if name != result and name in reads_of:
             chosen[name] = fmt if fmt.is_dense else _input_format(fmt, *reads_of[name])
-    workspaces = {a.lhs.tensor: a.lhs.indices for a in assigns(sketch) if a.lhs.tensor not in formats}
-    located = {a.tensor for a in reads(sketch) if LOCATE in a.protocols}
+    workspaces = {a.lhs.tensor: a.lhs.indices for a in cin.assignments(sketch) if a.lhs.tensor not in formats}
+    located = {a.tensor for a in reads(sketch) if cin.Protocol.LOCATE in a.protocols}
     for name, indices in workspaces.items():
         hashed = len(indices) > 1 and name not in located
         chosen[name] = Format(("h" if hashed else "d") * len(indices))
@@ -138,7 +135,7 @@ def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout
         return _Layout(chosen)
     # Reformat only below the result's levels that the outermost loops already visit in order.
     prefix, body = [], sketch
-    while isinstance(body, Loop) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
+    while isinstance(body, cin.Forall) and len(prefix) < len(level_indices) and body.index == level_indices[len(prefix)]:
         prefix.append(body.index)
         body = body.body
     rest = level_indices[len(prefix):]
@@ -151,19 +148,19 @@ def _as_stored(sketch: Stmt, formats: Mapping[str, Format]) -> Stmt:
     """`sketch` with every read of a mode stored in a dense level located."""
     def stored(access: Access) -> Access:
         fmt = formats.get(access.tensor)
-        if fmt is None or STEP not in access.protocols:
+        if fmt is None or cin.Protocol.STEP not in access.protocols:
             return access
         dense = [fmt.levels[fmt.mode_order.index(mode)].properties.full for mode in range(len(access.indices))]
         return Access(access.tensor, access.indices,
-                      tuple(LOCATE if d else p for d, p in zip(dense, access.protocols)))
+                      tuple(cin.Protocol.LOCATE if d else p for d, p in zip(dense, access.protocols)))
 
     return map_accesses(sketch, stored)
 
 
 def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, cin.Forall):
         _visit_reads(stmt.body, (*loops, stmt.index), found)
-    elif isinstance(stmt, Where):
+    elif isinstance(stmt, cin.Where):
         _visit_reads(stmt.consumer, loops, found)
         _visit_reads(stmt.producer, loops, found)
     else:
@@ -178,14 +175,14 @@ def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Form
     for depth, mode in enumerate(modes):
         user_full = fmt.levels[fmt.mode_order.index(mode)].properties.full
         if depth == 0:
-            letters.append("d" if user_full or access.protocols[mode] == LOCATE else "s")
+            letters.append("d" if user_full or access.protocols[mode] == cin.Protocol.LOCATE else "s")
         else:
-            letters.append("s" if access.protocols[mode] == STEP else "h")
+            letters.append("s" if access.protocols[mode] == cin.Protocol.STEP else "h")
     return Format("".join(letters), mode_order=modes)
 
 
 def _result_access(sketch: Stmt, result: str) -> Access:
-    return next(a.lhs for a in assigns(sketch) if a.lhs.tensor == result)
+    return next(a.lhs for a in cin.assignments(sketch) if a.lhs.tensor == result)
 
 
 def _result_levels(sketch: Stmt, result: str, fmt: Format) -> tuple[str, ...]:
@@ -195,9 +192,9 @@ def _result_levels(sketch: Stmt, result: str, fmt: Format) -> tuple[str, ...]:
 
 def _written_in_level_order(stmt: Stmt, result: str, level_indices: tuple[str, ...], loops: tuple[str, ...]) -> bool:
     """Every write of `result` appends, its levels' loops outermost in level order."""
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, cin.Forall):
         return _written_in_level_order(stmt.body, result, level_indices, (*loops, stmt.index))
-    if isinstance(stmt, Where):
+    if isinstance(stmt, cin.Where):
         return all(_written_in_level_order(s, result, level_indices, loops) for s in (stmt.consumer, stmt.producer))
     return stmt.lhs.tensor != result or loops[:len(level_indices)] == level_indices
 
@@ -207,12 +204,12 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 def _converted(stmt: Stmt, variables: Mapping[str, cin.TensorVar]) -> cin.Stmt:
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, cin.Forall):
         return cin.Forall(IndexVar(stmt.index), _converted(stmt.body, variables))
-    if isinstance(stmt, Where):
+    if isinstance(stmt, cin.Where):
         return cin.Where(_converted(stmt.consumer, variables), _converted(stmt.producer, variables))
     lhs = _access(stmt.lhs, variables, write=True)
-    return cin.Assign(lhs, _expression(stmt.rhs, variables), stmt.reduce)
+    return cin.Assign(lhs, _expression(stmt.rhs, variables), stmt.accumulate)
 
 
 def _access(access: Access, variables, write: bool) -> cin.Access:
@@ -223,17 +220,17 @@ def _access(access: Access, variables, write: bool) -> cin.Access:
         protocols = []
         for mode, wanted in enumerate(access.protocols):
             level = fmt.levels[fmt.mode_order.index(mode)]
-            options = [_PROTOCOLS[wanted], cin.Protocol.INSERT, cin.Protocol.APPEND]
+            options = [wanted, cin.Protocol.INSERT, cin.Protocol.APPEND]
             protocols.append(next(p for p in options if cin.allows(level, p)))
         return cin.Access(var, indices, tuple(protocols))
-    return cin.Access(var, indices, tuple(_PROTOCOLS[p] for p in access.protocols))
+    return cin.Access(var, indices, access.protocols)
 
 
 def _expression(expr, variables):
     if isinstance(expr, Access):
         return _access(expr, variables, write=False)
-    if expr.op == "literal":
-        return notation.Literal(expr.args[0])
+    if not isinstance(expr, Call):
+        return expr  # a literal
     args = [_expression(a, variables) for a in expr.args]
     if expr.op == "-":
         return notation.Neg(args[0])

@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import Iterator, Mapping
 
 from ...notation import ast as notation
-from .sketch import Access, Assign, Call, Loop, Stmt, Sum, Where, assigns, from_expression, map_accesses, reads
+from ...cin.ast import Assign, Forall, Where, assignments, nest
+from .sketch import Access, Call, Stmt, Sum, from_expression, map_accesses, reads
 
 _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
 _UNSCOPED: Mapping[str, frozenset[str]] = MappingProxyType({})  # no scoped sums
@@ -64,7 +65,7 @@ def _distributed_once(expr) -> Iterator:
         for form in _distributed_once(expr.body):
             yield Sum(expr.indices, form)
         return
-    if not isinstance(expr, Call) or expr.op == "literal":
+    if not isinstance(expr, Call):
         return
     if expr.op == "*":
         for n, arg in enumerate(expr.args):
@@ -115,7 +116,7 @@ def _grouped(expr, names: Pending) -> list[tuple]:
     if isinstance(expr, Sum):
         return [_workspace(body, producers, names.fresh(expr.indices), True)
                 for body, producers in _grouped(expr.body, names)]
-    if not isinstance(expr, Call) or expr.op == "literal":
+    if not isinstance(expr, Call):
         return [(expr, ())]
     if expr.op == "-":
         return [(Call("-", (inner,)), producers) for inner, producers in _grouped(expr.args[0], names)]
@@ -183,7 +184,7 @@ def placements(stmt: Stmt, indices: frozenset[str], scopes: Mapping[str, frozens
     if isinstance(stmt, Assign):
         return [] if indices & outside else [(Block(indices, stmt), len(indices))]
     producer_scope = inside | scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
-    reducing = _root(stmt.producer).reduce
+    reducing = _root(stmt.producer).accumulate
     used_consumer, used_producer = _used(stmt.consumer), _used(stmt.producer)
     found = []
     ordered = sorted(indices)
@@ -210,7 +211,7 @@ def _root(stmt) -> Assign:
 def _used(stmt: Stmt) -> set[str]:
     """Indices of the tensors (not the pending workspaces) read or written in `stmt`."""
     found = set()
-    for assign in assigns(stmt):
+    for assign in assignments(stmt):
         for access in (assign.lhs, *reads(assign.rhs)):
             if not access.tensor.startswith(_PENDING):
                 found.update(access.indices)
@@ -228,10 +229,7 @@ def orders(tree) -> Iterator[Stmt]:
     else:
         for body in orders(tree.body):
             for order in permutations(sorted(tree.indices)):
-                stmt = body
-                for index in reversed(order):
-                    stmt = Loop(index, stmt)
-                yield stmt
+                yield nest(order, body)
 
 
 # --- stage 5: name and index workspaces --------------------------------------------------------------
@@ -248,7 +246,7 @@ def named(stmt: Stmt, taken: set[str], result_reduces: bool,
     workspaces: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # pending -> (name, indices)
 
     def visit(node: Stmt) -> None:
-        if isinstance(node, Loop):
+        if isinstance(node, Forall):
             visit(node.body)
         elif isinstance(node, Where):
             pending = _root(node.producer).lhs.tensor
@@ -276,7 +274,7 @@ def bound_everywhere(stmt: Stmt, loops: frozenset[str] = frozenset()) -> bool:
     reduction can sink into one workspace's producer while another workspace read beside it is indexed
     by the same loop (`A += w1 * w0(m,n,j)` with `j` summed inside `w1`'s producer), which is no valid
     program of the expression."""
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, Forall):
         return bound_everywhere(stmt.body, loops | {stmt.index})
     if isinstance(stmt, Where):
         return bound_everywhere(stmt.consumer, loops) and bound_everywhere(stmt.producer, loops)
@@ -287,7 +285,7 @@ def _loops(stmt: Stmt, scopes: Mapping[str, frozenset[str]] = _UNSCOPED) -> list
     """The indices of the loops in `stmt`, but for those over a scoped sum's indices inside its producer."""
     if isinstance(stmt, Assign):
         return []
-    if isinstance(stmt, Loop):
+    if isinstance(stmt, Forall):
         return [stmt.index, *_loops(stmt.body, scopes)]
     private = scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
     return [*_loops(stmt.consumer, scopes), *(i for i in _loops(stmt.producer, scopes) if i not in private)]
@@ -299,6 +297,6 @@ def _settle_reductions(stmt: Stmt, scope: tuple[str, ...], reduces: bool) -> Stm
     if isinstance(stmt, Assign):
         accumulate = reduces or any(i not in stmt.lhs.indices for i in scope)
         return Assign(stmt.lhs, stmt.rhs, accumulate)
-    if isinstance(stmt, Loop):
-        return Loop(stmt.index, _settle_reductions(stmt.body, (*scope, stmt.index), reduces))
+    if isinstance(stmt, Forall):
+        return Forall(stmt.index, _settle_reductions(stmt.body, (*scope, stmt.index), reduces))
     return Where(_settle_reductions(stmt.consumer, scope, reduces), _settle_reductions(stmt.producer, (), False))

@@ -5,6 +5,10 @@ formats last, so its programs name tensors and protocols only:
 
     ∀j where(∀i a(i) += B(i@locate,j) * w, ∀k w += C(j@locate,k) * d(k@locate))
 
+A sketch is CIN before formats: its statements are CIN's own `Forall`, `Where` and `Assign` (so CIN's
+rewriter, zero-elimination and nest/unnest serve it) and its protocols CIN's `Protocol`; only its leaves
+and operators are its own — accesses that name tensors and indices by strings (no format yet), n-ary
+`*` and `+` (flattened modulo associativity and commutativity) and scoped sums over several indices.
 A sketch is small and hashable (millions are built for SpMTTKRP); `realise` turns a chosen one into CIN.
 """
 
@@ -13,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator, Union
 
-STEP, LOCATE, APPEND, INSERT = "step", "locate", "append", "insert"
+from ...cin.ast import Assign, Forall, Protocol, Where
+from ...cin.rewrite import adds, postwalk
+from ...notation import ast as notation
+from ...notation.ast import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,30 +29,45 @@ class Access:
 
     tensor: str
     indices: tuple[str, ...]
-    protocols: tuple[str, ...] = ()
+    protocols: tuple[Protocol, ...] = ()
 
-    def protocol_of(self, index: str) -> str | None:
+    def protocol_of(self, index: str) -> Protocol | None:
         return self.protocols[self.indices.index(index)] if self.protocols and index in self.indices else None
 
+    def children(self) -> tuple:
+        return ()
+
+    def with_children(self, children: tuple) -> "Access":
+        return self
+
     def __str__(self) -> str:
-        marks = [f"{i}@{p}" if p in (LOCATE, INSERT) else i for i, p in zip(self.indices, self.protocols)] \
-            if self.protocols else list(self.indices)
+        marks = [f"{i}@{p.value}" if p in (Protocol.LOCATE, Protocol.INSERT) else i
+                 for i, p in zip(self.indices, self.protocols)] if self.protocols else list(self.indices)
         return f"{self.tensor}({','.join(marks)})" if self.indices else self.tensor
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """An n-ary `*` or `+`, or a one-argument `-` (negation); literals are `Call("literal", (value,))`."""
+    """An n-ary `*` or `+`, or a one-argument `-` (negation)."""
 
     op: str
     args: tuple
 
+    def children(self) -> tuple:
+        return self.args
+
+    def with_children(self, children: tuple) -> "Call":
+        return self if children == self.args else Call(self.op, children)
+
     def __str__(self) -> str:
-        if self.op == "literal":
-            return repr(self.args[0])
         if self.op == "-":
             return f"-{_wrapped(self.args[0])}"
         return f" {self.op} ".join(_wrapped(a) if self.op == "*" else str(a) for a in self.args)
+
+
+@adds.register(Call)
+def _(node: Call) -> bool:
+    return node.op == "+"
 
 
 def _wrapped(expr) -> str:
@@ -60,106 +82,56 @@ class Sum:
     indices: tuple[str, ...]
     body: "Expr"
 
+    def children(self) -> tuple:
+        return (self.body,)
+
+    def with_children(self, children: tuple) -> "Sum":
+        return self if children == (self.body,) else Sum(self.indices, *children)
+
     def __str__(self) -> str:
         return f"∑{','.join(self.indices)} ({self.body})"
 
 
-Expr = Union[Access, Call, Sum]
-
-
-@dataclass(frozen=True, slots=True)
-class Assign:
-    lhs: Access
-    rhs: Expr
-    reduce: bool  # +=, else =
-
-    def __str__(self) -> str:
-        return f"{self.lhs} {'+=' if self.reduce else '='} {self.rhs}"
-
-
-@dataclass(frozen=True, slots=True)
-class Loop:
-    index: str
-    body: "Stmt"
-
-    def __str__(self) -> str:
-        return f"∀{self.index} {self.body}"
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    consumer: "Stmt"
-    producer: "Stmt"
-
-    def __str__(self) -> str:
-        return f"where({self.consumer}, {self.producer})"
-
-
-Stmt = Union[Assign, Loop, Where]
+Expr = Union[Access, Call, Sum, Literal]
+Stmt = Union[Assign, Forall, Where]  # loops over index names, assignments of sketch expressions
 
 
 def reads(node) -> Iterator[Access]:
-    """The accesses read under `node`, left to right (a where's consumer before its producer)."""
+    """The accesses read under `node`, left to right (a where's consumer before its producer). Not a
+    filter of `walk`: the search calls it millions of times, and yielding only accesses is faster."""
     if isinstance(node, Access):
         yield node
-    elif isinstance(node, Call):
-        if node.op != "literal":
-            for arg in node.args:
-                yield from reads(arg)
-    elif isinstance(node, Assign):
-        yield from reads(node.rhs)
-    elif isinstance(node, Loop):
-        yield from reads(node.body)
-    else:
-        yield from reads(node.consumer)
-        yield from reads(node.producer)
-
-
-def assigns(stmt: Stmt) -> Iterator[Assign]:
-    if isinstance(stmt, Assign):
-        yield stmt
-    elif isinstance(stmt, Loop):
-        yield from assigns(stmt.body)
-    else:
-        yield from assigns(stmt.consumer)
-        yield from assigns(stmt.producer)
+    for child in node.children():
+        yield from reads(child)
 
 
 def depth(stmt: Stmt) -> int:
     """The deepest nest of loops (Ahrens et al. §7.4)."""
     if isinstance(stmt, Assign):
         return 0
-    if isinstance(stmt, Loop):
-        return 1 + depth(stmt.body)
-    return max(depth(stmt.consumer), depth(stmt.producer))
+    return isinstance(stmt, Forall) + max(map(depth, stmt.children()))
 
 
 def map_accesses(node, change):
     """`node` with every access (read or written) replaced by `change(access)`."""
-    if isinstance(node, Access):
-        return change(node)
-    if isinstance(node, Call):
-        return node if node.op == "literal" else Call(node.op, tuple(map_accesses(a, change) for a in node.args))
-    if isinstance(node, Assign):
-        return Assign(change(node.lhs), map_accesses(node.rhs, change), node.reduce)
-    if isinstance(node, Loop):
-        return replace(node, body=map_accesses(node.body, change))
-    return Where(map_accesses(node.consumer, change), map_accesses(node.producer, change))
+    def changed(n):
+        if isinstance(n, Access):
+            return change(n)
+        return replace(n, lhs=change(n.lhs)) if isinstance(n, Assign) else n
+    return postwalk(node, changed)
 
 
 def from_expression(expr, leaf, node=Call):
     """An index-notation expression as a sketch expression: leaves through `leaf`, operators through
     `node(op, args)` (binary `*`/`+`, `-` of one argument; `a - b` is `a + -b`), directly nested sums
     as one `Sum` over their indices."""
-    from ...notation import ast as notation
-
     if isinstance(expr, notation.Sum):
         body = from_expression(expr.body, leaf, node)
         if isinstance(body, Sum):
             return Sum((expr.index.name, *body.indices), body.body)
         return Sum((expr.index.name,), body)
     if isinstance(expr, notation.Literal):
-        return Call("literal", (expr.value,))
+        return expr
     if isinstance(expr, notation.Neg):
         return Call("-", (from_expression(expr.operand, leaf, node),))
     if isinstance(expr, notation.Sub):
@@ -172,16 +144,15 @@ def from_expression(expr, leaf, node=Call):
 
 
 def from_cin(stmt) -> Stmt:
-    """A sketch of a CIN statement (formats dropped, protocols kept), to cost hand-written schedules."""
-    from ...cin import ast as cin
+    """A sketch of a CIN statement (formats and loop marks dropped, protocols kept), to cost hand-written
+    schedules."""
+    def access(a) -> Access:
+        return Access(a.tensor.name, tuple(i.name for i in a.indices), a.protocols)
 
-    def access(a: "cin.Access") -> Access:
-        return Access(a.tensor.name, tuple(i.name for i in a.indices), tuple(p.value for p in a.protocols))
-
-    if isinstance(stmt, cin.Forall):
-        return Loop(stmt.index.name, from_cin(stmt.body))
-    if isinstance(stmt, cin.Where):
+    if isinstance(stmt, Forall):
+        return Forall(stmt.index.name, from_cin(stmt.body))
+    if isinstance(stmt, Where):
         return Where(from_cin(stmt.consumer), from_cin(stmt.producer))
-    if isinstance(stmt, cin.Assign):
+    if isinstance(stmt, Assign):
         return Assign(access(stmt.lhs), from_expression(stmt.rhs, access), stmt.accumulate)
     raise TypeError(f"Expected a forall, where or assignment, but found {stmt}")

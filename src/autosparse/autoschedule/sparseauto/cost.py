@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ...format import Format
-from ...schedule.big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
+from ...cin.ast import Forall
+from ...schedule.big import Compute, Factor, Node, Where, computes, level_order, temporaries
 from .poly import ONE, ZERO, Poly, Symbol
 
 
@@ -54,7 +55,7 @@ class LoopCount:
 
 def loops(node: Node, formats: Mapping[str, Format], bound: tuple[str, ...] = (), extent: Poly = ONE):
     """Every loop of `node` with its driver and total iterations (what an instrumented kernel counts)."""
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         readers = [f for c in computes(node.body) for f in c.factors]
         driver, step = _loop_extent(node.index, bound, readers, formats)
         yield LoopCount(node.index, driver, extent * step, node.body)
@@ -107,6 +108,6 @@ def memory_cost(temps) -> Poly:
 def loop_depth(node: Node) -> int:
     if isinstance(node, Compute):
         return 0
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         return 1 + loop_depth(node.body)
     return max(loop_depth(node.producer), loop_depth(node.consumer))

@@ -21,7 +21,8 @@ from typing import Mapping
 import numpy as np
 
 from ...format import Format
-from ...schedule.big import Factor, Loop, Node, Where, level_order, show, temporaries
+from ...cin.ast import Forall
+from ...schedule.big import Factor, Node, Where, level_order, show, temporaries
 from .poly import Symbol
 
 #: Bytes of a value in a temporary (float64, the kernels' type).
@@ -96,7 +97,7 @@ def stride_cost(node: Node, formats: Mapping[str, Format], extents: Mapping[str,
                 loops: tuple[str, ...] = ()) -> int:
     """Stage 5's first criterion: per statement, the distance in memory between consecutive visits of
     each tensor at its innermost loop."""
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         return stride_cost(node.body, formats, extents, (*loops, node.index))
     if isinstance(node, Where):
         return stride_cost(node.producer, formats, extents, loops) + stride_cost(node.consumer, formats, extents, loops)
@@ -113,7 +114,7 @@ def stride_cost(node: Node, formats: Mapping[str, Format], extents: Mapping[str,
 
 def inversions(node: Node, formats: Mapping[str, Format], loops: tuple[str, ...] = ()) -> int:
     """Stage 5's second criterion: pairs of a tensor's indices the loops visit against its storage order."""
-    if isinstance(node, Loop):
+    if isinstance(node, Forall):
         return inversions(node.body, formats, (*loops, node.index))
     if isinstance(node, Where):
         return inversions(node.producer, formats, loops) + inversions(node.consumer, formats, loops)

@@ -26,7 +26,8 @@ from itertools import combinations, permutations
 from typing import Iterator, Mapping
 
 from ...format import Format
-from ...schedule.big import Compute, Factor, Loop, Node, Where, fresh_temporary, nest, sparse_levels, storage_precedences
+from ...cin.ast import Forall, nest
+from ...schedule.big import Compute, Factor, Node, Where, fresh_temporary, sparse_levels, storage_precedences
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,8 @@ def numbered(node: Node, taken: set[str], renames: dict[str, str] | None = None)
 
     if isinstance(node, Compute):
         return Compute(factor(node.lhs), tuple(map(factor, node.factors)))
-    if isinstance(node, Loop):
-        return Loop(node.index, numbered(node.body, taken, renames))
+    if isinstance(node, Forall):
+        return node.with_children((numbered(node.body, taken, renames),))
     name = next(f"t{n}" for n in range(len(taken) + 1) if f"t{n}" not in taken)
     taken.add(name)
     renames[node.temporary.tensor] = name
