@@ -18,7 +18,10 @@ from ..cin.provenance import Provenance, Split, split_relations
 from ..notation.ast import IndexVar, Neg, factors
 from ..runtime.abi import SYMBOL, KernelSource, Slot, Types
 from . import finds, keyed
-from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
+from .context import Logs, Phase, Plan, Scope, count_iteration
+from .derived import ceil_div
+from .lower import lower
+from .parallel import temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
 from .writes import HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Target
@@ -98,19 +101,20 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     tables: finds.Tables = {}  # every phase's, built once per segment for the whole call
 
-    def body(target: Target, counting: bool, bounding: bool = False) -> str:
+    def body(target: Target, phase: Phase) -> str:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value,
-                    names.Fresh(), None if counting else counters, counting, bounding, num_threads, region, tables)
+        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value, phase,
+                    num_threads, region)
+        logs = Logs(names.Fresh(), None if phase.counting else counters, tables)
         out = CBuilder(depth=0)
-        bounded = frozenset({result.name} if bounding and target.bounds else ())
-        with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
-            lower(stmt, plan, Scope(bounded=bounded), out)
+        bounded = frozenset({result.name} if phase is Phase.BOUND and target.bounds else ())
+        with out.failing_to(_FAILED, f"{phase.value}_end") if region is not None else nullcontext():
+            lower(stmt, plan, logs, Scope(bounded=bounded), out)
         return out.text()
 
-    counting = body(result_target, counting=True) if two_phase else None
-    bounding = body(result_target, counting=True, bounding=True) if two_phase else None
-    filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
+    counting = body(result_target, Phase.COUNT) if two_phase else None
+    bounding = body(result_target, Phase.BOUND) if two_phase else None
+    filling = body(replace(result_target, filling=True) if two_phase else result_target, Phase.FILL)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
     slots += [Slot(n, -1, "vals") for n in operands]
