@@ -102,7 +102,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value,
                     names.Fresh(), None if counting else counters, counting, bounding, num_threads, region, tables)
-        out = CBuilder(depth=0)
+        out = CBuilder()
         bounded = frozenset({result.name} if bounding and target.bounds else ())
         with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
             lower(stmt, plan, Scope(bounded=bounded), out)
@@ -118,29 +118,29 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
 
     openmp = any(isinstance(n, Forall) and n.parallel is not None for n in walk(stmt))
-    b = CBuilder(depth=0)
+    b = CBuilder()
     if openmp:
-        b.line("#include <omp.h>")
-    b.lines(_preamble(variables, types))
+        b.bridge_line("#include <omp.h>")
+    b.bridge_lines(_preamble(variables, types))
     if any(isinstance(w, (ListWorkspace, HashedWorkspace)) for w in workspaces.values()):
-        b.lines(ORDER_HELPER)
+        b.bridge_lines(ORDER_HELPER)
     for workspace in workspaces.values():
-        b.lines(workspace.helpers())
+        b.bridge_lines(workspace.helpers())
     if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
-        b.lines(finds.HASH_HELPER)
+        b.bridge_lines(finds.HASH_HELPER)
     for width in sorted({access.tensor.order for access in keyed_tables}):
-        b.lines(keyed.helpers(width))
-    with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
+        b.bridge_lines(keyed.helpers(width))
+    with b.bridge_block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
                  f"int64_t *restrict counters)"):
         for k, index in enumerate(indices):
-            b.line(f"const int64_t {extent[index]} = dims[{k}];")
+            b.bridge_line(f"const int64_t {extent[index]} = dims[{k}];")
         for k, slot in enumerate(slots):
             if assembled and slot.tensor == result.name:
                 continue
             ctype = value_c[slot.tensor] if slot.level < 0 else names.index_type(types.indices[slot.tensor])
             const = "" if slot.tensor == result.name else "const "
             ident = names.vals(slot.tensor) if slot.level < 0 else names.array(slot.tensor, slot.level, slot.array)
-            b.line(f"{const}{ctype} *restrict {ident} = ({const}{ctype} *)args[{k}];")
+            b.bridge_line(f"{const}{ctype} *restrict {ident} = ({const}{ctype} *)args[{k}];")
         if assembled:
             result_target.allocate(b)
         for name, workspace in workspaces.items():
@@ -154,22 +154,22 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
         elif two_phase and bounding != counting:  # some loop was replaced by its trip count
             b.comment("bound")
-            b.lines(bounding)
+            b.bridge_lines(bounding)
             result_target.allocate_bounded(b)
-            with b.block(f"if (!{result_target.bounded})"):
+            with b.bridge_block(f"if (!{result_target.bounded})"):
                 result_target.rewind(b)
                 b.comment("count")
-                b.lines(counting)
+                b.bridge_lines(counting)
                 result_target.allocate_entries(b)
         elif two_phase:
             b.comment("count")
-            b.lines(counting)
+            b.bridge_lines(counting)
             result_target.allocate_entries(b)
         if two_phase and region is None:
             result_target.rewind(b)
             b.comment("fill")
         if region is None:
-            b.lines(filling)
+            b.bridge_lines(filling)
         for name, workspace in workspaces.items():
             if name not in threaded:
                 workspace.release(b)
@@ -182,9 +182,9 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             for k, slot in enumerate(slots):
                 if slot.tensor == result.name:
                     ident = names.vals(slot.tensor) if slot.level < 0 else names.array(slot.tensor, slot.level, slot.array)
-                    b.line(f"args[{k}] = {ident};")
-                    b.line(f"sizes[{k}] = {lengths[slot]};")
-        b.line("return 0;")
+                    b.bridge_line(f"args[{k}] = {ident};")
+                    b.bridge_line(f"sizes[{k}] = {lengths[slot]};")
+        b.bridge_line("return 0;")
     bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
     return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
                         tuple(counters) if counters is not None else None, openmp, bitmaps,
@@ -215,35 +215,35 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
     region's flag; the phases after it are skipped by all threads alike, and the kernel returns the flag
     once the region ends."""
     bounding, counting, filling = phases
-    b.line(f"const int threads = {num_threads or 'omp_get_max_threads()'};")
-    b.line(f"int {_FAILED} = 0, team = 1;")
+    b.bridge_line(f"const int threads = {num_threads or 'omp_get_max_threads()'};")
+    b.bridge_line(f"int {_FAILED} = 0, team = 1;")
     target.allocate_chunks("threads", b)
-    b.line("#pragma omp parallel num_threads(threads)")
-    with b.block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
-        b.line("const int thread = omp_get_thread_num();")
+    b.bridge_line("#pragma omp parallel num_threads(threads)")
+    with b.bridge_block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
+        b.bridge_line("const int thread = omp_get_thread_num();")
         target.declare_chunk_sizes(b)
 
         def phase(name: str, text: str, allocate) -> None:
             """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
-            with b.block(f"if ({b.agreed(_FAILED, f'{name}ready')})"):
+            with b.bridge_block(f"if ({b.agreed(_FAILED, f'{name}ready')})"):
                 b.comment(name)
-                b.lines(text)
+                b.bridge_lines(text)
             target.count_chunk("thread", b)
-            b.line("#pragma omp barrier")
-            b.line("#pragma omp single")
-            with b.block(), b.failing_to(_FAILED, f"{name}_sized"), b.block(f"if (!{_FAILED})"):
-                b.line("team = omp_get_num_threads();")
+            b.bridge_line("#pragma omp barrier")
+            b.bridge_line("#pragma omp single")
+            with b.bridge_block(), b.failing_to(_FAILED, f"{name}_sized"), b.bridge_block(f"if (!{_FAILED})"):
+                b.bridge_line("team = omp_get_num_threads();")
                 target.sum_chunks("team", b)
                 allocate(b)
         if bounding is not None:
             phase("bound", bounding, target.allocate_bounded)
-        with b.scope(f"if (!{target.bounded})" if bounding is not None else ""):
+        with b.bridge_scope(f"if (!{target.bounded})" if bounding is not None else ""):
             target.rewind(b)
             phase("count", counting, target.allocate_entries)
-        with b.block(f"if ({b.agreed(_FAILED, 'fillready')})"):
+        with b.bridge_block(f"if ({b.agreed(_FAILED, 'fillready')})"):
             b.comment("fill")
             target.start_chunk("thread", b)
-            b.lines(filling)
+            b.bridge_lines(filling)
             target.end_chunk("thread", b)
     b.fail(_FAILED, _FAILED)
     target.compact("team", b)

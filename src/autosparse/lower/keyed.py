@@ -98,21 +98,21 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     width = len(levels)
     first, last = levels[0].range(Position("0"))
     b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
-    b.line(f"int64_t {table}_mask = 15;")
-    b.line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
-    b.line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
+    b.bridge_line(f"int64_t {table}_mask = 15;")
+    b.bridge_line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
+    b.bridge_line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
     b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
-    b.line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    with b.block(f"for (int64_t q = {first}; q < {last}; q++)"):
+    b.bridge_line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
+    with b.bridge_block(f"for (int64_t q = {first}; q < {last}; q++)"):
         count(f"hash {access.tensor.name} by coordinates")
         coordinates = ", ".join(level.coordinate("q") for level in levels)
-        with b.block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
-            b.line(f"free({table});")
-            b.line(f"return {ReturnCode.DUPLICATE:d};")
+        with b.bridge_block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
+            b.bridge_line(f"free({table});")
+            b.bridge_line(f"return {ReturnCode.DUPLICATE:d};")
 
 
 def release(table: str, b: CBuilder) -> None:
-    b.line(f"free({table});")
+    b.bridge_line(f"free({table});")
 
 
 def helpers(width: int) -> str:

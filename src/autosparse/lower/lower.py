@@ -136,10 +136,10 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
         if not plan.counting:
             value = _expr(stmt.rhs, plan, scope, b)
             if scope.atomic:
-                b.line("#pragma omp atomic")
-            b.line(f"{register} += {value};")
+                b.bridge_line("#pragma omp atomic")
+            b.bridge_line(f"{register} += {value};")
         if stored:
-            b.line(f"{stored} = 1;")
+            b.bridge_line(f"{stored} = 1;")
         return
     position = _target_position(stmt.lhs, plan, scope, b)
     if plan.counting:
@@ -148,13 +148,13 @@ def _assign(stmt: Assign, plan: Plan, scope: Scope, b: CBuilder) -> None:
         value = _expr(stmt.rhs, plan, scope, b)
         _store(name, position, _operator(stmt.lhs, stmt.accumulate, plan, scope), value, plan, scope, b)
     if scope.flags.get(name):
-        b.line(f"{scope.flags[name]} = 1;")
+        b.bridge_line(f"{scope.flags[name]} = 1;")
 
 
 def _store(name: str, position: Position, op: str, value: str, plan: Plan, scope: Scope, b: CBuilder) -> None:
     """A store, atomic when iterations of a parallel loop add into the same position."""
     if scope.atomic and op == "+=":
-        b.line("#pragma omp atomic")
+        b.bridge_line("#pragma omp atomic")
     plan.targets[name].store(position, op, value, b)
 
 
@@ -211,9 +211,9 @@ def _read(access: Access, plan: Plan, scope: Scope, b: CBuilder) -> str:
     vals = plan.vals(access)
     if position.end is not None:
         total = plan.fresh("v")
-        b.line(f"{plan.value_types[access.tensor.name]} {total} = 0;")
-        with b.block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
-            b.line(f"{total} += {vals}[q];")
+        b.bridge_line(f"{plan.value_types[access.tensor.name]} {total} = 0;")
+        with b.bridge_block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
+            b.bridge_line(f"{total} += {vals}[q];")
         return total
     if position.may_miss:
         return f"({position.begin} < 0 ? 0 : {vals}[{position.begin}])"
@@ -307,7 +307,7 @@ def _forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     if bounded is not None:
         _count_trips(loop, lattice, bounded, plan, scope, b)
         return
-    with b.block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
+    with b.bridge_block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
             _dense_loop(stmt, loop, lattice, plan, scope, b, bound)
@@ -337,9 +337,9 @@ def _hoisting(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> Iterator[t
     name, register, stored = hoisted
     stmt, invariant = _split_invariant(stmt, scope.provenance)
     if not plan.counting:
-        b.line(f"{plan.value_types[name]} {register} = 0;")
+        b.bridge_line(f"{plan.value_types[name]} {register} = 0;")
     if stored:
-        b.line(f"int {stored} = 0;")
+        b.bridge_line(f"int {stored} = 0;")
     # the register is this block's own: only iterations of this very loop can race on it
     yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
     total = product([*invariant, _Register(register)]) if invariant else _Register(register)
@@ -367,7 +367,7 @@ def _count_trips(loop: _Loop, lattice: lat.Lattice, name: str, plan: Plan, scope
     coordinate it visits is in every iterator of some bottom point), the shortest iterator of each;
     every loop runs at most its dimension."""
     extent = names.extent(loop.index)
-    with b.block():
+    with b.bridge_block():
         _declare_iterators(lattice, plan, scope, b)
         if lat.dense_loop(lattice):
             trips = extent
@@ -377,10 +377,10 @@ def _count_trips(loop: _Loop, lattice: lat.Lattice, name: str, plan: Plan, scope
                                                                        for it in sorted(point.sparse, key=str))])
                      for point in bottoms]
             trips = _smallest([" + ".join(terms), extent])
-        b.line(f"const int64_t trips = {trips};")
+        b.bridge_line(f"const int64_t trips = {trips};")
         plan.targets[name].count_at_most("trips", b)
         if scope.flags.get(name):
-            b.line(f"if (trips) {scope.flags[name]} = 1;")
+            b.bridge_line(f"if (trips) {scope.flags[name]} = 1;")
 
 
 def _smallest(terms: list[str]) -> str:
@@ -429,13 +429,13 @@ def _store_hoisted(stmt: Forall, name: str, total, stored: str | None, plan: Pla
                    b: CBuilder) -> None:
     lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
     position = _target_position(lhs, plan, scope, b)
-    with b.scope(f"if ({stored})" if stored else ""):
+    with b.bridge_scope(f"if ({stored})" if stored else ""):
         if plan.counting:
             plan.targets[name].mark(position, b)
         else:
             _store(name, position, _operator(lhs, True, plan, scope), _expr(total, plan, scope, b), plan, scope, b)
         if scope.flags.get(name):
-            b.line(f"{scope.flags[name]} = 1;")
+            b.bridge_line(f"{scope.flags[name]} = 1;")
 
 
 def _iterator_names(it: lat.Iterator, plan: Plan) -> tuple[str, str, str, str]:
@@ -454,10 +454,10 @@ def _declare_iterators(lattice: lat.Lattice, plan: Plan, scope: Scope, b: CBuild
         parent = scope.reads.get((it.access, it.level - 1), ROOT)
         level = plan.read_levels(it.access)[it.level]
         begin, last = level.range(parent)
-        b.line(f"int64_t {q} = {begin};")
-        b.line(f"const int64_t {end} = {last};")
+        b.bridge_line(f"int64_t {q} = {begin};")
+        b.bridge_line(f"const int64_t {end} = {last};")
         if level.base(parent):
-            b.line("const int64_t {} = {};".format(*level.base(parent)))
+            b.bridge_line("const int64_t {} = {};".format(*level.base(parent)))
 
 
 def _load(it: lat.Iterator, plan: Plan, b: CBuilder, guard: bool, index: str | None = None) -> None:
@@ -466,11 +466,11 @@ def _load(it: lat.Iterator, plan: Plan, b: CBuilder, guard: bool, index: str | N
     q, end, c, seg = _iterator_names(it, plan)
     level = plan.read_levels(it.access)[it.level]
     load = level.coordinate(q)
-    b.line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
+    b.bridge_line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
     if not level.unique:
-        b.line(f"int64_t {seg} = {q} + ({c} == {index or c});")
-        with b.block(f"if ({c} == {index or c})"):
-            b.line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
+        b.bridge_line(f"int64_t {seg} = {q} + ({c} == {index or c});")
+        with b.bridge_block(f"if ({c} == {index or c})"):
+            b.bridge_line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
 
 
 def _advance(it: lat.Iterator, plan: Plan, index: str) -> str:
@@ -512,21 +512,21 @@ def _dense_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan: Plan, sco
     parallel = _parallel(stmt, sparse, plan, scope, b) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
-            b.line(f"#pragma GCC unroll {stmt.unroll}")
+            b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
         _dense_for(stmt, loop, lattice, sparse, plan, scope, b, bound or names.extent(loop.index))
 
 
 def _dense_for(stmt: Forall, loop: _Loop, lattice: lat.Lattice, sparse: list, plan: Plan, scope: Scope,
                b: CBuilder, bound: str) -> None:
     index = names.coordinate(loop.index)
-    with b.block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
+    with b.bridge_block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
             _iteration(stmt, plan, b):
         count_iteration(plan.counters, b, f"∀{loop.index} dense")
         for it in sparse:
             _load(it, plan, b, guard=True, index=index)
         _cases(stmt, loop, lattice, lattice, plan, scope, b)
         for it in sparse:
-            b.line(_advance(it, plan, index))
+            b.bridge_line(_advance(it, plan, index))
 
 
 @contextmanager
@@ -577,47 +577,47 @@ def _parallel(stmt: Forall, sparse: list, plan: Plan, scope: Scope, b: CBuilder,
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
             sections = (f"{names.vals(n)}[0:{plan.targets[n].reduction_size()}]" for n in copied)
             clauses.append(f"reduction(+: {', '.join(sections)})")
-        b.line(f"#pragma omp {' '.join(['simd', *clauses])}")
+        b.bridge_line(f"#pragma omp {' '.join(['simd', *clauses])}")
         yield replace(scope, parallel=True)
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries
-        b.line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
+        b.bridge_line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
         yield atomic
         return
     threads = [f"num_threads({plan.num_threads})"] if plan.num_threads is not None else []
     if not copied and not threaded:
-        b.line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
+        b.bridge_line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
         yield atomic
         return
     failed = plan.fresh("failed")
-    with b.block():
-        b.line(f"const int threads = {plan.num_threads or 'omp_get_max_threads()'};")
-        b.line(f"int {failed} = 0;")
+    with b.bridge_block():
+        b.bridge_line(f"const int threads = {plan.num_threads or 'omp_get_max_threads()'};")
+        b.bridge_line(f"int {failed} = 0;")
         for name in copied:
             vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
-            b.line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
+            b.bridge_line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
             b.fail(f"!{_copies(name)}", ReturnCode.OUT_OF_MEMORY)
-            b.line(f"{ctype} *restrict {_shared(name)} = {vals};")
-        b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
-        with b.block():
+            b.bridge_line(f"{ctype} *restrict {_shared(name)} = {vals};")
+        b.bridge_line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+        with b.bridge_block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
                 vals, ctype, size = names.vals(name), plan.value_types[name], plan.targets[name].reduction_size()
-                b.line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
+                b.bridge_line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
             with thread_temporaries([plan.targets[n] for n in threaded], failed, plan.fresh("allocated"), b):
-                with b.block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
+                with b.bridge_block(f"if ({b.agreed(failed, plan.fresh('ready'))})"), \
                         b.failing_to(failed, plan.fresh("done")):
-                    b.line(f"#pragma omp for {schedule}")
+                    b.bridge_line(f"#pragma omp for {schedule}")
                     yield atomic
                 if copied:
-                    b.line("#pragma omp critical")
-                    with b.block():
+                    b.bridge_line("#pragma omp critical")
+                    with b.bridge_block():
                         for name in copied:
                             vals, size = names.vals(name), plan.targets[name].reduction_size()
-                            with b.block(f"for (int64_t p = 0; p < {size}; p++)"):
-                                b.line(f"{_shared(name)}[p] += {vals}[p];")
+                            with b.bridge_block(f"for (int64_t p = 0; p < {size}; p++)"):
+                                b.bridge_line(f"{_shared(name)}[p] += {vals}[p];")
         for name in copied:
-            b.line(f"free({_copies(name)});")
+            b.bridge_line(f"free({_copies(name)});")
         b.fail(failed, failed)
 
 
@@ -693,23 +693,23 @@ def _parallel_sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, plan:
                             f"not split")
     end = _iterator_names(it, plan)[1]
     weight = lambda position: _entries_before(it, plan, position)
-    b.line(f"const int64_t {q}_first = {q};")
-    b.line(f"const int64_t {q}_parts = {plan.num_threads or 'omp_get_max_threads()'};")
-    b.line(f"const int64_t {q}_entries = {weight(end)} - {weight(q + '_first')};")
+    b.bridge_line(f"const int64_t {q}_first = {q};")
+    b.bridge_line(f"const int64_t {q}_parts = {plan.num_threads or 'omp_get_max_threads()'};")
+    b.bridge_line(f"const int64_t {q}_entries = {weight(end)} - {weight(q + '_first')};")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
     # holding an equal share of the entries below: it writes one stretch of the result, and a skewed
     # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
     with _parallel(stmt, [], plan, scope, b, "schedule(static, 1)") as inner, \
-            b.block(f"for (int64_t {q}_part = 0; {q}_part < {q}_parts; {q}_part++)"):
-        b.line(f"int64_t {q}_span[2];")
-        with b.block("for (int side = 0; side < 2; side++)"):
-            b.line(f"const int64_t share = {q}_part + side;")
-            b.line(f"int64_t low = {q}_first, high = {end};")
-            with b.block(f"while (share < {q}_parts && low < high)"):
-                b.line("const int64_t middle = low + (high - low) / 2;")
-                b.line(f"if ({weight('middle')} < {weight(q + '_first')} + {q}_entries * share / {q}_parts) "
+            b.bridge_block(f"for (int64_t {q}_part = 0; {q}_part < {q}_parts; {q}_part++)"):
+        b.bridge_line(f"int64_t {q}_span[2];")
+        with b.bridge_block("for (int side = 0; side < 2; side++)"):
+            b.bridge_line(f"const int64_t share = {q}_part + side;")
+            b.bridge_line(f"int64_t low = {q}_first, high = {end};")
+            with b.bridge_block(f"while (share < {q}_parts && low < high)"):
+                b.bridge_line("const int64_t middle = low + (high - low) / 2;")
+                b.bridge_line(f"if ({weight('middle')} < {weight(q + '_first')} + {q}_entries * share / {q}_parts) "
                        f"low = middle + 1; else high = middle;")
-            b.line(f"{q}_span[side] = share < {q}_parts ? low : {end};")
+            b.bridge_line(f"{q}_span[side] = share < {q}_parts ? low : {end};")
         _sparse_loop(stmt, loop, lattice, point, plan, inner, b, span=(f"{q}_span[0]", f"{q}_span[1]"))
 
 
@@ -749,22 +749,22 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
         if stmt.unroll:
-            b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with b.block(header), _iteration(stmt, plan, b):
+            b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with b.bridge_block(header), _iteration(stmt, plan, b):
             count_iteration(plan.counters, b, f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
-                b.line(f"if ({vacant}) continue;")
+                b.bridge_line(f"if ({vacant}) continue;")
             _load(it, plan, b, guard=False)
-            b.line(f"const int64_t {index} = {c};")
+            b.bridge_line(f"const int64_t {index} = {c};")
             _case_body(stmt, loop, point, plan, scope, b)
             if not level.unique:
-                b.line(f"{q} = {seg};")
+                b.bridge_line(f"{q} = {seg};")
         return
     descending = all(plan.read_levels(it.access)[it.level].descending for it in iterators) and not loop.written
     _require_ordered(iterators, loop, plan, descending)
     running = " && ".join(f"{_iterator_names(it, plan)[0]} < {_iterator_names(it, plan)[1]}" for it in iterators)
-    with b.block(f"while ({running})"):
+    with b.bridge_block(f"while ({running})"):
         count_iteration(plan.counters, b, f"∀{loop.index} merge")
         coordinates = []
         for it in iterators:
@@ -773,14 +773,14 @@ def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Poi
         smallest, sooner = coordinates[0], ">" if descending else "<"
         for c in coordinates[1:]:
             smallest = f"({c} {sooner} {smallest} ? {c} : {smallest})"
-        b.line(f"const int64_t {index} = {smallest};")
+        b.bridge_line(f"const int64_t {index} = {smallest};")
         for it in iterators:
             if not plan.read_levels(it.access)[it.level].unique:
                 _, _, c, seg = _iterator_names(it, plan)
-                b.line(f"if ({c} != {index}) {seg} = {_iterator_names(it, plan)[0]};")
+                b.bridge_line(f"if ({c} != {index}) {seg} = {_iterator_names(it, plan)[0]};")
         _cases(stmt, loop, lattice, cases, plan, scope, b)
         for it in iterators:
-            b.line(_advance(it, plan, index))
+            b.bridge_line(_advance(it, plan, index))
 
 
 def _cases(stmt: Forall, loop: _Loop, lattice: lat.Lattice, cases: lat.Lattice, plan: Plan, scope: Scope,
@@ -799,7 +799,7 @@ def _cases(stmt: Forall, loop: _Loop, lattice: lat.Lattice, cases: lat.Lattice, 
             header = f"{'else ' if number else ''}if ({condition})"
         else:
             header = "else" if number else ""
-        with b.scope(header):
+        with b.bridge_scope(header):
             _case_body(stmt, loop, point, plan, scope, b, found or {})
         if found is not None and not condition:
             return  # the driver alone: the cases below are never reached
@@ -864,27 +864,27 @@ def _find_pass(stmt: Forall, loop: _Loop, lattice: lat.Lattice, roles: finds.Rol
     q, end, c, seg = _iterator_names(driver, plan)
     level = plan.read_levels(driver.access)[driver.level]
     order = finds.order_of(level)
-    with b.block():
+    with b.bridge_block():
         if number:  # an earlier pass may have searched through the driver
-            b.line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
+            b.bridge_line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
         finders = {it: _finder(it, roles.strategy[it], order, loop, plan, scope, b)
                    for it in finds.sought(roles, lattice, number)}
         for finder in finders.values():
             finder.prepare(plan.tables, scope.parallel, b)
-        with b.block(f"while ({q} < {end})"):
+        with b.bridge_block(f"while ({q} < {end})"):
             count_iteration(plan.counters, b, f"∀{loop.index} walk {driver.access}")
             vacant = level.vacant(q)
             if vacant:
-                b.line(f"if ({vacant}) {{ {q}++; continue; }}")
+                b.bridge_line(f"if ({vacant}) {{ {q}++; continue; }}")
             _load(driver, plan, b, guard=False)
-            b.line(f"const int64_t {index} = {c};")
+            b.bridge_line(f"const int64_t {index} = {c};")
             earlier = roles.drivers[:number]
             found = {it: finders[it].find(index, b) for it in earlier}
-            with b.scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
+            with b.bridge_scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
                          f"if ({' && '.join(f'{found[it]} < 0' for it in earlier)})"):
                 found.update((it, finder.find(index, b)) for it, finder in finders.items() if it not in found)
                 _cases(stmt, loop, lattice, finds.cases(roles, lattice, number), plan, scope, b, found)
-            b.line(f"{q} = {seg};" if not level.unique else f"{q}++;")
+            b.bridge_line(f"{q} = {seg};" if not level.unique else f"{q}++;")
 
 
 def _finder(it: lat.Iterator, strategy, driver_order: int, loop: _Loop, plan: Plan, scope: Scope,
@@ -900,7 +900,7 @@ def _finder(it: lat.Iterator, strategy, driver_order: int, loop: _Loop, plan: Pl
 def count_iteration(counters: list[str] | None, b: CBuilder, label: str) -> None:
     """Instrumented kernels count every iteration of every loop (the loop's label names it)."""
     if counters is not None:
-        b.line(f"counters[{len(counters)}]++;")
+        b.bridge_line(f"counters[{len(counters)}]++;")
         counters.append(label)
 
 
@@ -923,7 +923,7 @@ def _derived_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None
     """for (v = 0; v < its extent; v++) over a derived variable. Once the loops over every variable made
     alongside it are around, the variable they came from is recovered, and so on up to the tensors' own
     indices, which the body then sees fixed. Bounds, not guards, cut the last tile short."""
-    with b.block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
+    with b.bridge_block(), _hoisting(stmt, plan, scope, b) as (stmt, scope):
         _derived_loop(stmt, plan, scope, b)
 
 
@@ -944,8 +944,8 @@ def _derived_loop(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     parallel = _parallel(stmt, [], plan, inner, b) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
-            b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), _iteration(stmt, plan, b):
+            b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with b.bridge_block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), _iteration(stmt, plan, b):
             count_iteration(plan.counters, b, f"∀{index} {relation}")
             if recovered is None:
                 lower(stmt.body, plan, inner, b)
@@ -968,27 +968,27 @@ def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, row: str
     if register is not None:  # the register is this thread's own
         body_scope = replace(scope, accumulators={**scope.accumulators, stmt.body.lhs.tensor.name: (register, None)},
                              atomic=False)
-    b.line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
-    b.line(f"const int64_t {stop} = {q} + {count};")
+    b.bridge_line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
+    b.bridge_line(f"const int64_t {stop} = {q} + {count};")
     starts, ends = plan.read_levels(access)[1].range(Position(row))
-    with b.block(f"while ({q} < {stop})"):
-        b.line(f"while ({ends} <= {q}) {row}++;")
-        b.line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
+    with b.bridge_block(f"while ({q} < {stop})"):
+        b.bridge_line(f"while ({ends} <= {q}) {row}++;")
+        b.bridge_line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
         if stmt.unroll:
-            b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with b.block(f"for (; {q} < {segment}; {q}++)"):
+            b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with b.bridge_block(f"for (; {q} < {segment}; {q}++)"):
             count_iteration(plan.counters, b, f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
             _at_row(collapsed, access, row, q, stmt.body, plan, body_scope, b)
         if register is None:
             return
         if scope.atomic:  # a row begun and ended within these positions is no other chunk's
-            with b.block(f"if ({first} == {starts} && {segment} < {stop})"):
+            with b.bridge_block(f"if ({first} == {starts} && {segment} < {stop})"):
                 _flush_row(collapsed, access, row, register, stmt.body, plan, replace(scope, atomic=False), b)
-            with b.block("else"):
+            with b.bridge_block("else"):
                 _flush_row(collapsed, access, row, register, stmt.body, plan, scope, b)
         else:
             _flush_row(collapsed, access, row, register, stmt.body, plan, scope, b)
-        b.line(f"{register} = 0;")
+        b.bridge_line(f"{register} = 0;")
 
 
 def _row_register(body: Stmt, collapsed: Collapse, plan: Plan, scope: Scope, b: CBuilder) -> str | None:
@@ -1002,7 +1002,7 @@ def _row_register(body: Stmt, collapsed: Collapse, plan: Plan, scope: Scope, b: 
             or name in scope.accumulators:
         return None
     register = plan.fresh("rowsum")
-    b.line(f"{plan.value_types[name]} {register} = 0;")
+    b.bridge_line(f"{plan.value_types[name]} {register} = 0;")
     return register
 
 
@@ -1010,8 +1010,8 @@ def _flush_row(collapsed: Collapse, access: Access, row: str, register: str, bod
                scope: Scope, b: CBuilder) -> None:
     """Add the row's register into the result at the row's coordinate."""
     first = plan.read_levels(access)[0]
-    with b.block():
-        b.line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
+    with b.bridge_block():
+        b.bridge_line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
         _store(body.lhs.tensor.name, _target_position(body.lhs, plan, scope, b), "+=", register, plan, scope, b)
 
 
@@ -1095,13 +1095,13 @@ def _declare_positions(relation: Pos, plan: Plan, scope: Scope, b: CBuilder) -> 
     lo, hi = plan.fresh("lo"), plan.fresh("hi")
     if len(roots) == 1:
         begin, end = levels[depth].range(parent)
-        b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+        b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
         return lo, hi
     first_lo, first_hi = plan.fresh("lo"), plan.fresh("hi")
     first = ("0", names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT)
-    b.line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
+    b.bridge_line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
     begin, end = levels[1].range(Position(first_lo, end=first_hi))
-    b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+    b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
     return lo, hi, first_lo, first_hi
 
 
@@ -1117,12 +1117,12 @@ def _search_row(index: IndexVar, offset: str, plan: Plan, scope: Scope, b: CBuil
     lo, _, first_lo, first_hi = scope.ranges[index]
     row, high, mid = plan.fresh("row"), plan.fresh("high"), plan.fresh("mid")
     starts = plan.read_levels(relation.access)[1]
-    b.line(f"int64_t {row} = {first_lo};")
-    with b.block():
-        b.line(f"int64_t {high} = {first_hi};")
-        with b.block(f"while ({high} - {row} > 1)"):
-            b.line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
-            b.line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
+    b.bridge_line(f"int64_t {row} = {first_lo};")
+    with b.bridge_block():
+        b.bridge_line(f"int64_t {high} = {first_hi};")
+        with b.bridge_block(f"while ({high} - {row} > 1)"):
+            b.bridge_line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
+            b.bridge_line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
     return row
 
 
@@ -1144,7 +1144,7 @@ def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, 
         return
     # a position of the access: read its coordinates back
     q = plan.fresh("q")
-    b.line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
+    b.bridge_line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
     collapsed = scope.provenance.defining(relation.index)
     access = relation.access
     if not isinstance(collapsed, Collapse):
@@ -1154,7 +1154,7 @@ def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, 
         return
     row = track or _search_row(index, value, plan, scope, b)
     ends = plan.read_levels(access)[1].range(Position(row))[1]
-    b.line(f"while ({ends} <= {q}) {row}++;")
+    b.bridge_line(f"while ({ends} <= {q}) {row}++;")
     _at_row(collapsed, access, row, q, body, plan, scope, b, in_order)
 
 
@@ -1170,9 +1170,9 @@ def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
     _check_fixed_writes(stmt.index, rule, fixed, loop, plan, scope)
     index = names.coordinate(stmt.index)
     sparse = _sparse_iterators(lattice)
-    with b.block():
+    with b.bridge_block():
         if fixed.access is None:
-            b.line(f"const int64_t {index} = {fixed.value};")
+            b.bridge_line(f"const int64_t {index} = {fixed.value};")
             _cases(stmt, loop, lattice, lattice, plan, scope, b, _found_at(sparse, stmt, rule, plan, scope, b))
             return
         it = loop.stepped.get(fixed.access)
@@ -1187,12 +1187,12 @@ def _fixed_forall(stmt: Forall, plan: Plan, scope: Scope, b: CBuilder) -> None:
             raise ScheduleError(f"{rule}: the loop over {stmt.index} also covers coordinates that {fixed.access} "
                                 f"lacks (a sum), which its positions never reach")
         if it.full:  # a dense first level: its position is its coordinate
-            b.line(f"const int64_t {index} = {fixed.value};")
+            b.bridge_line(f"const int64_t {index} = {fixed.value};")
         else:
             q, _, c, _ = _iterator_names(it, plan)
-            b.line(f"const int64_t {q} = {fixed.value};")
+            b.bridge_line(f"const int64_t {q} = {fixed.value};")
             _load(it, plan, b, guard=False)
-            b.line(f"const int64_t {index} = {c};")
+            b.bridge_line(f"const int64_t {index} = {c};")
         _case_body(stmt, loop, lattice[0], plan, scope, b)
 
 
@@ -1218,8 +1218,8 @@ def _found_at(sparse: list[lat.Iterator], stmt: Forall, rule, plan: Plan, scope:
         finder.prepare(plan.tables, scope.parallel, b)
         found[it] = finder.find(names.coordinate(stmt.index), b)
         if not level.unique:
-            b.line(f"int64_t {found[it]}_end = {found[it]};")
-            b.line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
+            b.bridge_line(f"int64_t {found[it]}_end = {found[it]};")
+            b.bridge_line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
                    f"{level.coordinate(f'{found[it]}_end')} == {names.coordinate(stmt.index)}) {found[it]}_end++;")
     return found
 

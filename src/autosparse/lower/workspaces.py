@@ -63,7 +63,7 @@ class DenseWorkspace(Workspace):
         return " * ".join(("1", *self.dims))
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
+        b.bridge_line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
                f"sizeof({self.value_type}));")
         b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
 
@@ -75,10 +75,10 @@ class DenseWorkspace(Workspace):
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
+            b.bridge_line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
 
     def release(self, b: CBuilder) -> None:
-        b.line(f"free({names.vals(self.name)});")
+        b.bridge_line(f"free({names.vals(self.name)});")
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,11 @@ class ScalarWorkspace(DenseWorkspace):
     compiler keeps in a register; private to each thread of a parallel region it is declared in."""
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
+        b.bridge_line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"{names.vals(self.name)}[0] = 0;")
+            b.bridge_line(f"{names.vals(self.name)}[0] = 0;")
 
     def release(self, b: CBuilder) -> None:
         pass
@@ -148,59 +148,59 @@ class ListWorkspace(Workspace):
         vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
                                    self._ident("bits"))
         if self.located:
-            b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
+            b.bridge_line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
         else:
-            b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
-        b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
+            b.bridge_line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
+        b.bridge_line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.bridge_line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
-        b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
+        b.bridge_line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
         b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
     def _first_touch(self, coordinate: str, b: CBuilder) -> None:
-        b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
-        b.line(f"{self.list}[{self.count}++] = {coordinate};")
+        b.bridge_line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
+        b.bridge_line(f"{self.list}[{self.count}++] = {coordinate};")
 
     def count_at_most(self, amount: str, b: CBuilder) -> None:
         """The count alone, above the list's length: the bound phase's consumer reads nothing else."""
-        b.line(f"{self.count} += {amount};")
+        b.bridge_line(f"{self.count} += {amount};")
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.block(f"if (!({self.touched(position.begin)}))"):
+        with b.bridge_block(f"if (!({self.touched(position.begin)}))"):
             self._first_touch(position.begin, b)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
         j, vals, v = position.begin, names.vals(self.name), self._ident("v")
-        with b.block():
-            b.line(f"const {self.value_type} {v} = {value};")
-            with b.block(f"if (!({self.touched(j)}))"):
+        with b.bridge_block():
+            b.bridge_line(f"const {self.value_type} {v} = {value};")
+            with b.bridge_block(f"if (!({self.touched(j)}))"):
                 self._first_touch(j, b)
-                b.line(f"{vals}[{j}] = {v};")
-            b.line(f"else {vals}[{j}] {op} {v};")
+                b.bridge_line(f"{vals}[{j}] = {v};")
+            b.bridge_line(f"else {vals}[{j}] {op} {v};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
+            b.bridge_line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
                    f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if self.located and values:
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-        b.line(f"{self._ident('gen')}++;")
-        b.line(f"{self.count} = 0;")
+            with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+                b.bridge_line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
+        b.bridge_line(f"{self._ident('gen')}++;")
+        b.bridge_line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
         for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
-            b.line(f"free({array});")
+            b.bridge_line(f"free({array});")
 
 
 ORDER_HELPER = """
@@ -321,13 +321,13 @@ class HashedWorkspace(Workspace):
 
     def allocate(self, b: CBuilder) -> None:
         t, vt = self._ident, self.value_type
-        b.line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
-        b.line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
-        b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
-        b.line(f"int64_t *{self.keys} = NULL;")
-        b.line(f"{vt} *{names.vals(self.name)} = NULL;")
+        b.bridge_line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
+        b.bridge_line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
+        b.bridge_line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{self.keys} = NULL;")
+        b.bridge_line(f"{vt} *{names.vals(self.name)} = NULL;")
         b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
-        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
+        b.bridge_line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
 
     def helpers(self) -> str:
         t, vt = self._ident, self.value_type
@@ -371,18 +371,18 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
 
     def _insert(self, position: Position, b: CBuilder) -> None:
         t = self._ident
-        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
+        b.bridge_line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
                f"{position.begin});")
         b.fail("slot < 0", ReturnCode.OUT_OF_MEMORY)
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.block():
+        with b.bridge_block():
             self._insert(position, b)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        with b.block():
+        with b.bridge_block():
             self._insert(position, b)
-            b.line(f"{self._ident('table')}[slot].val {op} {value};")
+            b.bridge_line(f"{self._ident('table')}[slot].val {op} {value};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
@@ -391,25 +391,25 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
         """The keys sorted (sortcoordinates, the second half of `keys` its spare), then each one's value
         found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
-        with b.block(f"if ({self.count} > {t('sorted_cap')})"):
-            b.line(f"free({self.keys}); free({vals});")
-            b.line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
-            b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
-            b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
+        with b.bridge_block(f"if ({self.count} > {t('sorted_cap')})"):
+            b.bridge_line(f"free({self.keys}); free({vals});")
+            b.bridge_line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
+            b.bridge_line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
+            b.bridge_line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
             b.fail(f"!{self.keys} || !{vals}", ReturnCode.OUT_OF_MEMORY)
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
-        b.line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
+        b.bridge_line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         """Every slot this producer filled is emptied (its value zeroed when it is filled again)."""
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
-        b.line(f"{self.count} = 0;")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
+        b.bridge_line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
         for part in ("table", "slots", "keys"):
-            b.line(f"free({self._ident(part)});")
-        b.line(f"free({names.vals(self.name)});")
+            b.bridge_line(f"free({self._ident(part)});")
+        b.bridge_line(f"free({names.vals(self.name)});")
