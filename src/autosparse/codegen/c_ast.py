@@ -84,9 +84,10 @@ class Var(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Literal(Expr):
-    """An integer or floating constant, printed as Python writes it (`repr`)."""
+    """An integer or floating constant, printed as Python writes it (`repr`), then `suffix` (`ull`)."""
 
     value: int | float
+    suffix: str = ""
 
 
 @dataclass(frozen=True, slots=True)

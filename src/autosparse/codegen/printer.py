@@ -58,7 +58,7 @@ def _(node: Var):
 
 @_expr.register
 def _(node: Literal):
-    text = repr(node.value)
+    text = repr(node.value) + node.suffix
     return text, _PREFIX if text.startswith("-") else _ATOM
 
 

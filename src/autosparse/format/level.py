@@ -16,6 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..codegen.c_ast import TopLevel
 from ..errors import ScheduleError
 
 
@@ -175,9 +176,9 @@ class Level(ABC):
         """Whether `locate` can answer -1."""
         return True
 
-    def c_helpers(self, index_type: str) -> str:
+    def c_helpers(self, index_type: str) -> "TopLevel | None":
         """C functions the fragments call, for arrays of `index_type`; defined once per kernel."""
-        return ""
+        return None
 
     def __str__(self) -> str:
         return self.spelling

@@ -27,6 +27,7 @@ from typing import Callable, Mapping
 from ..cin.ast import Coiteration, Strategy
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import lattice as lat
@@ -257,10 +258,8 @@ class Finder:
             b.bridge_line(f"{slot} = ({slot} + 1) & {table}_mask;")
 
 
-HASH_HELPER = """static inline uint64_t hash64(int64_t key) {
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29);
-}"""
+#: hash64, the mix of the hash strategy's tables.
+HASH_HELPER = Prelude("hash64")
 
 
 def declare_tables(tables: Tables, b: CBuilder) -> None:

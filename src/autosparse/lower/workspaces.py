@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
@@ -40,9 +41,9 @@ class Workspace(Target):
     def read_level(self, level: int) -> ReadLevel:
         """How the consumer reads level `level`."""
 
-    def helpers(self) -> str:
+    def helpers(self) -> tuple[Prelude, ...]:
         """C definitions this workspace's code calls, placed before the kernel."""
-        return ""
+        return ()
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """Make the produced entries readable (in coordinate order unless `ordered` is False)."""
@@ -203,78 +204,8 @@ class ListWorkspace(Workspace):
             b.bridge_line(f"free({array});")
 
 
-ORDER_HELPER = """
-/* Sort n coordinates ascending. Short lists: insertion sort. Otherwise an LSD radix sort of the offsets
-   from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits for
-   short lists, 11-bit ones for long). */
-static void sortcoordinates(int64_t *list, int64_t n, int64_t *spare) {
-    if (n <= 32) {
-        for (int64_t k = 1; k < n; k++) {
-            int64_t v = list[k], m = k - 1;
-            while (m >= 0 && list[m] > v) { list[m + 1] = list[m]; m--; }
-            list[m + 1] = v;
-        }
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    const int digit = n < 4096 ? 8 : 11;
-    const int64_t buckets = (int64_t)1 << digit, mask = buckets - 1;
-    int64_t counts[2049];
-    int64_t *from = list, *to = spare;
-    for (int64_t k = 0; k < n; k++) list[k] -= lo;
-    for (int shift = 0; shift < 64 && ((hi - lo) >> shift) > 0; shift += digit) {
-        memset(counts, 0, (size_t)(buckets + 1) * sizeof(int64_t));
-        for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & mask) + 1]++;
-        for (int64_t d = 0; d < buckets; d++) counts[d + 1] += counts[d];
-        for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & mask]++] = from[k];
-        int64_t *t = from; from = to; to = t;
-    }
-    for (int64_t k = 0; k < n; k++) list[k] = from[k] + lo;
-}
-/* Put the n touched coordinates of `list` (all below `dim`) in ascending order. Lists whose range spans
-   fewer summary words than entries: set their bits in a two-level bitmap (`bits`: a bit per coordinate
-   below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
-   they go. Otherwise (short lists, or few entries spread wide) sortcoordinates. */
-static void ordertouched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
-    if (n <= 32) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    if ((hi >> 12) - (lo >> 12) >= n) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    uint64_t *summary = bits + (dim >> 6) + 1;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t j = list[k];
-        bits[j >> 6] |= (uint64_t)1 << (j & 63);
-        summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
-    }
-    int64_t m = 0;
-    for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
-        uint64_t words = summary[s];
-        summary[s] = 0;
-        while (words) {
-            int64_t at = (s << 6) + __builtin_ctzll(words);
-            words &= words - 1;
-            uint64_t w = bits[at];
-            bits[at] = 0;
-            const int64_t base = at << 6;
-            list[m++] = base + __builtin_ctzll(w);
-            for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
-        }
-    }
-}
-"""
+#: sortcoordinates and ordertouched, which put a workspace's touched coordinates in order.
+ORDER_HELPER = Prelude("order_touched")
 
 
 @dataclass(frozen=True)
@@ -329,42 +260,10 @@ class HashedWorkspace(Workspace):
         b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
         b.bridge_line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
 
-    def helpers(self) -> str:
-        t, vt = self._ident, self.value_type
-        return f"""
-typedef struct {{ int64_t key; {vt} val; }} {t('entry')};
-/* The slot holding `key` in a table of `cap` slots, or the empty one where it would go. */
-static inline uint64_t {t('probe')}(const {t('entry')} *table, int64_t cap, int64_t key) {{
-    uint64_t mask = (uint64_t)cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while (table[s].key != key && table[s].key >= 0) s = (s + 1) & mask;
-    return s;
-}}
-/* The slot of `key` in the workspace table, inserted (its value zero) if new, growing the table past
-   half full; -1 when memory runs out. */
-static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap, int64_t *count, int64_t key) {{
-    uint64_t s = {t('probe')}(*table, *cap, key);
-    if ((*table)[s].key == key) return (int64_t)s;
-    if (2 * (*count + 1) > *cap) {{
-        int64_t grown = 2 * *cap;
-        {t('entry')} *t2 = malloc((size_t)grown * sizeof({t('entry')}));
-        int64_t *s2 = malloc((size_t)grown * sizeof(int64_t));
-        if (!t2 || !s2) return -1;
-        for (int64_t k = 0; k < grown; k++) t2[k].key = -1;
-        for (int64_t k = 0; k < *count; k++) {{
-            const {t('entry')} old = (*table)[(*slots)[k]];
-            uint64_t h = {t('probe')}(t2, grown, old.key);
-            t2[h] = old;
-            s2[k] = (int64_t)h;
-        }}
-        free(*table); free(*slots);
-        *table = t2; *slots = s2; *cap = grown;
-        return {t('insert')}(table, slots, cap, count, key);
-    }}
-    (*table)[s] = ({t('entry')}){{key, 0}};
-    (*slots)[(*count)++] = (int64_t)s;
-    return (int64_t)s;
-}}
-"""
+    def helpers(self) -> tuple[Prelude, ...]:
+        t = self._ident
+        return (Prelude("hashed_workspace", (("entry", t("entry")), ("probe", t("probe")), ("insert", t("insert")),
+                                             ("value_type", self.value_type))),)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))

@@ -24,6 +24,7 @@ from typing import Mapping
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..format.level import Level
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
@@ -32,22 +33,8 @@ from .reads import Position
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
 Reads = Mapping[tuple[Access, int], Position]
 
-HELPERS = """
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-/* An array of a result, count + 1 elements (zeroed or not). Large ones are advised onto transparent huge
-   pages, as numpy advises its own arrays: a fresh 24 MB result otherwise faults in 6,000 pages. */
-static void *resultarray(int64_t count, size_t size, int zeroed) {
-    size_t bytes = ((size_t)count + 1) * size;
-    void *p = zeroed ? calloc((size_t)count + 1, size) : malloc(bytes);
-#ifdef MADV_HUGEPAGE
-    if (p && bytes >= ((size_t)1 << 22)) {
-        uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = (uintptr_t)p + bytes;
-        if (start < end) madvise((void *)start, end - start, MADV_HUGEPAGE);
-    }
-#endif
-    return p;
-}
-"""
+#: The helpers every kernel defines (min64, resultarray), in codegen's prelude.
+HELPERS = Prelude("result_arrays")
 
 
 def _allocation(length: str, ctype: str, zeroed: bool) -> str:
