@@ -22,8 +22,8 @@ from typing import Callable
 from ..cin.ast import Access, Forall, Stmt, Strategy, accesses, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Block, Expr, Function, Literal, Param, Return, Var, and_, call, cast, eq, ge,
-                             not_)
+from ..codegen.c_ast import (Block, Decl, Expr, Function, Literal, Param, Return, SizeOf, Var, and_, as_expr, call,
+                             cast, eq, ge, increment, lt, not_)
 from ..errors import ScheduleError
 from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
@@ -98,23 +98,26 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     """Before the loops: the table of every entry of the access's tensor, (coordinates) -> position
     (`count` instruments each insertion)."""
     width = len(levels)
-    first, last = levels[0].range(Position("0"))
+    first, last = (as_expr(end) for end in levels[0].range(Position("0")))
+    table_var, mask, q = Var(table), Var(f"{table}_mask"), Var("q")
+    table_bytes = cast("size_t", mask + 1) * (width + 1) * SizeOf("int64_t")
     b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
-    b.bridge_line(f"int64_t {table}_mask = 15;")
-    b.bridge_line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
-    b.bridge_line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
-    b.bridge_line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    with b.bridge_block(f"for (int64_t q = {first}; q < {last}; q++)"):
+    b.decl("int64_t", mask.name, 15)
+    with b.while_(lt(mask + 1, 2 * (last - first))):
+        b.assign(mask, 2 * mask + 1)
+    b.decl("int64_t *", table, call("malloc", table_bytes))
+    b.fail(not_(table_var), ReturnCode.OUT_OF_MEMORY)
+    b.expr(call("memset", table_var, Literal(0xff), table_bytes))
+    with b.for_(Decl("int64_t", "q", first), lt(q, last), increment(q)):
         count(f"hash {access.tensor.name} by coordinates")
-        coordinates = ", ".join(level.coordinate("q") for level in levels)
-        with b.bridge_block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
-            b.bridge_line(f"free({table});")
-            b.bridge_line(f"return {ReturnCode.DUPLICATE:d};")
+        coordinates = (as_expr(level.coordinate("q")) for level in levels)
+        with b.if_(not_(call(f"keyedinsert{width}", table_var, mask, q, *coordinates))):
+            b.expr(call("free", table_var))
+            b.return_(int(ReturnCode.DUPLICATE))
 
 
 def release(table: str, b: CBuilder) -> None:
-    b.bridge_line(f"free({table});")
+    b.expr(call("free", Var(table)))
 
 
 def helpers(width: int) -> tuple[Function, ...]:
