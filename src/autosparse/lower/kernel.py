@@ -17,9 +17,9 @@ from ..codegen.c_ast import (Block, Define, Function, Include, Param, TopLevel, 
                              not_)
 from ..errors import ScheduleError
 from ..format.level import Level
-from ..cin.provenance import Provenance, Split, split_relations
+from ..cin.provenance import Bound, Provenance, Split, split_relations
 from ..notation.ast import IndexVar, Neg, factors
-from ..runtime.abi import SYMBOL, KernelSource, Slot, Types
+from ..runtime.abi import SYMBOL, KernelSource, Slot, Types, WorkspaceSize
 from . import finds, keyed
 from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
@@ -186,9 +186,22 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     b.return_(0)
     top.append(Function("int", SYMBOL, _PARAMS, b.statements()))
     bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
+    result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == result.name)
     return KernelSource(printer.unit(Unit(tuple(top))), operands, result.name, tuple(slots), assembled, indices,
-                        tuple(counters) if counters is not None else None, openmp, bitmaps,
-                        tuple(sorted({access.tensor.name for access in keyed_tables})))
+                        tuple(counters) if counters is not None else None,
+                        result_indices=result_lhs.indices, result_level_indices=result_lhs.level_indices,
+                        workspaces=_workspace_sizes(stmt, types.values[result.name]),
+                        bounds=tuple(r for r in provenance.relations if isinstance(r, Bound)),
+                        openmp=openmp, bitmaps=bitmaps,
+                        hashed=tuple(sorted({access.tensor.name for access in keyed_tables})))
+
+
+def _workspace_sizes(stmt: Stmt, value_dtype: np.dtype) -> tuple[WorkspaceSize, ...]:
+    """The dense workspaces the kernel allocates, each with what it takes per coordinate (a value, and for a
+    list workspace its bookkeeping), so the caller can refuse a call that would pass the memory limit."""
+    return tuple(WorkspaceSize(name, next(a.lhs.indices for a in assignments(stmt) if a.lhs.tensor.name == name),
+                               value_dtype.itemsize + (ListWorkspace.BYTES_PER_COORDINATE if var.order == 1 else 0))
+                 for name, var in tensors(stmt).items() if var.temporary and var.format.is_dense)
 
 
 #: The kernel's signature: the ABI of runtime.abi.
@@ -370,7 +383,7 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
         return ScalarWorkspace(var.name, dims, value_c)
     if fmt.is_dense:
         return DenseWorkspace(var.name, dims, value_c)
-    if all(level.letter == "h" for level in fmt.levels):
+    if all(level.inserts_sparsely for level in fmt.levels):
         return HashedWorkspace(var.name, dims, value_c)
     raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 
