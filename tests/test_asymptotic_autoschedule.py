@@ -328,3 +328,14 @@ def test_a_candidate_without_loops_compiles():
     (candidate,) = asp.autoschedule("s() = a * b")
     assert asp.compile("s() = a * b", schedule=candidate)(a=2.0, b=3.0) == 6.0
     assert asp.compile("s() = a * b", schedule="s() = b() * a()")(a=2.0, b=3.0) == 6.0
+
+
+def test_a_candidate_hands_compile_its_cin_as_a_statement_that_compiles_as_its_text_would():
+    """Even into a result format the kernel assembles differently (a hashed one is built compressed)."""
+    expression, formats = "A(i,j) = B(i,k) * C(k,j)", {"B": "csr", "C": "csr", "A": "hh"}
+    for cand in asp.autoschedule(expression, formats=formats):
+        stmt, needed = cand.kernel_schedule()
+        assert stmt is cand.cin and set(needed) == {"B", "C"}
+        as_text = asp.compile(expression, {**formats, **{n: str(f) for n, f in cand.formats.items()}},
+                              schedule=str(cand.cin))
+        assert asp.compile(expression, formats, schedule=cand).cin == as_text.cin

@@ -197,7 +197,7 @@ def test_spgemmh_scatters_into_a_hash_table_only_where_the_table_stays_small(spg
     """Measured (docs/benchmarks.md): on uniform n=1,024 the 2-D table of `∀j ∀k ∀i t0(i,j) += …` is the
     fastest schedule; on an R-MAT 2^12 matrix its 0.9 M-entry table makes it about 2× slower than
     building rows through dense vectors, which selection must see without running anything."""
-    from autosparse.benchmarks.asymptotic_select import power_law_inputs, uniform_inputs
+    from autosparse_bench.asymptotic_select import power_law_inputs, uniform_inputs
 
     rng = np.random.default_rng(0)
     uniform = spgemmh_front.select(**uniform_inputs("SpGEMMH", rng, 1024))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from autosparse.benchmarks import data
+from autosparse_bench import data
 
 pytest.importorskip("tensora")  # the `bench` extra: the kernels suite times Tensora too
 
@@ -98,7 +98,7 @@ def test_files_load_from_any_path(tmp_path):
 
 
 def test_a_peer_that_disagrees_is_reported_wrong_and_never_timed():
-    from autosparse.benchmarks import kernels
+    from autosparse_bench import kernels
 
     m = data.uniform(40, 40, 200, seed=1)
     x = np.ones(40)
@@ -116,7 +116,7 @@ def test_a_peer_that_disagrees_is_reported_wrong_and_never_timed():
 
 def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
     """`autosparse bench kernels --quick`: exit status 0 only when no result disagrees with scipy/numpy."""
-    from autosparse.benchmarks import kernels
+    from autosparse_bench import kernels
 
     done = subprocess.run([sys.executable, "-c", "from autosparse.cli import main; main()", "bench", "kernels",
                            "--quick", "--repeat", "2", "--kernel", *(k for k in kernels.KERNELS if k != "compile")],
@@ -131,7 +131,7 @@ def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
 
 
 def test_compare_checks_before_timing_and_never_times_a_wrong_or_broken_contender():
-    from autosparse.benchmarks.timing import Mismatch, compare
+    from autosparse_bench.timing import Mismatch, compare
 
     calls = []
 
@@ -163,7 +163,7 @@ def test_compare_checks_before_timing_and_never_times_a_wrong_or_broken_contende
 def test_compare_times_a_call_over_budget_by_one_call():
     import time
 
-    from autosparse.benchmarks.timing import compare
+    from autosparse_bench.timing import compare
 
     slow = compare({"slow": ((lambda: time.sleep(0.03)), None)}, repeat=5, budget=0.01)["slow"]
     assert slow.runs == 1 and slow.seconds >= 0.03
@@ -175,7 +175,7 @@ def test_compare_times_a_call_over_budget_by_one_call():
 def test_records_from_forked_workers_land_whole_in_one_file(tmp_path):
     import multiprocessing
 
-    from autosparse.benchmarks.records import Records, read
+    from autosparse_bench.records import Records, read
 
     target = Records(str(tmp_path / "suite.jsonl"))
     context = multiprocessing.get_context("fork")
@@ -198,7 +198,7 @@ def _timing(kernel, dataset, contender, seconds, role="peer", status="", **extra
 
 
 def test_the_report_states_every_loss_with_its_factor(tmp_path):
-    from autosparse.benchmarks import report
+    from autosparse_bench import report
 
     records = [_timing("SpMV", "uniform", "autosparse", 2e-3, "ours"),
                _timing("SpMV", "uniform", "scipy A @ x", 1e-3),
@@ -221,7 +221,7 @@ def test_the_report_states_every_loss_with_its_factor(tmp_path):
 
 
 def test_the_report_separates_other_autosparse_schedules_and_bounds_a_timed_out_one(tmp_path):
-    from autosparse.benchmarks import report
+    from autosparse_bench import report
 
     records = [_timing("SpMV2", "uniform n=256", "selected", 1e-3, "ours"),
                _timing("SpMV2", "uniform n=256", "default schedule", None, "variant", "timeout", limit=30),
@@ -233,7 +233,7 @@ def test_the_report_separates_other_autosparse_schedules_and_bounds_a_timed_out_
 
 
 def test_the_report_shows_each_stage_count_beside_the_papers(tmp_path):
-    from autosparse.benchmarks import report
+    from autosparse_bench import report
 
     counts = [{"kind": "count", "kernel": "SpMV", "mode": "full", "stage": name, "count": count, "seconds": 0.5,
                "paper": paper} for name, count, paper in (("1 rewrites", 1, None), ("6 protocols (8 schedules)", 8, 8),
@@ -246,7 +246,7 @@ def test_the_report_shows_each_stage_count_beside_the_papers(tmp_path):
 def test_a_suite_run_again_replaces_its_part_of_the_report_and_docs_link_into_it(tmp_path):
     import json
 
-    from autosparse.benchmarks import report
+    from autosparse_bench import report
 
     folder = tmp_path / "report"
     folder.mkdir()
@@ -282,8 +282,8 @@ def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
     ("asymptotic", ["--quick", "--kernel", "SpMV", "--max-n", "256", "--scales"], "SpMV"),
     ("sparseauto", ["--quick", "--kernel", "4", "--no-cases"], "4 ⟨SpMM,GEMM⟩")])
 def test_other_suites_leave_records_with_autosparse_marked_and_its_source_hashed(tmp_path, suite, options, kernel):
-    from autosparse.benchmarks import command
-    from autosparse.benchmarks.records import read
+    from autosparse_bench import command
+    from autosparse_bench.records import read
 
     argv, environment = command(suite, [*options, "--json", str(tmp_path / "r.jsonl")])
     done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=600)
@@ -303,9 +303,9 @@ def test_other_suites_leave_records_with_autosparse_marked_and_its_source_hashed
 def test_counting_suites_have_a_quick_size_and_record_every_stage(tmp_path, suite, module):
     import importlib
 
-    from autosparse.benchmarks.records import read
+    from autosparse_bench.records import read
 
-    main = importlib.import_module(f"autosparse.benchmarks.{module}").main
+    main = importlib.import_module(f"autosparse_bench.{module}").main
     kernel = {"asymptotic-counts": "SpMV", "sparseauto-counts": "4"}[suite]
     main(["--quick", "--kernel", kernel, "--no-check", "--json", str(tmp_path / "r.jsonl")])
     taken = read(tmp_path / "r.jsonl")
@@ -314,8 +314,8 @@ def test_counting_suites_have_a_quick_size_and_record_every_stage(tmp_path, suit
 
 
 def test_the_distributed_suite_times_every_contender_checked_and_projects(tmp_path):
-    from autosparse.benchmarks import command
-    from autosparse.benchmarks.records import read
+    from autosparse_bench import command
+    from autosparse_bench.records import read
 
     argv, environment = command("distributed", ["--quick", "--kernel", "mttkrp", "--repeat", "1",
                                                 "--json", str(tmp_path / "r.jsonl")])

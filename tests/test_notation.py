@@ -137,3 +137,18 @@ def _without_sums(expr):
         return _without_sums(expr.body)
     children = tuple(_without_sums(child) for child in expr.children())
     return expr.with_children(children) if children else expr
+
+
+def test_the_expression_parser_is_the_public_base_of_languages_over_expressions():
+    from autosparse.notation.parser import ExpressionParser, Token
+
+    class Doubled(ExpressionParser):  # a language whose numbers read twice as large
+        def literal(self, token: Token) -> Literal:
+            return Literal(2 * int(token.text))
+
+    parser = Doubled("A(i) * 3; rest")
+    assert str(parser.expr()) == "A(i) * 6"
+    assert (parser.peek().text, parser.peek(1).text, parser.peek(9).kind) == (";", "rest", "end")
+    assert str(ExpressionParser("2 * x(i) + 1").expression()) == "2 * x(i) + 1"
+    with pytest.raises(asp.ParseError, match="Expected the end, but found 'rest'"):
+        ExpressionParser("x(i) rest").expression()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from autosparse.autoschedule.sparseauto.big import Compute, Factor, nest, show
+from autosparse.schedule.big import Compute, Factor, nest, show
 from autosparse.autoschedule.sparseauto.cost import costs
 from autosparse.autoschedule.sparseauto.poly import Poly, Symbol
-from autosparse.autoschedule.sparseauto.transform import linearise, loopfuse, reorder, split
+from autosparse.schedule.loopfuse import linearise, loopfuse, reorder, split
 from autosparse.errors import ScheduleError
 from autosparse.format import as_format
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from autosparse.autoschedule.sparseauto.big import Compute, Factor, Loop, Where, nest
+from autosparse.schedule.big import Compute, Factor, Loop, Where, nest
 from autosparse.autoschedule.sparseauto.space import numbered
 from autosparse.errors import AutosparseError
 
-from autosparse.benchmarks.sparseauto_counts import KERNELS, front
+from autosparse_bench.sparseauto_counts import KERNELS, front
 
 
 def f(name, indices):
@@ -179,13 +179,24 @@ def test_every_final_schedule_equals_the_dense_reference(number):
 
 
 @pytest.mark.parametrize("number", sorted(KERNELS))
+def test_a_candidate_hands_compile_its_cin_as_a_statement_that_reads_as_its_text(number):
+    """The CIN is built from the graph, not parsed: it is what the candidate's text says, and it is what
+    `compile` receives, with the operands' formats."""
+    from autosparse.cin import parse_cin
+
+    for cand in front(number):
+        assert cand.cin == parse_cin(cand.text, cand.formats)
+        assert cand.kernel_schedule() == (cand.cin, cand.formats)
+
+
+@pytest.mark.parametrize("number", sorted(KERNELS))
 def test_instrumented_iteration_counts_equal_the_symbolic_costs_on_the_same_inputs(number):
     """Each loop's instrumented count is its symbolic iteration count evaluated at the operands' sizes
     and level-prefix nonzeros (loops of one label summed, as the instrumentation sums them); the time
     cost is the sum over the loops right around statements."""
     from autosparse.autoschedule.sparseauto.cost import loops
     from autosparse.autoschedule.sparseauto.runtime import sizes
-    from autosparse.autoschedule.sparseauto.big import Compute as Statement, level_order
+    from autosparse.schedule.big import Compute as Statement, level_order
 
     expression, formats = KERNELS[number]
     rng = np.random.default_rng(10 + number)

@@ -3,12 +3,11 @@
 This module is the public API; see ARCHITECTURE.md's public contract for the names it promises.
 """
 
-from .api import Kernel, compile, einsum, evaluate
-from .autoschedule import autoschedule
+from .api import Kernel, autoschedule, compile, einsum, evaluate
 from .config import memory_limit, set_memory_limit
 from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
                      RangeError, ScheduleError, ShapeError)
-from .format import Format, register_level
+from .format import Format, Layout, register_level
 from .io import read, write
 from .schedule import Schedule
 from .tensor import Tensor
@@ -26,7 +25,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel",
+    "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "Layout",
     "MemoryLimitError", "ParseError", "RangeError", "Schedule", "ScheduleError", "ShapeError", "Tensor", "compile",
     "einsum", "evaluate", "memory_limit", "read", "register_level", "set_memory_limit", "write",
 ]

@@ -1,10 +1,11 @@
 """The `autosparse` command: `demo` (load real data, convert between formats, run kernels, summarise),
 `info` and `convert` for tensor files, `compile` (print a kernel's CIN and C), `run` (evaluate an
 expression on tensor files), `autoschedule` (print an expression's frontier of schedules) and `bench`
-(the benchmark suites of autosparse.benchmarks)."""
+(the benchmark suites, a package of their own beside this one: bench/autosparse_bench)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from pathlib import Path
@@ -13,12 +14,14 @@ import click
 import numpy as np
 
 from . import io
-from .benchmarks import SUITES, command
 from .errors import AutosparseError
 from .tensor import Tensor
 
 DEFAULT_DATA = Path(os.environ.get("AUTOSPARSE_DATA", "../shared/data"))
 MATRIX_FORMATS = ("csr", "csc", "dcsr", "coo", "dh")
+#: Commands whose code lives in another package of the same distribution, imported by name only when
+#: named (or listed): the compiler never imports its benchmarks.
+ELSEWHERE = {"bench": "autosparse_bench.cli"}
 
 
 def demo_formats(order: int) -> tuple[str, ...]:
@@ -55,6 +58,35 @@ class _Commands(click.Group):
             if isinstance(error, OSError) and error.filename is None:  # not about a path the user named
                 raise
             raise UserMistake.of(error) from None
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *ELSEWHERE})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in ELSEWHERE:
+            return _command_elsewhere(name)
+        return super().get_command(ctx, name)
+
+
+def _command_elsewhere(name: str) -> click.Command:
+    """Command `name` of its own package, or, where that package is not installed, a command that says so
+    (a checkout run with only src/ on the path has no bench/)."""
+    module = ELSEWHERE[name]
+    package = module.partition(".")[0]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as error:
+        if error.name != package:  # the package is there but something it imports is not: a real failure
+            raise
+    message = (f"`autosparse {name}` needs the {package} package (bench/ beside src/ in the checkout), "
+               f"which `pip install .` installs with autosparse")
+
+    def refuse(arguments: tuple[str, ...]) -> None:
+        raise UserMistake(message)
+
+    return click.Command(name, callback=refuse, help=message, short_help=f"Not installed: {package}.",
+                         params=[click.Argument(["arguments"], nargs=-1, type=click.UNPROCESSED)],
+                         context_settings={"ignore_unknown_options": True})
 
 
 @click.group(cls=_Commands)
@@ -229,7 +261,7 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
     SparseAuto's final set (each schedule, its CIN, symbolic time and memory)."""
     from tqdm import tqdm
 
-    from .autoschedule import autoschedule
+    from .api import autoschedule
     from .autoschedule.verify import verify
 
     bar = tqdm(unit=" programs" if model == "asymptotic" else " cost groups", leave=False, disable=None,
@@ -276,42 +308,6 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         click.echo(f"compiled and equal to numpy: {passed} / {len(front)}")
         if failures:
             raise SystemExit(1)
-
-
-@main.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.option("--report", "report", type=click.Path(path_type=Path), default=None,
-              help="Run the suites (all, or the one named) and write a report into this folder.")
-@click.option("--docs", "docs", type=click.Path(path_type=Path), default=None,
-              help="With --report: also write the report's document to this file, its links into the folder.")
-@click.argument("suite", metavar=f"{{{'|'.join(SUITES)}}}", required=False)
-@click.argument("options", nargs=-1, type=click.UNPROCESSED)
-@click.pass_context
-def bench(context: click.Context, report: Path | None, docs: Path | None, suite: str | None,
-          options: tuple[str, ...]) -> None:
-    """Run a benchmark suite: every contender in this process on the same data, medians and ratios as
-    Markdown on stdout. The suite's own options follow it (`autosparse bench kernels --help`). Needs the
-    `bench` extra (pip install -e '.[bench]').
-
-    With --report DIR: run the suites, each with the options given (`--quick`: every suite's quick
-    size), and write DIR/README.md (tables, where autosparse loses, the machine) with PNG plots, from
-    every suite run found in DIR (a suite run again replaces its part)."""
-    if report is not None and suite is not None and suite.startswith("-"):  # options for every suite
-        suite, options = None, (suite, *options)
-    if suite in ("-h", "--help"):  # the suites' own --help comes after their name
-        click.echo(context.get_help())
-        return
-    if suite is not None and suite not in SUITES:
-        raise click.BadParameter(f"{suite!r} is not one of {', '.join(SUITES)}", param_hint="SUITE")
-    if report is not None:
-        if suite is None and set(options) - {"--quick"}:  # the suites' options differ
-            raise click.UsageError("Options other than --quick go to one suite: name it after --report DIR")
-        from .benchmarks import report as reporting
-        failed = reporting.build(report, [suite] if suite else list(SUITES), list(options), docs)
-        raise SystemExit(1 if failed else 0)
-    if suite is None:
-        raise click.UsageError("Name a suite (or --report DIR)")
-    argv, environment = command(suite, list(options))
-    os.execve(argv[0], argv, environment)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The public entry points: `compile`, `evaluate` and `einsum` (ARCHITECTURE.md, public contract)."""
+"""The public entry points: `compile`, `evaluate`, `einsum` and `autoschedule` (ARCHITECTURE.md, public
+contract)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Mapping
 from ..format import Format
 from ..errors import ParseError
 from ..notation import accesses, einsum_assignment, operand_name
-from .auto import chosen_schedule
+from .auto import autoschedule, chosen_schedule
 from .kernel import Kernel
-from .operands import as_assignment, infer_format
+from ..pipeline.operands import as_assignment, infer_format
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
@@ -53,4 +54,4 @@ def _operand_formats(assignment, operands) -> dict:
     return {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
 
 
-__all__ = ["Kernel", "compile", "einsum", "evaluate"]
+__all__ = ["Kernel", "autoschedule", "compile", "einsum", "evaluate"]

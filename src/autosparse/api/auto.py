@@ -1,5 +1,6 @@
-"""`schedule="auto"`: an autoscheduler's candidates for an expression (the asymptotic frontier, or
-SparseAuto's final set), selected from for the operands at hand.
+"""The autoschedulers as the public API offers them: `autoschedule`, whose fronts compile their
+candidates through the pipeline's Kernel, and `schedule="auto"`: an autoscheduler's candidates for an
+expression (the asymptotic frontier, or SparseAuto's final set), selected from for the operands at hand.
 
 Searching and selecting cost far more than a small kernel call, so both are remembered for the process:
 the frontier per expression and formats, the choice per size class of the operands as well (each
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..autoschedule import Front, SparseAutoFront, autoschedule
+from ..autoschedule import Front, SparseAutoFront
+from ..autoschedule import autoschedule as run_autoscheduler
 from ..autoschedule.candidate import ScheduleCandidate
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
-from .operands import as_tensor
+from ..tensor import as_tensor
+from .kernel import Kernel
 
 #: The autoscheduler's search stops taking programs after this many seconds (the frontier of those
 #: taken is still a frontier of valid schedules; only SpMTTKRP-sized searches reach it).
@@ -23,6 +26,14 @@ SEARCH_SECONDS = 20.0
 
 _fronts: dict[tuple, "Front | SparseAutoFront"] = {}
 _choices: dict[tuple, ScheduleCandidate] = {}
+
+
+def autoschedule(expression: str, formats: Mapping[str, object] | None = None, model: str = "asymptotic",
+                 **options) -> "Front | SparseAutoFront":
+    """`asp.autoschedule`: the candidates of autoscheduler `model` for `expression` (the options are
+    `autoschedule.autoschedule`'s), compiled by the pipeline's Kernel where `select(tune=...)` times them
+    or `verify` checks them."""
+    return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
 
 
 def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],

@@ -15,6 +15,7 @@ from ..format import Format
 from ..format.spec import as_format, format_mapping
 from ..notation import accesses, parse
 from .asymptotic.pipeline import search
+from .candidate import KernelFactory
 from .front import Candidate, Front
 from .sparseauto.front import SparseAutoCandidate, SparseAutoFront
 from .sparseauto.pipeline import search as sparseauto_search
@@ -26,9 +27,9 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
                  taco: bool = False, sunk_costs: bool = True, paper: bool = False,
                  time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
                  constraints: Sequence[str] = (), rule: str = "everywhere", max_memory_depth: int = 2,
-                 stage1_groups: bool = False) -> "Front | SparseAutoFront":
+                 stage1_groups: bool = False, *, kernel_factory: KernelFactory) -> "Front | SparseAutoFront":
     """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
-    given). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
+    given), whose candidates compile through `kernel_factory` (api passes the pipeline's). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
     compares raw task sets; `time_limit` (seconds) makes the search anytime.
 
     `paper=True` gives the paper's frontier exactly (its Figure 6 counts): a workspace analysed as Fig. 5
@@ -55,10 +56,10 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if model == "sparseauto":
         found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
                                   progress=progress)
-        return SparseAutoFront(assignment, resolved, found)
+        return SparseAutoFront(assignment, resolved, found, kernel_factory)
     found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
                    time_limit=time_limit, progress=progress)
-    return Front(assignment, resolved, found)
+    return Front(assignment, resolved, found, kernel_factory)
 
 
 __all__ = ["Candidate", "Front", "SparseAutoCandidate", "SparseAutoFront", "autoschedule"]

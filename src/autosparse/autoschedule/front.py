@@ -22,7 +22,7 @@ from .asymptotic.cost import Cost, CostModel
 from .asymptotic.pipeline import Search
 from .asymptotic.realise import realise
 from .asymptotic.sketch import Stmt
-from .candidate import Candidates, ScheduleCandidate
+from .candidate import Candidates, KernelFactory, ScheduleCandidate
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ class Candidate(ScheduleCandidate):
         """The workspaces and staged results the CIN introduces."""
         return [name for name in self.formats if name not in self.user_formats]
 
-    def kernel_schedule(self) -> tuple[str, dict[str, Format]]:
-        """The CIN text and the formats `compile` needs for it."""
-        return str(self.cin), self.formats
+    def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
+        """The CIN and the formats `compile` reads the operands in (temporaries' are the CIN's own)."""
+        return self.cin, {name: fmt for name, fmt in self.formats.items() if name in self.user_formats}
 
     def __str__(self) -> str:
         return str(self.sketch)
@@ -88,8 +88,10 @@ class Candidate(ScheduleCandidate):
 class Front(Candidates):
     """The undominated candidates of an expression, with the search's statistics and witnesses."""
 
-    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
+    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search,
+                 kernel_factory: KernelFactory):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
+        self.kernel_factory = kernel_factory
         self.candidates = [Candidate(sketch, cost, assignment, self.formats, found.model)
                            for sketch, cost in found.frontier]
 

@@ -27,7 +27,8 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import AutosparseError
-from ..tensor import Tensor
+from ..notation import accesses
+from ..tensor import Tensor, as_tensor
 from .asymptotic.cost import Cost
 from .asymptotic.query import Query
 from .asymptotic.realise import hash_levels
@@ -67,10 +68,7 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
     """The median time of `repeat` calls of the candidate's kernel after a warm-up call, reformatting
     the operands included (a caller who passes them as they are pays it on every call)."""
-    from ..api import compile as compile_kernel
-
-    formats = {name: str(fmt) for name, fmt in front.formats.items()}
-    kernel = compile_kernel(str(front.assignment), formats, schedule=cand)
+    kernel = front.kernel(cand)
     kernel(**operands)
     seconds = []
     for _ in range(repeat):
@@ -119,9 +117,6 @@ def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
 
 def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Each sparse operand's nonzero coordinates (rows of an int64 array), and each index's extent."""
-    from ..api.operands import as_tensor
-    from ..notation import accesses
-
     patterns, extents = {}, {}
     for access in accesses(front.assignment.rhs):
         name = access.tensor

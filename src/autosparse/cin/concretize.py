@@ -222,6 +222,12 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     return attach(_at_depth(body, first_loop[recovered[at]], split), relations)
 
 
+def legalisation_signature(extents: Mapping[IndexVar, int]) -> tuple[bool, ...]:
+    """What `legalise` reads of `extents`: for each, whether a one-index workspace over it would be too
+    large to be dense. Extents with the same signature legalise a statement alike."""
+    return tuple(extent > DENSE_WORKSPACE_LIMIT for extent in extents.values())
+
+
 def _result_path(stmt: Stmt) -> tuple[tuple[Forall, ...], Assign | None]:
     """The loops down to the assignment of the result, through the consumers of wheres; no assignment
     when the statement is a sequence."""

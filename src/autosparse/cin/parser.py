@@ -22,7 +22,7 @@ from ..errors import ParseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
-from ..notation.parser import _Parser
+from ..notation.parser import ExpressionParser
 from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence,
                   Stmt, Strategy, TensorVar, Where, default_protocol, walk)
 from .rewrite import sums_to_wheres
@@ -30,7 +30,7 @@ from .rewrite import sums_to_wheres
 _KEYWORDS = {"forall", "where", "sequence"}
 
 
-class _CinParser(_Parser):
+class _CinParser(ExpressionParser):
     def __init__(self, text: str, formats: Mapping[str, Format], temporaries: frozenset[str]):
         super().__init__(text)
         self.formats, self.temporaries = formats, temporaries

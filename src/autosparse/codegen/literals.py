@@ -24,9 +24,9 @@ import numbers
 import numpy as np
 
 from ..errors import RangeError
-from ..tensor.dtypes import INT64_MAX, INT64_MIN
 from . import names
 
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # as tensor.dtypes has them (codegen imports no tensor)
 INT64, FLOAT32, COMPLEX = (names.value_type(t) for t in (np.int64, np.float32, np.complex128))
 
 

@@ -19,16 +19,15 @@ import numpy as np
 
 from ..api import Kernel
 from ..api.auto import chosen
-from ..api.operands import as_tensor, infer_format
-from ..autoschedule.candidate import ScheduleCandidate
+from ..api.kernel import unwrap_candidate
+from ..pipeline.operands import infer_format
 from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
 from ..errors import AutosparseError
 from ..format import Format
-from ..format.compressed import Compressed
 from ..format.spec import as_format
 from ..notation import accesses, index_extents, parse
-from ..tensor import Tensor
+from ..tensor import Tensor, as_tensor
 from ..tensor.slicing import join
 from .partitioned import Partitioned, Resident, carrying_data, check_parts, loaded, shipped
 from .plan import Combine, Plan, make_plan, separate_reads, split_index, work_order
@@ -102,9 +101,8 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
         if isinstance(front, Front):  # SparseAuto's candidates have no estimate of their own to balance
             cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}
             estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
-    if isinstance(schedule, ScheduleCandidate):
-        schedule, needed = schedule.kernel_schedule()
-        formats.update({name: str(fmt) for name, fmt in needed.items()})
+    schedule, needed = unwrap_candidate(schedule)
+    formats.update({name: str(fmt) for name, fmt in needed.items()})
     kernel = Kernel(assignment, formats, schedule, num_threads, coiteration=coiteration)  # checks the schedule
     plan = make_plan(assignment, split_index(assignment, work_order(kernel.cin), tensors, index), tensors, parts,
                      estimate)
@@ -161,7 +159,7 @@ def _shared(client, value: "Tensor | Partitioned", key: str):
 def _summable(fmt: Format) -> Format:
     """`fmt` with its compressed levels in increasing order: partial results are added by merging,
     which needs sorted levels (the sum is converted to `fmt` at the end)."""
-    levels = tuple(Compressed(level.unique) if isinstance(level, Compressed) else level for level in fmt.levels)
+    levels = tuple(level.in_increasing_order() for level in fmt.levels)
     return fmt if levels == fmt.levels else Format(levels, mode_order=fmt.mode_order)
 
 

@@ -19,8 +19,6 @@ import numpy as np
 
 from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format
-from ..format.compressed import Compressed
-from ..format.dense import Dense
 from ..format.spec import as_format
 from ..io import describe, read
 from ..tensor import Tensor
@@ -201,15 +199,22 @@ def check_parts(parts) -> None:
 
 def entry_counts(tensor: Tensor, mode: int) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates of `mode` that hold stored entries, increasing, and how many each holds."""
-    fmt = tensor.format
-    if (fmt.is_dense or fmt.mode_order[0] == mode and len(fmt.levels) == 2 and isinstance(fmt.levels[0], Dense)
-            and isinstance(fmt.levels[1], Compressed) and not fmt.blocks):
-        extent = tensor.shape[mode]
-        counts = (np.full(extent, tensor.nnz // max(extent, 1)) if fmt.is_dense
-                  else np.diff(tensor.levels[1]["pos"]))  # CSR's row lengths
-        return np.arange(extent), counts
+    fmt, extent = tensor.format, tensor.shape[mode]
+    if fmt.is_dense:
+        return np.arange(extent), np.full(extent, tensor.nnz // max(extent, 1))
+    if _row_major_by_runs(fmt, mode):  # CSR: the row lengths, read off the second level
+        rows = fmt.levels[1].unpack(tensor.levels[1], np.arange(extent), tensor.shape[1 - mode])
+        return np.arange(extent), np.bincount(rows.owner, minlength=extent)
     coords, _ = tensor.to_coo()
     return np.unique(coords[mode], return_counts=True)
+
+
+def _row_major_by_runs(fmt, mode: int) -> bool:
+    """Whether `fmt` is a matrix stored by `mode` in a full level, then a level whose runs are ranges
+    that stores some coordinates only (CSR): each row's entries are one run of the second level."""
+    levels = fmt.levels
+    return (fmt.mode_order[0] == mode and len(levels) == 2 and levels[0].properties.full
+            and levels[1].cuts_as_ranges and not levels[1].properties.full)
 
 
 def balanced_bounds(coords: np.ndarray, counts: np.ndarray, extent: int, parts: int) -> tuple[int, ...]:

@@ -70,6 +70,34 @@ class Compressed(Level):
     def array_names(self) -> tuple[str, ...]:
         return ("pos", "crd")
 
+    def in_increasing_order(self) -> "Compressed":
+        return Compressed(self.unique)
+
+    @property
+    def cuts_as_ranges(self) -> bool:
+        return True
+
+    def cut(self, arrays, begin, end, dim, root):
+        """A run of parents' children are the positions pos[begin]..pos[end]; the root's coordinates
+        [begin, end) are found in its (increasing) crd."""
+        crd = arrays["crd"]
+        if root:
+            a, b = (int(x) for x in np.searchsorted(crd, [begin, end]))
+            return {"pos": np.array([0, b - a], dtype=crd.dtype), "crd": crd[a:b] - crd.dtype.type(begin)}, a, b
+        pos = arrays["pos"]
+        a, b = int(pos[begin]), int(pos[end])
+        return {"pos": pos[begin:end + 1] - pos[begin], "crd": crd[a:b]}, a, b
+
+    def join(self, pieces, shifts, index_dtype, root):
+        crd = np.concatenate([p["crd"].astype(index_dtype) + index_dtype.type(shift)
+                              for p, shift in zip(pieces, shifts)])
+        ends = np.cumsum([0, *(int(p["pos"][-1]) for p in pieces)])
+        if root:  # one parent
+            return {"pos": np.array([0, ends[-1]], dtype=index_dtype), "crd": crd}
+        pos = np.concatenate([np.zeros(1, index_dtype), *(p["pos"][1:].astype(index_dtype) + index_dtype.type(ends[k])
+                                                           for k, p in enumerate(pieces))])
+        return {"pos": pos, "crd": crd}
+
     def positions_bound(self, nparents: int, dim: int, nentries: int) -> int:
         return nentries if not self.unique else min(nentries, nparents * dim)
 

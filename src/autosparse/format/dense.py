@@ -19,6 +19,16 @@ class Dense(Level):
         return "d"
 
     @property
+    def cuts_as_ranges(self) -> bool:
+        return True
+
+    def cut(self, arrays, begin, end, dim, root):
+        return ({}, begin, end) if root else ({}, begin * dim, end * dim)
+
+    def join(self, pieces, shifts, index_dtype, root):
+        return {}
+
+    @property
     def properties(self) -> LevelProperties:
         return LevelProperties(full=True, ordered=True, unique=True, branchless=False, compact=True)
 

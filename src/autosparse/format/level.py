@@ -12,10 +12,11 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..codegen.c_ast import TopLevel
 from ..errors import ScheduleError
 
 
@@ -110,6 +111,19 @@ class Level(ABC):
     def capabilities(self) -> frozenset[Capability]: ...
 
     @property
+    def inserts_sparsely(self) -> bool:
+        """Whether the level takes coordinates in any order without storing every one, as a hash table
+        does: the autoschedulers cost such levels as hash tables, and lowering builds a temporary of them
+        as a hash-table workspace. Derived from the capabilities, so a registered level that can do the
+        same counts too."""
+        return Capability.INSERT in self.capabilities and not self.properties.full
+
+    def in_increasing_order(self) -> "Level":
+        """This level with its siblings in increasing order where it has such a variant (a compressed level
+        does), else itself: partial results are summed by merging, which needs increasing levels."""
+        return self
+
+    @property
     @abstractmethod
     def array_names(self) -> tuple[str, ...]:
         """The index arrays this level stores, in the order kernels receive them."""
@@ -135,6 +149,35 @@ class Level(ABC):
         self, arrays: Mapping[str, np.ndarray], nparents: int, dim: int, parent_repeats: np.ndarray | None
     ) -> Validated:
         """Check arrays from outside; raise `FormatError` naming the broken rule."""
+
+    # Cutting a tensor into runs of its outermost stored mode and joining them back (tensor/slicing.py, the
+    # chunks of a partitioned tensor): a level that cuts as ranges implements `cut` and `join`.
+
+    @property
+    def cuts_as_ranges(self) -> bool:
+        """Whether a run of parent positions owns one range of this level's positions, so that a cut is
+        views of its arrays and a join their concatenation; a tensor with a level that says no is cut
+        through its coordinates. Slicing asks this instead of the level's kind."""
+        return False
+
+    @property
+    def cut_keeps_format(self) -> bool:
+        """Whether a run of the outermost mode, cut out, is still a tensor of the same format (a packed
+        triangle's rows are no triangle); slicing refuses to cut through a level that says no."""
+        return True
+
+    def cut(self, arrays: Mapping[str, np.ndarray], begin: int, end: int, dim: int,
+            root: bool) -> tuple[dict[str, np.ndarray], int, int]:
+        """This level's arrays below the parent positions [begin, end), re-based to start at zero, and the
+        range of its own positions they hold (when `cuts_as_ranges`). The first level (`root`) is cut by
+        its coordinates [begin, end) instead, which become 0..end - begin."""
+        raise NotImplementedError(f"level {self.spelling!r} does not cut as ranges")
+
+    def join(self, pieces: Sequence[Mapping[str, np.ndarray]], shifts: Sequence[int], index_dtype: np.dtype,
+             root: bool) -> dict[str, np.ndarray]:
+        """This level's arrays for the `cut` pieces one after another, each piece's coordinates plus its
+        shift (when `cuts_as_ranges`); `root`: the level is the first, below one parent."""
+        raise NotImplementedError(f"level {self.spelling!r} does not join as ranges")
 
     # C fragments that lowering splices into kernels (LOWERING.md §1). `arrays` maps this level's array
     # names to their C identifiers; positions and coordinates are C expressions. A level implements those
@@ -175,9 +218,9 @@ class Level(ABC):
         """Whether `locate` can answer -1."""
         return True
 
-    def c_helpers(self, index_type: str) -> str:
+    def c_helpers(self, index_type: str) -> "TopLevel | None":
         """C functions the fragments call, for arrays of `index_type`; defined once per kernel."""
-        return ""
+        return None
 
     def __str__(self) -> str:
         return self.spelling

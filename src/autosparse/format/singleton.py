@@ -36,6 +36,17 @@ class Singleton(Level):
     def array_names(self) -> tuple[str, ...]:
         return ("crd",)
 
+    @property
+    def cuts_as_ranges(self) -> bool:
+        return True
+
+    def cut(self, arrays, begin, end, dim, root):
+        return {"crd": arrays["crd"][begin:end]}, begin, end
+
+    def join(self, pieces, shifts, index_dtype, root):
+        return {"crd": np.concatenate([p["crd"].astype(index_dtype) + index_dtype.type(shift)
+                                       for p, shift in zip(pieces, shifts)])}
+
     def positions_bound(self, nparents: int, dim: int, nentries: int) -> int:
         return nparents
 

@@ -1,16 +1,16 @@
 """Formats: a tensor's storage levels, top to bottom, and the mode each level stores.
 
-Blocked layouts (Zhao et al.'s BCSR) are spelled "bcsr(b)" or "bcsr(br,bc)": a matrix stored as its
-block view, the order-4 tensor V[i // br, j // bc, i % br, j % bc] in format "dsdd" (dense block rows,
-compressed block columns, dense br × bc blocks, zeros of the blocks stored). "ubcsr(b)" is the paper's
-unaligned variant: a block may start at any column (the view's second level stores the block's first
-column, blocks of a block row at least bc apart), so fewer blocks cover scattered dense runs. `Format.blocks` holds the
-block size of each mode, `Format.storage` the view's format; only storage and the kernel front end
-(cin/blocked.py) look at the difference.
-
 Spelling: one letter per level, optionally followed by the 0-based mode it stores ("d1s0" is CSC) and by
 a variant's mark ("ds-": CSR with each row's columns decreasing; "ds~": unsorted; "u~q": unsorted COO); a
 name for the common formats ("csr", "csc", "dcsr", "dcsc", and, for any order, "dense", "coo", "csf").
+Blocked spellings ("bcsr(4)", "ubcsr(2,3)") name layouts (layout.py), not formats: `as_format` reads
+both, `Format` refuses a layout.
+
+Equality: Formats are equal when their levels and mode orders are, whatever they were spelt as, and equal
+Formats hash alike. A Format also equals each string that spells it (`Format("ds") == "csr" == "ds"`),
+a convenience the tests and users rely on; since one Format has several spellings, no hash can agree
+with every one, so never mix strings and Formats as keys of one dict or set: read strings with
+`as_format` first.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 from typing import Iterator, Mapping, Sequence
 
 from ..errors import FormatError
+from .layout import Layout
 from .level import Level
 from .registry import known_letters, known_marks, level_for
 
@@ -40,23 +41,17 @@ class Format:
     """An immutable storage format: `Format("d1s0")`, `Format("coo", order=3)`, `Format("ds", mode_order=(1, 0))`,
     `Format([Dense(), Compressed()], mode_order=(1, 0))`."""
 
-    __slots__ = ("_levels", "_mode_order", "_blocks", "_offsets")
+    __slots__ = ("_levels", "_mode_order")
 
     def __init__(self, spec: "str | Format | Sequence[Level]", order: int | None = None,
                  mode_order: Sequence[int] | None = None):
-        self._blocks: tuple[int, ...] | None = None
-        self._offsets: tuple[bool, ...] = ()
-        blocked = _BLOCKED.fullmatch(spec.strip().lower()) if isinstance(spec, str) else None
         if isinstance(spec, Format):
             if mode_order is not None:
                 raise FormatError(f"Expected a mode_order or a Format, but found both ({spec!r})")
-            levels, modes, self._blocks, self._offsets = spec.levels, spec.mode_order, spec.blocks, spec.offsets
-        elif blocked:
-            rows, cols = int(blocked.group(2)), int(blocked.group(3) or blocked.group(2))
-            if not (1 <= rows <= _LARGEST_BLOCK and 1 <= cols <= _LARGEST_BLOCK):
-                raise FormatError(f"Expected positive block sizes below 2**63 (int64) in {spec!r}")
-            self._blocks, self._offsets = (rows, cols), (False, bool(blocked.group(1)))
-            levels, modes = _parse("dsdd", None)
+            levels, modes = spec.levels, spec.mode_order
+        elif isinstance(spec, str) and parse_layout(spec) is not None:
+            raise FormatError(f"Expected a format of levels, but {spec!r} is a layout over the format "
+                              f"{str(parse_layout(spec).storage)!r}: pass the spelling itself (format={spec!r})")
         elif isinstance(spec, str):
             levels, modes = _parse(spec, order)
             if mode_order is not None:
@@ -74,8 +69,7 @@ class Format:
         _check_modes(self._mode_order, len(self._levels), str(spec))
         _check_structure(self._levels)
         if order is not None and order != self.order:
-            raise FormatError(f"Expected a format of order {order}, but {str(self)!r} has {self.order} "
-                              f"{'modes' if self._blocks else 'levels'}")
+            raise FormatError(f"Expected a format of order {order}, but {str(self)!r} has {self.order} levels")
 
     @property
     def levels(self) -> tuple[Level, ...]:
@@ -88,32 +82,15 @@ class Format:
 
     @property
     def order(self) -> int:
-        return len(self._blocks) if self._blocks else len(self._levels)
-
-    @property
-    def blocks(self) -> tuple[int, ...] | None:
-        """The block size of each mode of a blocked layout (BCSR), or None."""
-        return self._blocks
-
-    @property
-    def offsets(self) -> tuple[bool, ...]:
-        """Per mode of a blocked layout: whether its blocks start at any coordinate (unaligned)."""
-        return self._offsets
-
-    @property
-    def storage(self) -> "Format":
-        """The format of the levels as stored: a blocked layout's block view, else this format."""
-        return Format(self._levels, mode_order=self._mode_order) if self._blocks else self
+        return len(self._levels)
 
     @property
     def is_dense(self) -> bool:
-        return not self._blocks and all(level.properties.full for level in self._levels)
+        return all(level.properties.full for level in self._levels)
 
     @property
     def name(self) -> str | None:
         """The name of this format ("csr", "coo", ...), or None when it has none."""
-        if self._blocks:
-            return "ubcsr" if any(self._offsets) else "bcsr"
         text = str(self)
         for name, letters in _FIXED_NAMES.items():
             if letters == text:
@@ -130,20 +107,19 @@ class Format:
         return len(self._levels)
 
     def __eq__(self, other: object) -> bool:
+        """Equal to a Format of the same levels and mode order, or to a string that spells one (see the
+        module's note on hashing)."""
         if isinstance(other, str):
             try:
                 other = Format(other, order=self.order) if other in _ORDER_NAMES else Format(other)
             except FormatError:
                 return False
-        return isinstance(other, Format) and (self._levels, self._mode_order, self._blocks, self._offsets) == \
-            (other._levels, other._mode_order, other._blocks, other._offsets)
+        return isinstance(other, Format) and (self._levels, self._mode_order) == (other._levels, other._mode_order)
 
     def __hash__(self) -> int:
-        return hash((self._levels, self._mode_order, self._blocks, self._offsets))
+        return hash((self._levels, self._mode_order))
 
     def __str__(self) -> str:
-        if self._blocks:
-            return f"{self.name}({','.join(map(str, self._blocks))})"
         if self._mode_order == tuple(range(self.order)):
             return "".join(level.spelling for level in self._levels)
         return "".join(f"{level.letter}{mode}{level.spelling[1:]}" for level, mode in zip(self._levels, self._mode_order))
@@ -152,13 +128,28 @@ class Format:
         return f"Format({str(self)!r})"
 
 
-def as_format(spec: "str | Format", order: int) -> Format:
-    """A format for a tensor of `order` modes, from a string, a name or a Format."""
-    if isinstance(spec, Format):
+def as_format(spec: "str | Format | Layout", order: int) -> "Format | Layout":
+    """A format (or a layout, for a blocked spelling) for a tensor of `order` modes, from a string, a
+    name, a Format or a Layout."""
+    if isinstance(spec, str):
+        spec = parse_layout(spec) or spec
+    if isinstance(spec, (Format, Layout)):
         if spec.order != order:
-            raise FormatError(f"Expected a format of order {order}, but {str(spec)!r} has {spec.order} levels")
+            unit = "modes" if isinstance(spec, Layout) else "levels"
+            raise FormatError(f"Expected a format of order {order}, but {str(spec)!r} has {spec.order} {unit}")
         return spec
     return Format(spec, order=order)
+
+
+def parse_layout(spec: str) -> Layout | None:
+    """The layout a blocked spelling names ("bcsr(4)", "ubcsr(2,3)"), or None for any other text."""
+    blocked = _BLOCKED.fullmatch(spec.strip().lower())
+    if blocked is None:
+        return None
+    rows, cols = int(blocked.group(2)), int(blocked.group(3) or blocked.group(2))
+    if not (1 <= rows <= _LARGEST_BLOCK and 1 <= cols <= _LARGEST_BLOCK):
+        raise FormatError(f"Expected positive block sizes below 2**63 (int64) in {spec!r}")
+    return Layout(Format("dsdd"), (rows, cols), (False, bool(blocked.group(1))))
 
 
 def _parse(spec: str, order: int | None) -> tuple[tuple[Level, ...], tuple[int, ...] | None]:

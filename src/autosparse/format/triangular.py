@@ -46,6 +46,10 @@ class Triangular(Level):
     def array_names(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def cut_keeps_format(self) -> bool:
+        return False
+
     def placement_error(self, depth: int, levels: tuple[Level, ...]) -> str | None:
         if depth != 1 or not levels[0].properties.full:
             return f"Expected the triangular level {self.spelling!r} second, below a dense level of rows"

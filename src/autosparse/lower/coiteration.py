@@ -125,10 +125,10 @@ def declare_iterators(cx: Lowering, lattice: lat.Lattice, scope: Scope) -> None:
         parent = scope.reads.get((it.access, it.level - 1), ROOT)
         level = cx.plan.read_levels(it.access)[it.level]
         begin, last = level.range(parent)
-        cx.b.line(f"int64_t {q} = {begin};")
-        cx.b.line(f"const int64_t {end} = {last};")
+        cx.b.bridge_line(f"int64_t {q} = {begin};")
+        cx.b.bridge_line(f"const int64_t {end} = {last};")
         if level.base(parent):
-            cx.b.line("const int64_t {} = {};".format(*level.base(parent)))
+            cx.b.bridge_line("const int64_t {} = {};".format(*level.base(parent)))
 
 
 def load(cx: Lowering, it: lat.Iterator, guard: bool, index: str | None = None) -> None:
@@ -137,11 +137,11 @@ def load(cx: Lowering, it: lat.Iterator, guard: bool, index: str | None = None) 
     q, end, c, seg = iterator_names(cx, it)
     level = cx.plan.read_levels(it.access)[it.level]
     load = level.coordinate(q)
-    cx.b.line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
+    cx.b.bridge_line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
     if not level.unique:
-        cx.b.line(f"int64_t {seg} = {q} + ({c} == {index or c});")
-        with cx.b.block(f"if ({c} == {index or c})"):
-            cx.b.line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
+        cx.b.bridge_line(f"int64_t {seg} = {q} + ({c} == {index or c});")
+        with cx.b.bridge_block(f"if ({c} == {index or c})"):
+            cx.b.bridge_line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
 
 
 def advance(cx: Lowering, it: lat.Iterator, index: str) -> str:
@@ -186,22 +186,22 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
         if stmt.unroll:
-            cx.b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.block(header), iteration(cx, stmt):
+            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with cx.b.bridge_block(header), iteration(cx, stmt):
             cx.count(f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
-                cx.b.line(f"if ({vacant}) continue;")
+                cx.b.bridge_line(f"if ({vacant}) continue;")
             load(cx, it, guard=False)
-            cx.b.line(f"const int64_t {index} = {c};")
+            cx.b.bridge_line(f"const int64_t {index} = {c};")
             case_body(cx, stmt, loop, point, scope)
             if not level.unique:
-                cx.b.line(f"{q} = {seg};")
+                cx.b.bridge_line(f"{q} = {seg};")
         return
     descending = all(cx.plan.read_levels(it.access)[it.level].descending for it in iterators) and not loop.written
     require_ordered(cx, iterators, loop, descending)
     running = " && ".join(f"{iterator_names(cx, it)[0]} < {iterator_names(cx, it)[1]}" for it in iterators)
-    with cx.b.block(f"while ({running})"):
+    with cx.b.bridge_block(f"while ({running})"):
         cx.count(f"∀{loop.index} merge")
         coordinates = []
         for it in iterators:
@@ -210,14 +210,14 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
         smallest, sooner = coordinates[0], ">" if descending else "<"
         for c in coordinates[1:]:
             smallest = f"({c} {sooner} {smallest} ? {c} : {smallest})"
-        cx.b.line(f"const int64_t {index} = {smallest};")
+        cx.b.bridge_line(f"const int64_t {index} = {smallest};")
         for it in iterators:
             if not cx.plan.read_levels(it.access)[it.level].unique:
                 _, _, c, seg = iterator_names(cx, it)
-                cx.b.line(f"if ({c} != {index}) {seg} = {iterator_names(cx, it)[0]};")
+                cx.b.bridge_line(f"if ({c} != {index}) {seg} = {iterator_names(cx, it)[0]};")
         point_cases(cx, stmt, loop, lattice, cases, scope)
         for it in iterators:
-            cx.b.line(advance(cx, it, index))
+            cx.b.bridge_line(advance(cx, it, index))
 
 
 def point_cases(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, cases: lat.Lattice, scope: Scope,
@@ -236,7 +236,7 @@ def point_cases(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, ca
             header = f"{'else ' if number else ''}if ({condition})"
         else:
             header = "else" if number else ""
-        with cx.b.scope(header):
+        with cx.b.bridge_scope(header):
             case_body(cx, stmt, loop, point, scope, found or {})
         if found is not None and not condition:
             return  # the driver alone: the cases below are never reached
@@ -301,27 +301,27 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
     q, end, c, seg = iterator_names(cx, driver)
     level = cx.plan.read_levels(driver.access)[driver.level]
     order = finds.order_of(level)
-    with cx.b.block():
+    with cx.b.bridge_block():
         if number:  # an earlier pass may have searched through the driver
-            cx.b.line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
+            cx.b.bridge_line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
         finders = {it: _finder(cx, it, roles.strategy[it], order, loop, scope)
                    for it in finds.sought(roles, lattice, number)}
         for finder in finders.values():
             finder.prepare(cx.logs.tables, scope.parallel, cx.b)
-        with cx.b.block(f"while ({q} < {end})"):
+        with cx.b.bridge_block(f"while ({q} < {end})"):
             cx.count(f"∀{loop.index} walk {driver.access}")
             vacant = level.vacant(q)
             if vacant:
-                cx.b.line(f"if ({vacant}) {{ {q}++; continue; }}")
+                cx.b.bridge_line(f"if ({vacant}) {{ {q}++; continue; }}")
             load(cx, driver, guard=False)
-            cx.b.line(f"const int64_t {index} = {c};")
+            cx.b.bridge_line(f"const int64_t {index} = {c};")
             earlier = roles.drivers[:number]
             found = {it: finders[it].find(index, cx.b) for it in earlier}
-            with cx.b.scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
+            with cx.b.bridge_scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
                          f"if ({' && '.join(f'{found[it]} < 0' for it in earlier)})"):
                 found.update((it, finder.find(index, cx.b)) for it, finder in finders.items() if it not in found)
                 point_cases(cx, stmt, loop, lattice, finds.cases(roles, lattice, number), scope, found)
-            cx.b.line(f"{q} = {seg};" if not level.unique else f"{q}++;")
+            cx.b.bridge_line(f"{q} = {seg};" if not level.unique else f"{q}++;")
 
 
 def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: Loop, scope: Scope) -> finds.Finder:
@@ -350,23 +350,23 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
                             f"not split")
     end = iterator_names(cx, it)[1]
     weight = lambda position: _entries_before(cx, it, position)
-    cx.b.line(f"const int64_t {q}_first = {q};")
-    cx.b.line(f"const int64_t {q}_parts = {cx.plan.num_threads or 'omp_get_max_threads()'};")
-    cx.b.line(f"const int64_t {q}_entries = {weight(end)} - {weight(q + '_first')};")
+    cx.b.bridge_line(f"const int64_t {q}_first = {q};")
+    cx.b.bridge_line(f"const int64_t {q}_parts = {cx.plan.num_threads or 'omp_get_max_threads()'};")
+    cx.b.bridge_line(f"const int64_t {q}_entries = {weight(end)} - {weight(q + '_first')};")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
     # holding an equal share of the entries below: it writes one stretch of the result, and a skewed
     # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
     with parallel_region(cx, stmt, [], scope, "schedule(static, 1)") as inner, \
-            cx.b.block(f"for (int64_t {q}_part = 0; {q}_part < {q}_parts; {q}_part++)"):
-        cx.b.line(f"int64_t {q}_span[2];")
-        with cx.b.block("for (int side = 0; side < 2; side++)"):
-            cx.b.line(f"const int64_t share = {q}_part + side;")
-            cx.b.line(f"int64_t low = {q}_first, high = {end};")
-            with cx.b.block(f"while (share < {q}_parts && low < high)"):
-                cx.b.line("const int64_t middle = low + (high - low) / 2;")
-                cx.b.line(f"if ({weight('middle')} < {weight(q + '_first')} + {q}_entries * share / {q}_parts) "
+            cx.b.bridge_block(f"for (int64_t {q}_part = 0; {q}_part < {q}_parts; {q}_part++)"):
+        cx.b.bridge_line(f"int64_t {q}_span[2];")
+        with cx.b.bridge_block("for (int side = 0; side < 2; side++)"):
+            cx.b.bridge_line(f"const int64_t share = {q}_part + side;")
+            cx.b.bridge_line(f"int64_t low = {q}_first, high = {end};")
+            with cx.b.bridge_block(f"while (share < {q}_parts && low < high)"):
+                cx.b.bridge_line("const int64_t middle = low + (high - low) / 2;")
+                cx.b.bridge_line(f"if ({weight('middle')} < {weight(q + '_first')} + {q}_entries * share / {q}_parts) "
                        f"low = middle + 1; else high = middle;")
-            cx.b.line(f"{q}_span[side] = share < {q}_parts ? low : {end};")
+            cx.b.bridge_line(f"{q}_span[side] = share < {q}_parts ? low : {end};")
         sparse_loop(cx, stmt, loop, lattice, point, inner, span=(f"{q}_span[0]", f"{q}_span[1]"))
 
 

@@ -135,5 +135,5 @@ class Lowering:
 def count_iteration(counters: list[str] | None, b: CBuilder, label: str) -> None:
     """Instrumented kernels count every iteration of every loop (the loop's label names it)."""
     if counters is not None:
-        b.line(f"counters[{len(counters)}]++;")
+        b.bridge_line(f"counters[{len(counters)}]++;")
         counters.append(label)

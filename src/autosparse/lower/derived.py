@@ -31,7 +31,7 @@ def derived_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     """for (v = 0; v < its extent; v++) over a derived variable. Once the loops over every variable made
     alongside it are around, the variable they came from is recovered, and so on up to the tensors' own
     indices, which the body then sees fixed. Bounds, not guards, cut the last tile short."""
-    with cx.b.block(), hoisting(cx, stmt, scope) as (stmt, scope):
+    with cx.b.bridge_block(), hoisting(cx, stmt, scope) as (stmt, scope):
         _derived_loop(cx, stmt, scope)
 
 
@@ -52,8 +52,8 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     parallel = parallel_region(cx, stmt, [], inner) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
-            cx.b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), iteration(cx, stmt):
+            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with cx.b.bridge_block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), iteration(cx, stmt):
             cx.count(f"∀{index} {relation}")
             if recovered is None:
                 cx.lower(stmt.body, inner)
@@ -76,27 +76,27 @@ def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: str, count:
     if register is not None:  # the register is this thread's own
         body_scope = replace(scope, accumulators={**scope.accumulators, stmt.body.lhs.tensor.name: (register, None)},
                              atomic=False)
-    cx.b.line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
-    cx.b.line(f"const int64_t {stop} = {q} + {count};")
+    cx.b.bridge_line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
+    cx.b.bridge_line(f"const int64_t {stop} = {q} + {count};")
     starts, ends = cx.plan.read_levels(access)[1].range(Position(row))
-    with cx.b.block(f"while ({q} < {stop})"):
-        cx.b.line(f"while ({ends} <= {q}) {row}++;")
-        cx.b.line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
+    with cx.b.bridge_block(f"while ({q} < {stop})"):
+        cx.b.bridge_line(f"while ({ends} <= {q}) {row}++;")
+        cx.b.bridge_line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
         if stmt.unroll:
-            cx.b.line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.block(f"for (; {q} < {segment}; {q}++)"):
+            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
+        with cx.b.bridge_block(f"for (; {q} < {segment}; {q}++)"):
             cx.count(f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
             _at_row(cx, collapsed, access, row, q, stmt.body, body_scope)
         if register is None:
             return
         if scope.atomic:  # a row begun and ended within these positions is no other chunk's
-            with cx.b.block(f"if ({first} == {starts} && {segment} < {stop})"):
+            with cx.b.bridge_block(f"if ({first} == {starts} && {segment} < {stop})"):
                 _flush_row(cx, collapsed, access, row, register, stmt.body, replace(scope, atomic=False))
-            with cx.b.block("else"):
+            with cx.b.bridge_block("else"):
                 _flush_row(cx, collapsed, access, row, register, stmt.body, scope)
         else:
             _flush_row(cx, collapsed, access, row, register, stmt.body, scope)
-        cx.b.line(f"{register} = 0;")
+        cx.b.bridge_line(f"{register} = 0;")
 
 
 def _row_register(cx: Lowering, body: Stmt, collapsed: Collapse, scope: Scope) -> str | None:
@@ -110,7 +110,7 @@ def _row_register(cx: Lowering, body: Stmt, collapsed: Collapse, scope: Scope) -
             or name in scope.accumulators:
         return None
     register = cx.fresh("rowsum")
-    cx.b.line(f"{cx.plan.value_types[name]} {register} = 0;")
+    cx.b.bridge_line(f"{cx.plan.value_types[name]} {register} = 0;")
     return register
 
 
@@ -118,8 +118,8 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
                scope: Scope) -> None:
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
-    with cx.b.block():
-        cx.b.line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
+    with cx.b.bridge_block():
+        cx.b.bridge_line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
         store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", register, scope)
 
 
@@ -203,13 +203,13 @@ def _declare_positions(cx: Lowering, relation: Pos, scope: Scope) -> tuple[str, 
     lo, hi = cx.fresh("lo"), cx.fresh("hi")
     if len(roots) == 1:
         begin, end = levels[depth].range(parent)
-        cx.b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+        cx.b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
         return lo, hi
     first_lo, first_hi = cx.fresh("lo"), cx.fresh("hi")
     first = ("0", names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT)
-    cx.b.line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
+    cx.b.bridge_line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
     begin, end = levels[1].range(Position(first_lo, end=first_hi))
-    cx.b.line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+    cx.b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
     return lo, hi, first_lo, first_hi
 
 
@@ -225,12 +225,12 @@ def _search_row(cx: Lowering, index: IndexVar, offset: str, scope: Scope) -> str
     lo, _, first_lo, first_hi = scope.ranges[index]
     row, high, mid = cx.fresh("row"), cx.fresh("high"), cx.fresh("mid")
     starts = cx.plan.read_levels(relation.access)[1]
-    cx.b.line(f"int64_t {row} = {first_lo};")
-    with cx.b.block():
-        cx.b.line(f"int64_t {high} = {first_hi};")
-        with cx.b.block(f"while ({high} - {row} > 1)"):
-            cx.b.line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
-            cx.b.line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
+    cx.b.bridge_line(f"int64_t {row} = {first_lo};")
+    with cx.b.bridge_block():
+        cx.b.bridge_line(f"int64_t {high} = {first_hi};")
+        with cx.b.bridge_block(f"while ({high} - {row} > 1)"):
+            cx.b.bridge_line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
+            cx.b.bridge_line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
     return row
 
 
@@ -252,7 +252,7 @@ def _recover(cx: Lowering, index: IndexVar, value: str, body: Stmt, scope: Scope
         return
     # a position of the access: read its coordinates back
     q = cx.fresh("q")
-    cx.b.line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
+    cx.b.bridge_line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
     collapsed = scope.provenance.defining(relation.index)
     access = relation.access
     if not isinstance(collapsed, Collapse):
@@ -262,7 +262,7 @@ def _recover(cx: Lowering, index: IndexVar, value: str, body: Stmt, scope: Scope
         return
     row = track or _search_row(cx, index, value, scope)
     ends = cx.plan.read_levels(access)[1].range(Position(row))[1]
-    cx.b.line(f"while ({ends} <= {q}) {row}++;")
+    cx.b.bridge_line(f"while ({ends} <= {q}) {row}++;")
     _at_row(cx, collapsed, access, row, q, body, scope, in_order)
 
 
@@ -278,9 +278,9 @@ def fixed_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     _check_fixed_writes(cx, stmt.index, rule, fixed, loop, scope)
     index = names.coordinate(stmt.index)
     sparse = sparse_iterators(lattice)
-    with cx.b.block():
+    with cx.b.bridge_block():
         if fixed.access is None:
-            cx.b.line(f"const int64_t {index} = {fixed.value};")
+            cx.b.bridge_line(f"const int64_t {index} = {fixed.value};")
             point_cases(cx, stmt, loop, lattice, lattice, scope, _found_at(cx, sparse, stmt, rule, scope))
             return
         it = loop.stepped.get(fixed.access)
@@ -295,12 +295,12 @@ def fixed_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
             raise ScheduleError(f"{rule}: the loop over {stmt.index} also covers coordinates that {fixed.access} "
                                 f"lacks (a sum), which its positions never reach")
         if it.full:  # a dense first level: its position is its coordinate
-            cx.b.line(f"const int64_t {index} = {fixed.value};")
+            cx.b.bridge_line(f"const int64_t {index} = {fixed.value};")
         else:
             q, _, c, _ = iterator_names(cx, it)
-            cx.b.line(f"const int64_t {q} = {fixed.value};")
+            cx.b.bridge_line(f"const int64_t {q} = {fixed.value};")
             load(cx, it, guard=False)
-            cx.b.line(f"const int64_t {index} = {c};")
+            cx.b.bridge_line(f"const int64_t {index} = {c};")
         case_body(cx, stmt, loop, lattice[0], scope)
 
 
@@ -326,8 +326,8 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
         finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:
-            cx.b.line(f"int64_t {found[it]}_end = {found[it]};")
-            cx.b.line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
+            cx.b.bridge_line(f"int64_t {found[it]}_end = {found[it]};")
+            cx.b.bridge_line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
                    f"{level.coordinate(f'{found[it]}_end')} == {names.coordinate(stmt.index)}) {found[it]}_end++;")
     return found
 

@@ -27,6 +27,7 @@ from typing import Callable, Mapping
 from ..cin.ast import Coiteration, Strategy
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import lattice as lat
@@ -145,9 +146,9 @@ class Finder:
     def prepare(self, tables: Tables, parallel: bool, b: CBuilder) -> None:
         """Before the pass: rewind a search, or make the segment's table current."""
         lo = f"{self.ident}_lo"
-        b.line(f"const int64_t {lo} = {self.begin};")
+        b.bridge_line(f"const int64_t {lo} = {self.begin};")
         if self.strategy in (Strategy.MERGE, Strategy.GALLOP):
-            b.line(f"{self.position} = {lo if self._forwards else f'{self.end} - 1'};")
+            b.bridge_line(f"{self.position} = {lo if self._forwards else f'{self.end} - 1'};")
         elif self.strategy in (Strategy.HASH, Strategy.BITMAP):
             if parallel:
                 raise ScheduleError(f"{self.label}: a {self.strategy.value} table is built once for the kernel, and "
@@ -172,108 +173,106 @@ class Finder:
         found, crd = f"{self.ident}_at", self.level.coordinate
         q = self.position
         if self.strategy is Strategy.MERGE:
-            with b.block(f"while ({self._inside(q)} && {self._before(crd(q), index)})"):
+            with b.bridge_block(f"while ({self._inside(q)} && {self._before(crd(q), index)})"):
                 self.count("scan")
-                b.line(f"{q}{'++' if self._forwards else '--'};")
+                b.bridge_line(f"{q}{'++' if self._forwards else '--'};")
         elif self.strategy is Strategy.GALLOP:
             self._gallop(index, b)
         elif self.strategy is Strategy.BINARY:
             first, past, middle = f"{self.ident}_a", f"{self.ident}_z", f"{self.ident}_m"
             sooner = "<" if order_of(self.level) > 0 else ">"
-            b.line(f"int64_t {first} = {self.ident}_lo, {past} = {self.end};")
-            with b.block(f"while ({first} < {past})"):
+            b.bridge_line(f"int64_t {first} = {self.ident}_lo, {past} = {self.end};")
+            with b.bridge_block(f"while ({first} < {past})"):
                 self.count("bisect")
-                b.line(f"const int64_t {middle} = {first} + ({past} - {first}) / 2;")
-                b.line(f"if ({crd(middle)} {sooner} {index}) {first} = {middle} + 1; else {past} = {middle};")
-            b.line(f"const int64_t {found} = {first} < {self.end} && {crd(first)} == {index} ? {first} : -1;")
+                b.bridge_line(f"const int64_t {middle} = {first} + ({past} - {first}) / 2;")
+                b.bridge_line(f"if ({crd(middle)} {sooner} {index}) {first} = {middle} + 1; else {past} = {middle};")
+            b.bridge_line(f"const int64_t {found} = {first} < {self.end} && {crd(first)} == {index} ? {first} : -1;")
             return found
         elif self.strategy is Strategy.BITMAP:
-            b.line(f"const int64_t {found} = {self.table}[{index}] - 1;")
+            b.bridge_line(f"const int64_t {found} = {self.table}[{index}] - 1;")
             return found
         else:
             self._probe(index, found, b)
             return found
-        b.line(f"const int64_t {found} = {self._inside(q)} && {crd(q)} == {index} ? {q} : -1;")
+        b.bridge_line(f"const int64_t {found} = {self._inside(q)} && {crd(q)} == {index} ? {q} : -1;")
         return found
 
     def _gallop(self, index: str, b: CBuilder) -> None:
         """Leap 1, 2, 4, ... positions while they still come before `index`, then bisect the last leap."""
         q, crd, step = self.position, self.level.coordinate, "+" if self._forwards else "-"
         last, probe, leap, middle = (f"{self.ident}_{n}" for n in ("last", "probe", "leap", "m"))
-        with b.block(f"if ({self._inside(q)} && {self._before(crd(q), index)})"):
-            b.line(f"int64_t {last} = {q}, {leap} = 1, {probe} = {q} {step} 1;")
-            with b.block(f"while ({self._inside(probe)} && {self._before(crd(probe), index)})"):
+        with b.bridge_block(f"if ({self._inside(q)} && {self._before(crd(q), index)})"):
+            b.bridge_line(f"int64_t {last} = {q}, {leap} = 1, {probe} = {q} {step} 1;")
+            with b.bridge_block(f"while ({self._inside(probe)} && {self._before(crd(probe), index)})"):
                 self.count("leap")
-                b.line(f"{last} = {probe}; {leap} <<= 1; {probe} = {last} {step} {leap};")
+                b.bridge_line(f"{last} = {probe}; {leap} <<= 1; {probe} = {last} {step} {leap};")
             bound = self.end if self._forwards else f"{self.ident}_lo - 1"
-            b.line(f"if (!({self._inside(probe)})) {probe} = {bound};")
-            with b.block(f"while ({probe} - {last} > 1 || {last} - {probe} > 1)"):
+            b.bridge_line(f"if (!({self._inside(probe)})) {probe} = {bound};")
+            with b.bridge_block(f"while ({probe} - {last} > 1 || {last} - {probe} > 1)"):
                 self.count("bisect")
-                b.line(f"const int64_t {middle} = {last} + ({probe} - {last}) / 2;")
-                b.line(f"if ({self._before(crd(middle), index)}) {last} = {middle}; else {probe} = {middle};")
-            b.line(f"{q} = {probe};")
+                b.bridge_line(f"const int64_t {middle} = {last} + ({probe} - {last}) / 2;")
+                b.bridge_line(f"if ({self._before(crd(middle), index)}) {last} = {middle}; else {probe} = {middle};")
+            b.bridge_line(f"{q} = {probe};")
 
     # --- tables -----------------------------------------------------------------------------------------
 
     def _build(self, lo: str, b: CBuilder) -> None:
         """Make the table hold the segment [lo, end), unless it already does."""
         table, crd = self.table, self.level.coordinate
-        with b.block(f"if ({lo} != {table}_lo || {self.end} != {table}_hi)"):
+        with b.bridge_block(f"if ({lo} != {table}_lo || {self.end} != {table}_hi)"):
             vacant = lambda q: f"if ({self.level.vacant(q)}) continue;" if self.level.vacant(q) else None
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
-                with b.block(f"for (int64_t q = {table}_lo; q < {table}_hi; q++)"):
+                with b.bridge_block(f"for (int64_t q = {table}_lo; q < {table}_hi; q++)"):
                     if vacant("q"):
-                        b.line(vacant("q"))
-                    b.line(f"{table}[{crd('q')}] = 0;")
+                        b.bridge_line(vacant("q"))
+                    b.bridge_line(f"{table}[{crd('q')}] = 0;")
             else:
-                b.line(f"const int64_t length = {self.end} - {lo};")
-                b.line("int64_t slots = 16; while (slots < 2 * length) slots <<= 1;")
-                with b.block(f"if (slots > {table}_capacity)"):
-                    b.line(f"free({table});")
-                    b.line(f"{table} = malloc((size_t)slots * 2 * sizeof(int64_t));")
-                    b.line(f"{table}_capacity = {table} ? slots : 0;")
+                b.bridge_line(f"const int64_t length = {self.end} - {lo};")
+                b.bridge_line("int64_t slots = 16; while (slots < 2 * length) slots <<= 1;")
+                with b.bridge_block(f"if (slots > {table}_capacity)"):
+                    b.bridge_line(f"free({table});")
+                    b.bridge_line(f"{table} = malloc((size_t)slots * 2 * sizeof(int64_t));")
+                    b.bridge_line(f"{table}_capacity = {table} ? slots : 0;")
                     b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
-                b.line(f"{table}_mask = slots - 1;")
-                b.line(f"memset({table}, 0xff, (size_t)slots * 2 * sizeof(int64_t));")
-            with b.block(f"for (int64_t q = {lo}; q < {self.end}; q++)"):
+                b.bridge_line(f"{table}_mask = slots - 1;")
+                b.bridge_line(f"memset({table}, 0xff, (size_t)slots * 2 * sizeof(int64_t));")
+            with b.bridge_block(f"for (int64_t q = {lo}; q < {self.end}; q++)"):
                 if vacant("q"):
-                    b.line(vacant("q"))
+                    b.bridge_line(vacant("q"))
                 self.count("build")
                 if self.strategy is Strategy.BITMAP:
-                    b.line(f"{table}[{crd('q')}] = q + 1;")
+                    b.bridge_line(f"{table}[{crd('q')}] = q + 1;")
                 else:
-                    b.line(f"uint64_t slot = hash64({crd('q')}) & {table}_mask;")
-                    b.line(f"while ({table}[2 * slot] >= 0) slot = (slot + 1) & {table}_mask;")
-                    b.line(f"{table}[2 * slot] = {crd('q')}; {table}[2 * slot + 1] = q;")
-            b.line(f"{table}_lo = {lo}; {table}_hi = {self.end};")
+                    b.bridge_line(f"uint64_t slot = hash64({crd('q')}) & {table}_mask;")
+                    b.bridge_line(f"while ({table}[2 * slot] >= 0) slot = (slot + 1) & {table}_mask;")
+                    b.bridge_line(f"{table}[2 * slot] = {crd('q')}; {table}[2 * slot + 1] = q;")
+            b.bridge_line(f"{table}_lo = {lo}; {table}_hi = {self.end};")
 
     def _probe(self, index: str, found: str, b: CBuilder) -> None:
         table, slot = self.table, f"{self.ident}_slot"
-        b.line(f"int64_t {found} = -1;")
-        b.line(f"uint64_t {slot} = hash64({index}) & {table}_mask;")
-        with b.block(f"while ({table}[2 * {slot}] >= 0)"):
+        b.bridge_line(f"int64_t {found} = -1;")
+        b.bridge_line(f"uint64_t {slot} = hash64({index}) & {table}_mask;")
+        with b.bridge_block(f"while ({table}[2 * {slot}] >= 0)"):
             self.count("probe")
-            b.line(f"if ({table}[2 * {slot}] == {index}) {{ {found} = {table}[2 * {slot} + 1]; break; }}")
-            b.line(f"{slot} = ({slot} + 1) & {table}_mask;")
+            b.bridge_line(f"if ({table}[2 * {slot}] == {index}) {{ {found} = {table}[2 * {slot} + 1]; break; }}")
+            b.bridge_line(f"{slot} = ({slot} + 1) & {table}_mask;")
 
 
-HASH_HELPER = """static inline uint64_t hash64(int64_t key) {
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29);
-}"""
+#: hash64, the mix of the hash strategy's tables.
+HASH_HELPER = Prelude("hash64")
 
 
 def declare_tables(tables: Tables, b: CBuilder) -> None:
     """The kernel's tables, empty (no segment held), before its loops."""
     for name, (strategy, index) in tables.items():
         if strategy is Strategy.BITMAP:
-            b.line(f"int64_t *restrict {name} = calloc((size_t){names.extent(index)} + 1, sizeof(int64_t));")
+            b.bridge_line(f"int64_t *restrict {name} = calloc((size_t){names.extent(index)} + 1, sizeof(int64_t));")
             b.fail(f"!{name}", ReturnCode.OUT_OF_MEMORY)
         else:
-            b.line(f"int64_t *{name} = NULL, {name}_capacity = 0, {name}_mask = 0;")
-        b.line(f"int64_t {name}_lo = -1, {name}_hi = -1;  /* the segment it holds: none yet */")
+            b.bridge_line(f"int64_t *{name} = NULL, {name}_capacity = 0, {name}_mask = 0;")
+        b.bridge_line(f"int64_t {name}_lo = -1, {name}_hi = -1;  /* the segment it holds: none yet */")
 
 
 def release_tables(tables: Tables, b: CBuilder) -> None:
     for name in tables:
-        b.line(f"free({name});")
+        b.bridge_line(f"free({name});")

@@ -38,7 +38,7 @@ def forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     if bounded is not None:
         _count_trips(cx, loop, lattice, bounded, scope)
         return
-    with cx.b.block(), hoisting(cx, stmt, scope) as (stmt, scope):
+    with cx.b.bridge_block(), hoisting(cx, stmt, scope) as (stmt, scope):
         declare_iterators(cx, lattice, scope)
         if lat.dense_loop(lattice):
             _dense_loop(cx, stmt, loop, lattice, scope, bound)
@@ -54,7 +54,7 @@ def _count_trips(cx: Lowering, loop: Loop, lattice: lat.Lattice, name: str, scop
     coordinate it visits is in every iterator of some bottom point), the shortest iterator of each;
     every loop runs at most its dimension."""
     extent = names.extent(loop.index)
-    with cx.b.block():
+    with cx.b.bridge_block():
         declare_iterators(cx, lattice, scope)
         if lat.dense_loop(lattice):
             trips = extent
@@ -64,10 +64,10 @@ def _count_trips(cx: Lowering, loop: Loop, lattice: lat.Lattice, name: str, scop
                                                                        for it in sorted(point.sparse, key=str))])
                      for point in bottoms]
             trips = _smallest([" + ".join(terms), extent])
-        cx.b.line(f"const int64_t trips = {trips};")
+        cx.b.bridge_line(f"const int64_t trips = {trips};")
         cx.plan.targets[name].count_at_most("trips", cx.b)
         if scope.flags.get(name):
-            cx.b.line(f"if (trips) {scope.flags[name]} = 1;")
+            cx.b.bridge_line(f"if (trips) {scope.flags[name]} = 1;")
 
 
 def _smallest(terms: list[str]) -> str:
@@ -86,18 +86,18 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
     parallel = parallel_region(cx, stmt, sparse, scope) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
-            cx.b.line(f"#pragma GCC unroll {stmt.unroll}")
+            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
         _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or names.extent(loop.index))
 
 
 def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
                bound: str) -> None:
     index = names.coordinate(loop.index)
-    with cx.b.block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
+    with cx.b.bridge_block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
             iteration(cx, stmt):
         cx.count(f"∀{loop.index} dense")
         for it in sparse:
             load(cx, it, guard=True, index=index)
         point_cases(cx, stmt, loop, lattice, lattice, scope)
         for it in sparse:
-            cx.b.line(advance(cx, it, index))
+            cx.b.bridge_line(advance(cx, it, index))

@@ -59,10 +59,10 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         if not cx.plan.counting:
             value = _expr(cx, stmt.rhs, scope)
             if scope.atomic:
-                cx.b.line("#pragma omp atomic")
-            cx.b.line(f"{register} += {value};")
+                cx.b.bridge_line("#pragma omp atomic")
+            cx.b.bridge_line(f"{register} += {value};")
         if stored:
-            cx.b.line(f"{stored} = 1;")
+            cx.b.bridge_line(f"{stored} = 1;")
         return
     position = target_position(cx, stmt.lhs, scope)
     if cx.plan.counting:
@@ -71,13 +71,13 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         value = _expr(cx, stmt.rhs, scope)
         store(cx, name, position, _operator(cx, stmt.lhs, stmt.accumulate, scope), value, scope)
     if scope.flags.get(name):
-        cx.b.line(f"{scope.flags[name]} = 1;")
+        cx.b.bridge_line(f"{scope.flags[name]} = 1;")
 
 
 def store(cx: Lowering, name: str, position: Position, op: str, value: str, scope: Scope) -> None:
     """A store, atomic when iterations of a parallel loop add into the same position."""
     if scope.atomic and op == "+=":
-        cx.b.line("#pragma omp atomic")
+        cx.b.bridge_line("#pragma omp atomic")
     cx.plan.targets[name].store(position, op, value, cx.b)
 
 
@@ -134,9 +134,9 @@ def _read(cx: Lowering, access: Access, scope: Scope) -> str:
     vals = cx.plan.vals(access)
     if position.end is not None:
         total = cx.fresh("v")
-        cx.b.line(f"{cx.plan.value_types[access.tensor.name]} {total} = 0;")
-        with cx.b.block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
-            cx.b.line(f"{total} += {vals}[q];")
+        cx.b.bridge_line(f"{cx.plan.value_types[access.tensor.name]} {total} = 0;")
+        with cx.b.bridge_block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
+            cx.b.bridge_line(f"{total} += {vals}[q];")
         return total
     if position.may_miss:
         return f"({position.begin} < 0 ? 0 : {vals}[{position.begin}])"
@@ -161,9 +161,9 @@ def hoisting(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[tuple[Forall,
     name, register, stored = hoisted
     stmt, invariant = _split_invariant(stmt, scope.provenance)
     if not cx.plan.counting:
-        cx.b.line(f"{cx.plan.value_types[name]} {register} = 0;")
+        cx.b.bridge_line(f"{cx.plan.value_types[name]} {register} = 0;")
     if stored:
-        cx.b.line(f"int {stored} = 0;")
+        cx.b.bridge_line(f"int {stored} = 0;")
     # the register is this block's own: only iterations of this very loop can race on it
     yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
     total = product([*invariant, _Register(register)]) if invariant else _Register(register)
@@ -216,10 +216,10 @@ def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list
 def _store_hoisted(cx: Lowering, stmt: Forall, name: str, total, stored: str | None, scope: Scope) -> None:
     lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
     position = target_position(cx, lhs, scope)
-    with cx.b.scope(f"if ({stored})" if stored else ""):
+    with cx.b.bridge_scope(f"if ({stored})" if stored else ""):
         if cx.plan.counting:
             cx.plan.targets[name].mark(position, cx.b)
         else:
             store(cx, name, position, _operator(cx, lhs, True, scope), _expr(cx, total, scope), scope)
         if scope.flags.get(name):
-            cx.b.line(f"{scope.flags[name]} = 1;")
+            cx.b.bridge_line(f"{scope.flags[name]} = 1;")

@@ -69,47 +69,47 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
             sections = (f"{names.vals(n)}[0:{cx.plan.targets[n].reduction_size()}]" for n in copied)
             clauses.append(f"reduction(+: {', '.join(sections)})")
-        cx.b.line(f"#pragma omp {' '.join(['simd', *clauses])}")
+        cx.b.bridge_line(f"#pragma omp {' '.join(['simd', *clauses])}")
         yield replace(scope, parallel=True)
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries
-        cx.b.line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
+        cx.b.bridge_line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
         yield atomic
         return
     threads = [f"num_threads({cx.plan.num_threads})"] if cx.plan.num_threads is not None else []
     if not copied and not threaded:
-        cx.b.line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
+        cx.b.bridge_line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
         yield atomic
         return
     failed = cx.fresh("failed")
-    with cx.b.block():
-        cx.b.line(f"const int threads = {cx.plan.num_threads or 'omp_get_max_threads()'};")
-        cx.b.line(f"int {failed} = 0;")
+    with cx.b.bridge_block():
+        cx.b.bridge_line(f"const int threads = {cx.plan.num_threads or 'omp_get_max_threads()'};")
+        cx.b.bridge_line(f"int {failed} = 0;")
         for name in copied:
             vals, ctype, size = names.vals(name), cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
-            cx.b.line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
+            cx.b.bridge_line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
             cx.b.fail(f"!{_copies(name)}", ReturnCode.OUT_OF_MEMORY)
-            cx.b.line(f"{ctype} *restrict {_shared(name)} = {vals};")
-        cx.b.line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
-        with cx.b.block():
+            cx.b.bridge_line(f"{ctype} *restrict {_shared(name)} = {vals};")
+        cx.b.bridge_line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+        with cx.b.bridge_block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
                 vals, ctype, size = names.vals(name), cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
-                cx.b.line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
+                cx.b.bridge_line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
             with thread_temporaries([cx.plan.targets[n] for n in threaded], failed, cx.fresh("allocated"), cx.b):
-                with cx.b.block(f"if ({cx.b.agreed(failed, cx.fresh('ready'))})"), \
+                with cx.b.bridge_block(f"if ({cx.b.agreed(failed, cx.fresh('ready'))})"), \
                         cx.b.failing_to(failed, cx.fresh("done")):
-                    cx.b.line(f"#pragma omp for {schedule}")
+                    cx.b.bridge_line(f"#pragma omp for {schedule}")
                     yield atomic
                 if copied:
-                    cx.b.line("#pragma omp critical")
-                    with cx.b.block():
+                    cx.b.bridge_line("#pragma omp critical")
+                    with cx.b.bridge_block():
                         for name in copied:
                             vals, size = names.vals(name), cx.plan.targets[name].reduction_size()
-                            with cx.b.block(f"for (int64_t p = 0; p < {size}; p++)"):
-                                cx.b.line(f"{_shared(name)}[p] += {vals}[p];")
+                            with cx.b.bridge_block(f"for (int64_t p = 0; p < {size}; p++)"):
+                                cx.b.bridge_line(f"{_shared(name)}[p] += {vals}[p];")
         for name in copied:
-            cx.b.line(f"free({_copies(name)});")
+            cx.b.bridge_line(f"free({_copies(name)});")
         cx.b.fail(failed, failed)
 
 

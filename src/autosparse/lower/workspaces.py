@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
@@ -40,9 +41,9 @@ class Workspace(Target):
     def read_level(self, level: int) -> ReadLevel:
         """How the consumer reads level `level`."""
 
-    def helpers(self) -> str:
+    def helpers(self) -> tuple[Prelude, ...]:
         """C definitions this workspace's code calls, placed before the kernel."""
-        return ""
+        return ()
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """Make the produced entries readable (in coordinate order unless `ordered` is False)."""
@@ -63,7 +64,7 @@ class DenseWorkspace(Workspace):
         return " * ".join(("1", *self.dims))
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
+        b.bridge_line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
                f"sizeof({self.value_type}));")
         b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
 
@@ -75,10 +76,10 @@ class DenseWorkspace(Workspace):
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
+            b.bridge_line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
 
     def release(self, b: CBuilder) -> None:
-        b.line(f"free({names.vals(self.name)});")
+        b.bridge_line(f"free({names.vals(self.name)});")
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,11 @@ class ScalarWorkspace(DenseWorkspace):
     compiler keeps in a register; private to each thread of a parallel region it is declared in."""
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
+        b.bridge_line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"{names.vals(self.name)}[0] = 0;")
+            b.bridge_line(f"{names.vals(self.name)}[0] = 0;")
 
     def release(self, b: CBuilder) -> None:
         pass
@@ -148,133 +149,63 @@ class ListWorkspace(Workspace):
         vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
                                    self._ident("bits"))
         if self.located:
-            b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
+            b.bridge_line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
         else:
-            b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
-        b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
+            b.bridge_line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
+        b.bridge_line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
+        b.bridge_line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
                f"sizeof(uint64_t));")
-        b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
+        b.bridge_line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
         b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
 
     def _first_touch(self, coordinate: str, b: CBuilder) -> None:
-        b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
-        b.line(f"{self.list}[{self.count}++] = {coordinate};")
+        b.bridge_line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
+        b.bridge_line(f"{self.list}[{self.count}++] = {coordinate};")
 
     def count_at_most(self, amount: str, b: CBuilder) -> None:
         """The count alone, above the list's length: the bound phase's consumer reads nothing else."""
-        b.line(f"{self.count} += {amount};")
+        b.bridge_line(f"{self.count} += {amount};")
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.block(f"if (!({self.touched(position.begin)}))"):
+        with b.bridge_block(f"if (!({self.touched(position.begin)}))"):
             self._first_touch(position.begin, b)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
         j, vals, v = position.begin, names.vals(self.name), self._ident("v")
-        with b.block():
-            b.line(f"const {self.value_type} {v} = {value};")
-            with b.block(f"if (!({self.touched(j)}))"):
+        with b.bridge_block():
+            b.bridge_line(f"const {self.value_type} {v} = {value};")
+            with b.bridge_block(f"if (!({self.touched(j)}))"):
                 self._first_touch(j, b)
-                b.line(f"{vals}[{j}] = {v};")
-            b.line(f"else {vals}[{j}] {op} {v};")
+                b.bridge_line(f"{vals}[{j}] = {v};")
+            b.bridge_line(f"else {vals}[{j}] {op} {v};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
+            b.bridge_line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
                    f"{self.dim});")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if self.located and values:
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-        b.line(f"{self._ident('gen')}++;")
-        b.line(f"{self.count} = 0;")
+            with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+                b.bridge_line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
+        b.bridge_line(f"{self._ident('gen')}++;")
+        b.bridge_line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
         for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
-            b.line(f"free({array});")
+            b.bridge_line(f"free({array});")
 
 
-ORDER_HELPER = """
-/* Sort n coordinates ascending. Short lists: insertion sort. Otherwise an LSD radix sort of the offsets
-   from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits for
-   short lists, 11-bit ones for long). */
-static void sortcoordinates(int64_t *list, int64_t n, int64_t *spare) {
-    if (n <= 32) {
-        for (int64_t k = 1; k < n; k++) {
-            int64_t v = list[k], m = k - 1;
-            while (m >= 0 && list[m] > v) { list[m + 1] = list[m]; m--; }
-            list[m + 1] = v;
-        }
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    const int digit = n < 4096 ? 8 : 11;
-    const int64_t buckets = (int64_t)1 << digit, mask = buckets - 1;
-    int64_t counts[2049];
-    int64_t *from = list, *to = spare;
-    for (int64_t k = 0; k < n; k++) list[k] -= lo;
-    for (int shift = 0; shift < 64 && ((hi - lo) >> shift) > 0; shift += digit) {
-        memset(counts, 0, (size_t)(buckets + 1) * sizeof(int64_t));
-        for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & mask) + 1]++;
-        for (int64_t d = 0; d < buckets; d++) counts[d + 1] += counts[d];
-        for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & mask]++] = from[k];
-        int64_t *t = from; from = to; to = t;
-    }
-    for (int64_t k = 0; k < n; k++) list[k] = from[k] + lo;
-}
-/* Put the n touched coordinates of `list` (all below `dim`) in ascending order. Lists whose range spans
-   fewer summary words than entries: set their bits in a two-level bitmap (`bits`: a bit per coordinate
-   below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
-   they go. Otherwise (short lists, or few entries spread wide) sortcoordinates. */
-static void ordertouched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
-    if (n <= 32) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    if ((hi >> 12) - (lo >> 12) >= n) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    uint64_t *summary = bits + (dim >> 6) + 1;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t j = list[k];
-        bits[j >> 6] |= (uint64_t)1 << (j & 63);
-        summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
-    }
-    int64_t m = 0;
-    for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
-        uint64_t words = summary[s];
-        summary[s] = 0;
-        while (words) {
-            int64_t at = (s << 6) + __builtin_ctzll(words);
-            words &= words - 1;
-            uint64_t w = bits[at];
-            bits[at] = 0;
-            const int64_t base = at << 6;
-            list[m++] = base + __builtin_ctzll(w);
-            for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
-        }
-    }
-}
-"""
+#: sortcoordinates and ordertouched, which put a workspace's touched coordinates in order.
+ORDER_HELPER = Prelude("order_touched")
 
 
 @dataclass(frozen=True)
@@ -321,68 +252,36 @@ class HashedWorkspace(Workspace):
 
     def allocate(self, b: CBuilder) -> None:
         t, vt = self._ident, self.value_type
-        b.line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
-        b.line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
-        b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
-        b.line(f"int64_t *{self.keys} = NULL;")
-        b.line(f"{vt} *{names.vals(self.name)} = NULL;")
+        b.bridge_line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
+        b.bridge_line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
+        b.bridge_line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
+        b.bridge_line(f"int64_t *{self.keys} = NULL;")
+        b.bridge_line(f"{vt} *{names.vals(self.name)} = NULL;")
         b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
-        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
+        b.bridge_line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
 
-    def helpers(self) -> str:
-        t, vt = self._ident, self.value_type
-        return f"""
-typedef struct {{ int64_t key; {vt} val; }} {t('entry')};
-/* The slot holding `key` in a table of `cap` slots, or the empty one where it would go. */
-static inline uint64_t {t('probe')}(const {t('entry')} *table, int64_t cap, int64_t key) {{
-    uint64_t mask = (uint64_t)cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while (table[s].key != key && table[s].key >= 0) s = (s + 1) & mask;
-    return s;
-}}
-/* The slot of `key` in the workspace table, inserted (its value zero) if new, growing the table past
-   half full; -1 when memory runs out. */
-static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap, int64_t *count, int64_t key) {{
-    uint64_t s = {t('probe')}(*table, *cap, key);
-    if ((*table)[s].key == key) return (int64_t)s;
-    if (2 * (*count + 1) > *cap) {{
-        int64_t grown = 2 * *cap;
-        {t('entry')} *t2 = malloc((size_t)grown * sizeof({t('entry')}));
-        int64_t *s2 = malloc((size_t)grown * sizeof(int64_t));
-        if (!t2 || !s2) return -1;
-        for (int64_t k = 0; k < grown; k++) t2[k].key = -1;
-        for (int64_t k = 0; k < *count; k++) {{
-            const {t('entry')} old = (*table)[(*slots)[k]];
-            uint64_t h = {t('probe')}(t2, grown, old.key);
-            t2[h] = old;
-            s2[k] = (int64_t)h;
-        }}
-        free(*table); free(*slots);
-        *table = t2; *slots = s2; *cap = grown;
-        return {t('insert')}(table, slots, cap, count, key);
-    }}
-    (*table)[s] = ({t('entry')}){{key, 0}};
-    (*slots)[(*count)++] = (int64_t)s;
-    return (int64_t)s;
-}}
-"""
+    def helpers(self) -> tuple[Prelude, ...]:
+        t = self._ident
+        return (Prelude("hashed_workspace", (("entry", t("entry")), ("probe", t("probe")), ("insert", t("insert")),
+                                             ("value_type", self.value_type))),)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
 
     def _insert(self, position: Position, b: CBuilder) -> None:
         t = self._ident
-        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
+        b.bridge_line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
                f"{position.begin});")
         b.fail("slot < 0", ReturnCode.OUT_OF_MEMORY)
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.block():
+        with b.bridge_block():
             self._insert(position, b)
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        with b.block():
+        with b.bridge_block():
             self._insert(position, b)
-            b.line(f"{self._ident('table')}[slot].val {op} {value};")
+            b.bridge_line(f"{self._ident('table')}[slot].val {op} {value};")
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
@@ -391,25 +290,25 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
         """The keys sorted (sortcoordinates, the second half of `keys` its spare), then each one's value
         found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
         t, vt, vals = self._ident, self.value_type, names.vals(self.name)
-        with b.block(f"if ({self.count} > {t('sorted_cap')})"):
-            b.line(f"free({self.keys}); free({vals});")
-            b.line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
-            b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
-            b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
+        with b.bridge_block(f"if ({self.count} > {t('sorted_cap')})"):
+            b.bridge_line(f"free({self.keys}); free({vals});")
+            b.bridge_line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
+            b.bridge_line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
+            b.bridge_line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
             b.fail(f"!{self.keys} || !{vals}", ReturnCode.OUT_OF_MEMORY)
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
-        b.line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
+        b.bridge_line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         """Every slot this producer filled is emptied (its value zeroed when it is filled again)."""
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
-        b.line(f"{self.count} = 0;")
+        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
+            b.bridge_line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
+        b.bridge_line(f"{self.count} = 0;")
 
     def release(self, b: CBuilder) -> None:
         for part in ("table", "slots", "keys"):
-            b.line(f"free({self._ident(part)});")
-        b.line(f"free({names.vals(self.name)});")
+            b.bridge_line(f"free({self._ident(part)});")
+        b.bridge_line(f"free({names.vals(self.name)});")

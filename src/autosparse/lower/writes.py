@@ -24,6 +24,7 @@ from typing import Mapping
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Prelude
 from ..format.level import Level
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
@@ -32,22 +33,8 @@ from .reads import Position
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
 Reads = Mapping[tuple[Access, int], Position]
 
-HELPERS = """
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-/* An array of a result, count + 1 elements (zeroed or not). Large ones are advised onto transparent huge
-   pages, as numpy advises its own arrays: a fresh 24 MB result otherwise faults in 6,000 pages. */
-static void *resultarray(int64_t count, size_t size, int zeroed) {
-    size_t bytes = ((size_t)count + 1) * size;
-    void *p = zeroed ? calloc((size_t)count + 1, size) : malloc(bytes);
-#ifdef MADV_HUGEPAGE
-    if (p && bytes >= ((size_t)1 << 22)) {
-        uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = (uintptr_t)p + bytes;
-        if (start < end) madvise((void *)start, end - start, MADV_HUGEPAGE);
-    }
-#endif
-    return p;
-}
-"""
+#: The helpers every kernel defines (min64, resultarray), in codegen's prelude.
+HELPERS = Prelude("result_arrays")
 
 
 def _allocation(length: str, ctype: str, zeroed: bool) -> str:
@@ -93,7 +80,7 @@ class Target(ABC):
         return None
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        b.line(f"{names.vals(self.name)}[{position.begin}] {op} {value};")
+        b.bridge_line(f"{names.vals(self.name)}[{position.begin}] {op} {value};")
 
     def mark(self, position: Position, b: CBuilder) -> None:
         """What a store does in the count phase of a two-phase assembly, where no value is computed."""
@@ -237,41 +224,41 @@ class AppendedResult(AssembledResult):
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names and self._sized(level):
                 ident = self._array(level, "pos")
-                b.line(f"{self.index_type} *{ident} = {_allocation(self._count(level - 1), self.index_type, True)};")
+                b.bridge_line(f"{self.index_type} *{ident} = {_allocation(self._count(level - 1), self.index_type, True)};")
                 b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
         for size in self._counters():
-            b.line(f"int64_t {size} = 0;")
+            b.bridge_line(f"int64_t {size} = 0;")
         for ident, _, ctype, _ in self._entries():
-            b.line(f"{ctype} *{ident} = NULL;")
-        b.line(f"int {self.bounded} = 0;")
+            b.bridge_line(f"{ctype} *{ident} = NULL;")
+        b.bridge_line(f"int {self.bounded} = 0;")
 
     def allocate_bounded(self, b: CBuilder) -> None:
         """After the bound phase: the arrays at the bounds, when they fit the index type and memory."""
         entries = self._entries()
-        with b.block(f"if ({' && '.join(f'{size} <= {self._limit()}' for size in self._counters())})"):
+        with b.bridge_block(f"if ({' && '.join(f'{size} <= {self._limit()}' for size in self._counters())})"):
             for ident, length, ctype, zeroed in entries:
-                b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
-            b.line(f"{self.bounded} = {' && '.join(ident for ident, *_ in entries)};")
-            with b.block(f"if (!{self.bounded})"):
+                b.bridge_line(f"{ident} = {_allocation(length, ctype, zeroed)};")
+            b.bridge_line(f"{self.bounded} = {' && '.join(ident for ident, *_ in entries)};")
+            with b.bridge_block(f"if (!{self.bounded})"):
                 for ident, _, ctype, _ in entries:
-                    b.line(f"free({ident});")
-                    b.line(f"{ident} = NULL;")
+                    b.bridge_line(f"free({ident});")
+                    b.bridge_line(f"{ident} = NULL;")
 
     def allocate_entries(self, b: CBuilder) -> None:
         """After the count phase: every array at its exact size."""
         for size in self._counters():
             b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
         for ident, length, ctype, zeroed in self._entries():
-            b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
+            b.bridge_line(f"{ident} = {_allocation(length, ctype, zeroed)};")
             b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
 
     def rewind(self, b: CBuilder) -> None:
         """Before the fill: the sizes count again from zero."""
         for size in self._counters():
-            b.line(f"{size} = 0;")
+            b.bridge_line(f"{size} = 0;")
 
     def count_at_most(self, amount: str, b: CBuilder) -> None:
-        b.line(f"{names.size(self.name, self._head(len(self.levels) - 1))} += {amount};")
+        b.bridge_line(f"{names.size(self.name, self._head(len(self.levels) - 1))} += {amount};")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
@@ -280,8 +267,8 @@ class AppendedResult(AssembledResult):
         if not self._is_group_end(level):
             return parent
         p = names.position(names.access(self.name), level)
-        b.line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
-        b.line(f"int {self.flag(level)} = 0;")
+        b.bridge_line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
+        b.bridge_line(f"int {self.flag(level)} = 0;")
         return Position(p)
 
     def flag(self, level: int) -> str | None:
@@ -291,27 +278,27 @@ class AppendedResult(AssembledResult):
         if not self._is_group_end(level):
             return
         head = self._head(level)
-        with b.block(f"if ({self.flag(level)})"):
+        with b.bridge_block(f"if ({self.flag(level)})"):
             if self.filling:
                 for k in range(head, level + 1):
-                    b.line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
-                b.line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
-            b.line(f"{names.size(self.name, head)}++;")
+                    b.bridge_line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
+                b.bridge_line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
+            b.bridge_line(f"{names.size(self.name, head)}++;")
             if parent_flag:
-                b.line(f"{parent_flag} = 1;")
+                b.bridge_line(f"{parent_flag} = 1;")
 
     def finish(self, b: CBuilder) -> None:
         """Prefix sums close the pos arrays; arrays allocated at bounds are trimmed to their sizes."""
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names:
                 pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
-        with b.block(f"if ({self.bounded})"):
+                with b.bridge_block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
+                    b.bridge_line(f"{pos}[p + 1] += {pos}[p];")
+        with b.bridge_block(f"if ({self.bounded})"):
             for ident, length, ctype, _ in self._entries():
-                with b.block():
-                    b.line(f"void *trimmed = realloc({ident}, ((size_t)({length}) + 1) * sizeof({ctype}));")
-                    b.line(f"if (trimmed) {ident} = trimmed;")
+                with b.bridge_block():
+                    b.bridge_line(f"void *trimmed = realloc({ident}, ((size_t)({length}) + 1) * sizeof({ctype}));")
+                    b.bridge_line(f"if (trimmed) {ident} = trimmed;")
 
     # --- chunks: threads assembling it in one parallel region (kernel.py) ---------------------------------
     #
@@ -328,38 +315,38 @@ class AppendedResult(AssembledResult):
 
     def allocate_chunks(self, threads: str, b: CBuilder) -> None:
         for _, starts, ends in self._chunk_arrays():
-            b.line(f"int64_t *{starts} = calloc((size_t){threads} + 1, sizeof(int64_t));")
-            b.line(f"int64_t *{ends} = calloc((size_t){threads} + 1, sizeof(int64_t));")
+            b.bridge_line(f"int64_t *{starts} = calloc((size_t){threads} + 1, sizeof(int64_t));")
+            b.bridge_line(f"int64_t *{ends} = calloc((size_t){threads} + 1, sizeof(int64_t));")
             b.fail(f"!{starts} || !{ends}", ReturnCode.OUT_OF_MEMORY)
 
     def declare_chunk_sizes(self, b: CBuilder) -> None:
         """In the region: this thread's sizes, which the phases' code counts (shadowing the totals)."""
         for size in self._counters():
-            b.line(f"int64_t {size} = 0;")
+            b.bridge_line(f"int64_t {size} = 0;")
 
     def count_chunk(self, thread: str, b: CBuilder) -> None:
         """After a count (or bound) phase: this thread's counts."""
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{starts}[{thread}] = {size};")
+            b.bridge_line(f"{starts}[{thread}] = {size};")
 
     def sum_chunks(self, team: str, b: CBuilder) -> None:
         """By one thread: the chunks' counts become their starts; its own sizes become the totals, which
         the arrays are then allocated at."""
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{size} = 0;")
-            with b.block(f"for (int t = 0; t < {team}; t++)"):
-                b.line(f"const int64_t n = {starts}[t];")
-                b.line(f"{starts}[t] = {size};")
-                b.line(f"{size} += n;")
+            b.bridge_line(f"{size} = 0;")
+            with b.bridge_block(f"for (int t = 0; t < {team}; t++)"):
+                b.bridge_line(f"const int64_t n = {starts}[t];")
+                b.bridge_line(f"{starts}[t] = {size};")
+                b.bridge_line(f"{size} += n;")
 
     def start_chunk(self, thread: str, b: CBuilder) -> None:
         """Before the fill: this thread's sizes start at its chunk's start."""
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{size} = {starts}[{thread}];")
+            b.bridge_line(f"{size} = {starts}[{thread}];")
 
     def end_chunk(self, thread: str, b: CBuilder) -> None:
         for size, _, ends in self._chunk_arrays():
-            b.line(f"{ends}[{thread}] = {size};")
+            b.bridge_line(f"{ends}[{thread}] = {size};")
 
     def _anchor(self, level: int) -> tuple[str, str] | None:
         """The size counting the positions that index `level`'s, and how many of `level`'s each has (dense
@@ -386,19 +373,19 @@ class AppendedResult(AssembledResult):
         """After the region: each chunk's entries moved down to where the chunks before it end (memmove,
         in thread order: a chunk never moves up); the sizes become the totals."""
         for size, starts, ends in self._chunk_arrays():
-            b.line(f"{size} = 0;")
-            with b.block(f"for (int t = 0; t < {team}; t++)"):
-                b.line(f"const int64_t from = {starts}[t], n = {ends}[t] - from;")
-                with b.block(f"if (n > 0 && from != {size})"):
+            b.bridge_line(f"{size} = 0;")
+            with b.bridge_block(f"for (int t = 0; t < {team}; t++)"):
+                b.bridge_line(f"const int64_t from = {starts}[t], n = {ends}[t] - from;")
+                with b.bridge_block(f"if (n > 0 && from != {size})"):
                     for ident, ctype, anchor, offset in self._positioned():
                         if anchor is None or anchor[0] != size:
                             continue
                         scale = anchor[1]
-                        b.line(f"memmove({ident} + {size} * {scale} + {offset}, {ident} + from * {scale} + {offset}, "
+                        b.bridge_line(f"memmove({ident} + {size} * {scale} + {offset}, {ident} + from * {scale} + {offset}, "
                                f"(size_t)(n * {scale}) * sizeof({ctype}));")
-                b.line(f"{size} += n;")
-            b.line(f"free({starts});")
-            b.line(f"free({ends});")
+                b.bridge_line(f"{size} += n;")
+            b.bridge_line(f"free({starts});")
+            b.bridge_line(f"free({ends});")
 
     def _coordinate_var(self, level: int) -> str:
         return names.user(self.name, f"c{level + 1}")
@@ -406,7 +393,7 @@ class AppendedResult(AssembledResult):
     def bind(self, level: int, coordinate: str, b: CBuilder) -> None:
         """Remember the coordinate of a grouped level until its group commits (COO rows)."""
         if self.filling and not self.levels[level].properties.full:
-            b.line(f"const int64_t {self._coordinate_var(level)} = {coordinate};")
+            b.bridge_line(f"const int64_t {self._coordinate_var(level)} = {coordinate};")
 
 
 @dataclass(frozen=True)
@@ -464,20 +451,20 @@ class SharedPatternResult(AssembledResult):
         for level, lv in enumerate(self.levels):
             if not lv.properties.full and not lv.properties.branchless:
                 size = names.size(self.name, level)
-                b.line(f"const int64_t {size} = {self._source_count(level)};")
+                b.bridge_line(f"const int64_t {size} = {self._source_count(level)};")
                 b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
             for array in lv.array_names:
                 ident, length = self._array(level, array), self._length(level, array)
                 counted = array == "pos" and self._counted(level)
-                b.line(f"{self.index_type} *{ident} = {_allocation(length, self.index_type, counted)};")
+                b.bridge_line(f"{self.index_type} *{ident} = {_allocation(length, self.index_type, counted)};")
                 b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
                 if array != "crd" and not counted:
-                    with b.block(f"for (int64_t p = 0; p < {length}; p++)"):
-                        b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
+                    with b.bridge_block(f"for (int64_t p = 0; p < {length}; p++)"):
+                        b.bridge_line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
         count, vals = self._count(len(self.levels) - 1), names.vals(self.name)
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
         zeroed = self._suffix or not self._mirrored(len(self.levels) - 1)
-        b.line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
+        b.bridge_line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
         b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
@@ -486,24 +473,24 @@ class SharedPatternResult(AssembledResult):
         source = reads[(self.source, level)]
         if self._mirrored(level):
             if "crd" in self.levels[level].array_names:
-                b.line(f"{self._array(level, 'crd')}[{source.begin}] = {coordinate};")
+                b.bridge_line(f"{self._array(level, 'crd')}[{source.begin}] = {coordinate};")
             return source
         position = Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
         below = level + 1
         if below < len(self.source_levels) and self._counted(below):
             begin, end = self.source_levels[below].position_range(self.source_arrays[below], source.begin,
                                                                   source.last)
-            b.line(f"{self._array(below, 'pos')}[{position.begin} + 1] = {end} - {begin};")
+            b.bridge_line(f"{self._array(below, 'pos')}[{position.begin} + 1] = {end} - {begin};")
         return position
 
     def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
         """A shared position is stored once (a reduction below it is summed in a register first); a
         position of the dense levels below may take a sum."""
-        b.line(f"{names.vals(self.name)}[{position.begin}] {op if self._suffix else '='} {value};")
+        b.bridge_line(f"{names.vals(self.name)}[{position.begin}] {op if self._suffix else '='} {value};")
 
     def finish(self, b: CBuilder) -> None:
         for level in range(len(self.levels)):
             if self._counted(level):
                 pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
+                with b.bridge_block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
+                    b.bridge_line(f"{pos}[p + 1] += {pos}[p];")

@@ -1,6 +1,8 @@
 """Text -> index notation: `C(i,j) = A(i,k) * B(k,j) + 2 * D(i,j)`.
 
 A recursive-descent parser over a small grammar; every error names the column where reading failed.
+`ExpressionParser` is also the base of the languages that embed these expressions (concrete index
+notation, the scheduling commands).
 
     assignment := access ("=" | "+=") expr
     expr       := term (("+" | "-") term)*
@@ -37,43 +39,63 @@ _INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
-class _Token:
+class Token:
     kind: str  # "number", "name", "op" or "end"
     text: str
     column: int
 
+    @property
+    def is_integer(self) -> bool:
+        """A number written without a point or an exponent (only meaningful for a "number" token)."""
+        return not any(c in self.text for c in ".eE")
 
-def _tokens(text: str) -> list[_Token]:
+
+def _tokens(text: str) -> list[Token]:
     tokens, offset = [], 0
     while True:
         while offset < len(text) and text[offset].isspace():
             offset += 1
         if offset == len(text):
-            return tokens + [_Token("end", "end of input", offset + 1)]
+            return tokens + [Token("end", "end of input", offset + 1)]
         match = _TOKEN.match(text, offset)
         if match is None or match.end() == offset:
             raise ParseError(f"Expected a name, a number or one of = += + - * ( ) , but found {text[offset]!r}",
                              text, offset + 1)
         kind = match.lastgroup
-        tokens.append(_Token(kind, match.group(kind), match.start(kind) + 1))
+        tokens.append(Token(kind, match.group(kind), match.start(kind) + 1))
         offset = match.end()
 
 
-class _Parser:
+class ExpressionParser:
+    """The index notation's reader, and the base of the languages built on its expressions (concrete
+    index notation, the scheduling commands): they add their own statements on top of `expr`, reading
+    tokens with `peek` and `take`. Their extension points are `literal` (how a number token becomes a
+    literal) and `access` (how a name after which an access may follow is read); `text` is what errors
+    quote, with the column of the token that failed."""
+
     def __init__(self, text: str):
-        self.text, self.tokens, self.at, self.depth = text, _tokens(text), 0, 0
+        self.text = text
+        self._tokens, self._at, self._depth = _tokens(text), 0, 0
 
-    def peek(self) -> _Token:
-        return self.tokens[self.at]
+    def peek(self, ahead: int = 0) -> Token:
+        """The next token (or the one `ahead` after it), not consumed; past the end, the end token."""
+        return self._tokens[min(self._at + ahead, len(self._tokens) - 1)]
 
-    def take(self, *expected: str) -> _Token:
+    def take(self, *expected: str) -> Token:
+        """The next token, consumed; a ParseError unless its text or kind is one of `expected` (when given)."""
         token = self.peek()
         if expected and token.text not in expected and token.kind not in expected:
             wanted = " or ".join(repr(e) if e not in ("name", "number", "end") else
                                  ("the end" if e == "end" else f"a {e}") for e in expected)
             raise ParseError(f"Expected {wanted}, but found {token.text!r}", self.text, token.column)
-        self.at += 1
+        self._at += 1
         return token
+
+    def expression(self) -> Expr:
+        """The whole text as one expression."""
+        node = self.expr()
+        self.take("end")
+        return node
 
     def assignment(self) -> Assignment:
         lhs = self.access(self.take("name"))
@@ -102,18 +124,18 @@ class _Parser:
             return self.literal(token)
         if token.kind == "name" and not (token.text == "sum" and self.peek().text == "("):
             return self.access(token)
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
             raise ParseError(f"Expected an expression nested at most {MAX_DEPTH} deep, but it goes deeper",
                              self.text, token.column)
         node = self.nested(token)
-        self.depth -= 1
+        self._depth -= 1
         return node
 
-    def literal(self, token: _Token) -> Literal:
+    def literal(self, token: Token) -> Literal:
         return _literal(token, self.text)
 
-    def nested(self, token: _Token) -> Expr:
+    def nested(self, token: Token) -> Expr:
         """The factors that contain an expression: a negation, parentheses, a sum."""
         if token.text == "-":
             return Neg(self.factor())
@@ -130,11 +152,11 @@ class _Parser:
         self.take(")")
         return node
 
-    def access(self, name: _Token) -> Access:
+    def access(self, name: Token) -> Access:
         if self.peek().text != "(":
             return Access(name.text, (), name.column)
         self.take("(")
-        indices: list[_Token] = []
+        indices: list[Token] = []
         if self.peek().text != ")":
             indices.append(self.take("name"))
             while self.peek().text == ",":
@@ -145,22 +167,18 @@ class _Parser:
                       tuple(t.column for t in indices))
 
 
-def _literal(token: _Token, text: str) -> Literal:
+def _literal(token: Token, text: str) -> Literal:
     """An int64 when the digits are an integer that fits, else the double nearest to them, as numpy
     reads a Python number too large for int64 (`99999999999999999999999` is 1e23); a literal past the
     largest double is refused, as numpy refuses it."""
     value = token.text
-    if _is_integer(value) and len(value.lstrip("0")) <= 19 and int(value) <= _INT64_MAX:
+    if token.is_integer and len(value.lstrip("0")) <= 19 and int(value) <= _INT64_MAX:
         return Literal(int(value))
     number = float(value)
     if math.isinf(number):
         raise ParseError(f"Expected a literal a double can hold, but {value[:40]}{'…' if len(value) > 40 else ''} "
                          f"overflows", text, token.column)
     return Literal(number)
-
-
-def _is_integer(digits: str) -> bool:
-    return not any(c in digits for c in ".eE")
 
 
 def parse(text: str) -> Assignment:
@@ -170,7 +188,7 @@ def parse(text: str) -> Assignment:
     if not isinstance(text, str):  # a user's mistake, not an attribute missing deep in the pipeline
         raise ParseError(f"Expected an assignment as text, such as 'y(i) = A(i,j) * x(j)', but found "
                          f"{type(text).__name__}", f"{text!r:.80}", 1)
-    assignment = _Parser(text).assignment()
+    assignment = ExpressionParser(text).assignment()
     _check_depth(assignment, text)
     _check(assignment, text)
     _check_sums(assignment, text)

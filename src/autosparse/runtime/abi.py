@@ -7,7 +7,10 @@ result's values are allocated (zeroed) by the caller; an assembled result's arra
 kernel, which writes their pointers back into `args` and their lengths into `sizes`. `dims[k]` is the
 extent of `indices[k]`. The return value is a `ReturnCode`. Nothing is global: concurrent calls are safe.
 
-Lowering produces a `KernelSource`; the runtime reads nothing else of lowering.
+Lowering produces a `KernelSource`; the runtime reads nothing else of lowering. Besides the C text it
+declares everything a caller needs to check and marshal a call (`runtime.calls`): the slots, the indices
+whose extents fill `dims`, the result's indices, the memory the kernel will allocate and the extents the
+schedule promised.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..cin.provenance import Bound
 from ..errors import FormatError
 from ..notation.ast import IndexVar
 
@@ -54,6 +58,16 @@ class Types:
 
 
 @dataclass(frozen=True)
+class WorkspaceSize:
+    """A dense workspace the kernel allocates: `bytes_per_entry` for each coordinate of `indices`, which
+    the caller checks against the memory limit before the call rather than let `malloc` fail late."""
+
+    name: str
+    indices: tuple[IndexVar, ...]
+    bytes_per_entry: int
+
+
+@dataclass(frozen=True)
 class KernelSource:
     source: str
     operands: tuple[str, ...]
@@ -62,6 +76,10 @@ class KernelSource:
     assembled: bool  # whether the kernel allocates the result (else the caller passes zeroed values)
     indices: tuple[IndexVar, ...]
     counters: tuple[str, ...] | None
+    result_indices: tuple[IndexVar, ...]  # the result's indices by mode: its shape
+    result_level_indices: tuple[IndexVar, ...]  # by level: the extents of its dense top levels
+    workspaces: tuple[WorkspaceSize, ...]
+    bounds: tuple[Bound, ...]  # the extents the schedule promised (`bound`), which the kernel relies on
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
     bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
     hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)

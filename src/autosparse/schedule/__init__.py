@@ -1,5 +1,6 @@
 """Scheduling: commands that rewrite concrete index notation, and schedules as values (text or chained)."""
 
-from .language import Command, Schedule
+from .commands import Command
+from .language import Schedule
 
 __all__ = ["Command", "Schedule"]

@@ -18,14 +18,15 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Stmt, TensorVar, accesses, default_access, unnest, walk
 from ..cin.provenance import attach, split_relations
 from ..errors import ScheduleError
-from ..format import Format
+from ..format import Format, Layout
 from ..notation.ast import IndexVar, factors
-from . import commands, derive
+from .commands.derive import Split
+from .commands.reorder import Reorder
 
 
-def stand_in(fmt: Format) -> Format:
+def stand_in(fmt: Layout) -> Format:
     """What a blocked operand looks like to the default schedule: its block levels, in mode order."""
-    return Format(fmt.levels[:fmt.order])
+    return Format(fmt.storage.levels[:fmt.order])
 
 
 def block_variables(index: IndexVar) -> tuple[IndexVar, IndexVar]:
@@ -33,7 +34,7 @@ def block_variables(index: IndexVar) -> tuple[IndexVar, IndexVar]:
     return IndexVar(f"{index}B"), IndexVar(f"{index}b")
 
 
-def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
+def unblock(stmt: Stmt, blocked: Mapping[str, Layout]) -> Stmt:
     """`stmt` (a default schedule) with each blocked operand read through its block view."""
     stmt, relations = split_relations(stmt)
     sizes: dict[IndexVar, int] = {}
@@ -65,17 +66,17 @@ def unblock(stmt: Stmt, blocked: Mapping[str, Format]) -> Stmt:
                                     f"factor of {node.rhs}: the loops run over its stored blocks only, which would "
                                     f"miss the other terms' entries; convert it to a format of levels")
     for index, size in sizes.items():
-        stmt, relations = derive.split(stmt, relations, index, *block_variables(index), size, offset=offsets[index])
+        stmt, relations = Split(index, *block_variables(index), size, offset=offsets[index]).apply(stmt, relations)
     stmt = _viewed(stmt, blocked)
     loops, _ = unnest(stmt)
     views = [n for n in walk(stmt) if isinstance(n, Access) and n.tensor.name in blocked]
     order = _storage_order(loops, views)
     if order != loops:
-        stmt = commands.reorder(stmt, order)
+        stmt, relations = Reorder(order).apply(stmt, relations)
     return attach(stmt, relations)
 
 
-def _viewed(node, blocked: Mapping[str, Format]):
+def _viewed(node, blocked: Mapping[str, Layout]):
     """Every read of a blocked operand replaced by a read of its block view."""
     if isinstance(node, Access):
         fmt = blocked.get(node.tensor.name)

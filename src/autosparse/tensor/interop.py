@@ -1,4 +1,5 @@
-"""Conversions between autosparse tensors and scipy.sparse / pydata `sparse` objects.
+"""Conversions between autosparse tensors and scipy.sparse / pydata `sparse` objects, and `as_tensor`: any
+value a user may pass as an operand, stored in the format a kernel or an autoscheduler reads it in.
 
 Both libraries are imported only when used: scipy.sparse costs a fraction of a second and pydata
 `sparse` (through numba) several, which a kernel call should never pay.
@@ -6,9 +7,11 @@ Both libraries are imported only when used: scipy.sparse costs a fraction of a s
 
 from __future__ import annotations
 
+from numbers import Number
+
 import numpy as np
 
-from ..errors import FormatError, ShapeError
+from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format, as_format
 from ..format._checks import segment_starts
 from .dtypes import INDEX_DTYPES, check_index_dtype, promote_value_dtype
@@ -19,6 +22,25 @@ _NATIVE = {"csr": Format("ds"), "csc": Format("d1s0")}
 # The same layouts with no promise about order or duplicates: what a scipy matrix's arrays are checked
 # against before anything reads them.
 _RAW = {"csr": Format("du~"), "csc": Format("d1u0~")}
+
+
+def as_tensor(value, fmt: Format, name: str) -> Tensor:
+    """`value` stored in `fmt`: a Tensor in another format is converted (a copy), arrays and scipy or
+    pydata sparse arrays are imported."""
+    if isinstance(value, Tensor):
+        return value if value.format == fmt else value.to_format(fmt)
+    if is_scipy(value):
+        return Tensor.from_scipy(value, format=fmt)
+    if type(value).__module__.startswith("sparse"):
+        return Tensor.from_pydata(value, format=fmt)
+    if isinstance(value, (Number, np.ndarray, np.generic, list, tuple)):
+        return Tensor.from_numpy(np.asarray(value), format=fmt)
+    raise AutosparseError(f"Expected a Tensor, a numpy array, a scipy or pydata sparse array or a number for "
+                          f"{name}, but found {type(value).__name__}")
+
+
+def is_scipy(value) -> bool:
+    return type(value).__module__.startswith("scipy.sparse")
 
 
 def from_scipy(matrix, format, index_dtype) -> Tensor:
@@ -67,7 +89,7 @@ def _canonical_compressed(raw: Tensor, kind: str, format, index_dtype) -> Tensor
     index_dtype = check_index_dtype(index_dtype)
     pos, crd = raw.levels[1]["pos"], raw.levels[1]["crd"]
     if fmt == native and index_dtype in (None, crd.dtype) and _increasing_segments(pos, crd):
-        return Tensor._owned(raw.shape, native, Storage(raw.levels, raw.vals))
+        return Tensor.from_read_only_storage(raw.shape, native, Storage(raw.levels, raw.vals))
     return raw.to_format(fmt, index_dtype)
 
 

@@ -15,11 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import FormatError, ShapeError
-from ..format import Format
-from ..format.compressed import Compressed
-from ..format.dense import Dense
-from ..format.singleton import Singleton
-from ..format.triangular import Triangular
+from ..format import Format, Layout
 from . import storage as st
 from .dtypes import index_dtype_for
 from .tensor import Tensor
@@ -33,7 +29,7 @@ def cut(tensor: Tensor, mode: int, begin: int, end: int) -> Tensor:
                          f"but found [{begin}, {end})")
     shape = tuple(end - begin if m == mode else n for m, n in enumerate(tensor.shape))
     fmt = tensor.format
-    if any(isinstance(level, Triangular) for level in fmt.levels):
+    if not all(level.cut_keeps_format for level in fmt.levels):
         raise FormatError(f"Expected a format whose pieces are tensors of it, but {fmt} stores a square "
                           f"triangle and a run of its rows is not one: convert it (to csr) before cutting")
     if not _runs_are_ranges(fmt, mode):
@@ -42,26 +38,10 @@ def cut(tensor: Tensor, mode: int, begin: int, end: int) -> Tensor:
         coords = coords[:, kept].astype(np.int64)
         coords[mode] -= begin
         return Tensor._from_entries(tuple(coords), values[kept], shape, fmt, tensor.index_dtype)
-    levels = []
-    first, arrays = fmt.levels[0], tensor.levels[0]
-    if isinstance(first, Dense):
-        a, b = begin, end
-        levels.append({})
-    else:
-        crd = arrays["crd"]
-        a, b = (int(x) for x in np.searchsorted(crd, [begin, end]))
-        levels.append({"pos": np.array([0, b - a], dtype=crd.dtype), "crd": crd[a:b] - crd.dtype.type(begin)})
-    for level, arrays, dim in zip(fmt.levels[1:], tensor.levels[1:], st.level_dims(fmt, tensor.shape)[1:]):
-        if isinstance(level, Dense):
-            a, b = a * dim, b * dim
-            levels.append({})
-        elif isinstance(level, Compressed):
-            pos = arrays["pos"]
-            s, e = int(pos[a]), int(pos[b])
-            levels.append({"pos": pos[a:b + 1] - pos[a], "crd": arrays["crd"][s:e]})
-            a, b = s, e
-        else:
-            levels.append({"crd": arrays["crd"][a:b]})
+    levels, a, b = [], begin, end
+    for depth, (level, arrays, dim) in enumerate(zip(fmt.levels, tensor.levels, st.level_dims(fmt, tensor.shape))):
+        piece, a, b = level.cut(arrays, a, b, dim, root=depth == 0)
+        levels.append(piece)
     return Tensor._trusted(shape, fmt, st.Storage(tuple(levels), tensor.vals[a:b]))
 
 
@@ -89,36 +69,18 @@ def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
     index_dtype = _joined_index_dtype(tensors, max(shape))
     levels = []
     for depth, level in enumerate(fmt.levels):
-        pieces = [t.levels[depth] for t in tensors]
-        if isinstance(level, Dense):
-            levels.append({})
-            continue
-        crd = np.concatenate([p["crd"].astype(index_dtype) + index_dtype.type(starts[k] if depth == 0 else 0)
-                              for k, p in enumerate(pieces)])
-        if isinstance(level, Singleton):
-            levels.append({"crd": crd})
-            continue
-        ends = np.cumsum([0, *(int(p["pos"][-1]) for p in pieces)])
-        if depth == 0:  # one parent, the root
-            pos = np.array([0, ends[-1]], dtype=index_dtype)
-        else:
-            pos = np.concatenate([np.zeros(1, index_dtype),
-                                  *(p["pos"][1:].astype(index_dtype) + index_dtype.type(ends[k])
-                                    for k, p in enumerate(pieces))])
-        levels.append({"pos": pos, "crd": crd})
+        shifts = starts[:-1] if depth == 0 else [0] * len(tensors)
+        levels.append(level.join([t.levels[depth] for t in tensors], shifts, index_dtype, root=depth == 0))
     vals = np.concatenate([t.vals for t in tensors])
     return Tensor._trusted(tuple(shape), fmt, st.Storage(tuple(levels), vals))
 
 
-def _runs_are_ranges(fmt: Format, mode: int) -> bool:
+def _runs_are_ranges(fmt: Format | Layout, mode: int) -> bool:
     """Whether a run of `mode` coordinates is a range of positions at every level: `mode` is stored
-    first, in increasing order, and every level is dense, compressed or singleton."""
-    if fmt.blocks or not fmt.levels or fmt.mode_order[0] != mode:
+    first, in increasing order, and every level cuts as ranges."""
+    if isinstance(fmt, Layout) or not fmt.levels or fmt.mode_order[0] != mode:
         return False
-    first = fmt.levels[0]
-    if isinstance(first, Compressed) and first.order != "increasing":
-        return False
-    return all(type(level) in (Dense, Compressed, Singleton) for level in fmt.levels)
+    return fmt.levels[0].properties.ordered and all(level.cuts_as_ranges for level in fmt.levels)
 
 
 def _joined_index_dtype(tensors: Sequence[Tensor], largest_dim: int) -> np.dtype:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import check_allocation
 from ..errors import FormatError
-from ..format import Format
+from ..format import Format, Layout
 from .dtypes import INDEX_DTYPES, INT32_MAX, check_value_dtype, index_dtype_for
 from .entries import Entries
 
@@ -27,53 +27,24 @@ class Storage:
     vals: np.ndarray
 
 
-def level_dims(fmt: Format, shape: Sequence[int]) -> tuple[int, ...]:
-    """The extent of each storage level (of a blocked layout: of its block view, where an unaligned
-    mode's blocks are named by their first coordinate)."""
-    if fmt.blocks:
-        shape = (*(n if offset else -(-n // b) for n, b, offset in zip(shape, fmt.blocks, fmt.offsets)),
-                 *fmt.blocks)
+def level_dims(fmt: Format | Layout, shape: Sequence[int]) -> tuple[int, ...]:
+    """The extent of each storage level (of a layout: of its view's)."""
+    shape = fmt.view_shape(shape) if isinstance(fmt, Layout) else shape
     return tuple(shape[m] for m in fmt.mode_order)
 
 
-def level_paths(fmt: Format, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+def level_paths(fmt: Format | Layout, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Each entry's coordinate at each storage level, from its coordinate in each mode."""
-    if fmt.blocks:
-        first = [c // b for c, b in zip(coords, fmt.blocks)]
-        for mode, offset in enumerate(fmt.offsets):
-            if offset:  # the block's first coordinate, from the blocks this data needs
-                first[mode] = block_starts(first[0], coords[mode], fmt.blocks[mode])
-        coords = (*first, *((c - f if offset else c % b)
-                            for c, f, b, offset in zip(coords, first, fmt.blocks, fmt.offsets)))
+    coords = fmt.view_coords(coords) if isinstance(fmt, Layout) else coords
     return tuple(coords[m] for m in fmt.mode_order)
 
 
-def block_starts(group: np.ndarray, coord: np.ndarray, size: int) -> np.ndarray:
-    """Unaligned blocks of `size` covering each group's coordinates (the block rows' columns), greedily
-    from the left: a block starts at the first coordinate the previous one does not reach. Returns the
-    first coordinate of each entry's block."""
-    order = np.lexsort((coord, group))
-    groups, coords = group[order].tolist(), coord[order].tolist()
-    firsts, current, reach = [], None, 0
-    for g, c in zip(groups, coords):
-        if g != current or c >= reach:
-            current, first, reach = g, c, c + size
-        firsts.append(first)
-    starts = np.empty(len(order), dtype=np.int64)
-    starts[order] = firsts
-    return starts
-
-
-def mode_coords(fmt: Format, paths: Sequence[np.ndarray]) -> list[np.ndarray]:
+def mode_coords(fmt: Format | Layout, paths: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Each entry's coordinate in each mode, from its coordinates at the storage levels."""
     coords: list = [None] * len(paths)
     for level, mode in enumerate(fmt.mode_order):
         coords[mode] = paths[level]
-    if fmt.blocks:
-        order = fmt.order
-        return [coords[m] + coords[order + m] if offset else coords[m] * b + coords[order + m]
-                for m, (b, offset) in enumerate(zip(fmt.blocks, fmt.offsets))]
-    return coords
+    return fmt.tensor_coords(coords) if isinstance(fmt, Layout) else coords
 
 
 def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int, requested: np.dtype | None) -> np.dtype:
@@ -167,21 +138,20 @@ def validate(fmt: Format, shape: Sequence[int], levels: Sequence[Mapping[str, ob
         raise FormatError(f"Expected zero values at positions that hold no coordinate, but vals"
                           f"[{vacant[values[vacant] != 0][0]}] is not zero")
     storage = Storage(tuple({k: read_only(a) for k, a in level.items()} for level in arrays), read_only(values))
-    if any(fmt.offsets):  # unaligned blocks of a block row never overlap
-        pos, crd = arrays[1]["pos"], arrays[1]["crd"].astype(np.int64)
-        same_row = np.repeat(np.arange(len(pos) - 1), np.diff(pos))
-        close = np.flatnonzero((same_row[1:] == same_row[:-1]) & (crd[1:] < crd[:-1] + fmt.blocks[1]))
-        if len(close):
-            q = int(close[0])
-            raise FormatError(f"Expected the blocks of a block row at least {fmt.blocks[1]} columns apart, but "
-                              f"blocks start at columns {crd[q]} and {crd[q + 1]}")
-    if fmt.blocks:  # the blocks of the last block row and column reach past the shape: only zeros there
-        entries = unpack(fmt, shape, storage)
-        outside = [c >= n for c, n in zip(mode_coords(fmt, entries.paths), shape)]
-        if len(entries) and np.any(np.logical_or.reduce(outside)):
-            raise FormatError(f"Expected zeros where the blocks of {fmt} reach past the shape {tuple(shape)}, but "
-                              f"found a nonzero value there")
+    if isinstance(fmt, Layout):
+        _check_layout(fmt, shape, storage)
     return storage
+
+
+def _check_layout(fmt: Layout, shape: Sequence[int], storage: Storage) -> None:
+    """What a layout's view cannot check: blocks that overlap, and nonzeros where the blocks of the last
+    block row and column reach past the shape (only zeros may be there)."""
+    fmt.check_blocks(storage.levels)
+    entries = unpack(fmt, shape, storage)
+    outside = [c >= n for c, n in zip(mode_coords(fmt, entries.paths), shape)]
+    if len(entries) and np.any(np.logical_or.reduce(outside)):
+        raise FormatError(f"Expected zeros where the blocks of {fmt} reach past the shape {tuple(shape)}, but "
+                          f"found a nonzero value there")
 
 
 def _vacant_children(level, arrays, dim, vacant_parents, own_vacant) -> np.ndarray | None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..config import check_allocation
 from ..errors import FormatError, ShapeError
-from ..format import Format, as_format
+from ..format import Format, Layout, as_format
 from . import storage as st
 from .dtypes import check_index_dtype, promote_value_dtype
 from .entries import Entries, canonical
@@ -48,7 +48,7 @@ class Tensor:
 
     __slots__ = ("_shape", "_format", "_storage", "_nnz", "_cache")
 
-    def __init__(self, shape: Sequence[int], format: "str | Format", levels: Sequence[Mapping[str, object]],
+    def __init__(self, shape: Sequence[int], format: "str | Format | Layout", levels: Sequence[Mapping[str, object]],
                  vals: object):
         self._shape = _check_shape(shape)
         self._format = as_format(format, len(self._shape))
@@ -61,11 +61,12 @@ class Tensor:
         """A tensor from storage autosparse built itself (no validation)."""
         storage = st.Storage(tuple({k: st.read_only(a) for k, a in level.items()} for level in storage.levels),
                              st.read_only(storage.vals))
-        return cls._owned(shape, fmt, storage)
+        return cls.from_read_only_storage(shape, fmt, storage)
 
     @classmethod
-    def _owned(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
-        """A tensor around storage that is already read-only and contiguous (a kernel's result)."""
+    def from_read_only_storage(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
+        """A tensor around storage that is already read-only, contiguous and valid for `fmt` (a kernel's
+        result), adopted as it is: checking or copying it would cost more than the call that made it."""
         tensor = cls.__new__(cls)
         tensor._shape, tensor._format, tensor._storage, tensor._nnz, tensor._cache = shape, fmt, storage, None, None
         return tensor
@@ -111,7 +112,7 @@ class Tensor:
     ndim = order
 
     @property
-    def format(self) -> Format:
+    def format(self) -> Format | Layout:
         return self._format
 
     @property
@@ -160,7 +161,7 @@ class Tensor:
 
     @classmethod
     def _from_entries(cls, coords: Sequence[np.ndarray], values: np.ndarray, shape: Sequence[int],
-                     format: "str | Format", index_dtype=None) -> "Tensor":
+                     format: "str | Format | Layout", index_dtype=None) -> "Tensor":
         """From in-range coordinates per mode (any order, duplicates summed): the common path of every
         constructor once the input has been checked."""
         shape = tuple(shape)
@@ -170,7 +171,7 @@ class Tensor:
         return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype))
 
     @classmethod
-    def from_numpy(cls, array, format: "str | Format" = "dense", index_dtype=None) -> "Tensor":
+    def from_numpy(cls, array, format: "str | Format | Layout" = "dense", index_dtype=None) -> "Tensor":
         """From an array-like; zeros are not stored unless the format is dense."""
         array = np.asarray(array)
         array = array.astype(promote_value_dtype(array.dtype), copy=False)
@@ -182,7 +183,7 @@ class Tensor:
         return cls._from_entries(coords, array[coords], array.shape, fmt, index_dtype)
 
     @classmethod
-    def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format" = "coo",
+    def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format | Layout" = "coo",
                  index_dtype=None) -> "Tensor":
         """From coordinates of shape (order, nnz) and their values (or one value for all); duplicates are
         summed, the order of the entries does not matter."""
@@ -209,14 +210,14 @@ class Tensor:
         return cls._from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, format, index_dtype)
 
     @classmethod
-    def from_scipy(cls, matrix, format: "str | Format | None" = None, index_dtype=None) -> "Tensor":
+    def from_scipy(cls, matrix, format: "str | Format | Layout | None" = None, index_dtype=None) -> "Tensor":
         """From a scipy.sparse matrix or array; CSR and CSC in canonical form are wrapped without a copy."""
         from .interop import from_scipy
 
         return from_scipy(matrix, format, index_dtype)
 
     @classmethod
-    def from_pydata(cls, array, format: "str | Format | None" = None, index_dtype=None) -> "Tensor":
+    def from_pydata(cls, array, format: "str | Format | Layout | None" = None, index_dtype=None) -> "Tensor":
         """From a pydata `sparse` array (COO, GCXS or any format it converts to COO)."""
         from .interop import from_pydata
 
@@ -265,7 +266,7 @@ class Tensor:
 
     # ----- between formats ----------------------------------------------------------------------------
 
-    def to_format(self, format: "str | Format", index_dtype=None) -> "Tensor":
+    def to_format(self, format: "str | Format | Layout", index_dtype=None) -> "Tensor":
         """The same tensor stored in another format (and index dtype); explicit zeros are kept."""
         fmt = as_format(format, self.order)
         index_dtype = check_index_dtype(index_dtype)

@@ -54,7 +54,7 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
     variables[result] = cin.TensorVar(result, formats[result])
     running = _as_stored(sketch, {name: fmt for name, fmt in chosen.items() if fmt.order > 1 or name in formats})
     hashed = {result if name == layout.staging else name for name, fmt in chosen.items()
-              if any(level.letter == "h" for level in fmt.levels)}
+              if any(level.inserts_sparsely for level in fmt.levels)}
     probed = frozenset(name for name in hashed if name in formats and name != result)
     tables = frozenset(hashed) - probed
     if layout.staging is None:
@@ -88,7 +88,7 @@ def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> i
 
 def hash_levels(formats: Mapping[str, Format]) -> int:
     """The hash-table levels among `formats`."""
-    return sum(level.letter == "h" for fmt in formats.values() for level in fmt.levels)
+    return sum(level.inserts_sparsely for fmt in formats.values() for level in fmt.levels)
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def _as_stored(sketch: Stmt, formats: Mapping[str, Format]) -> Stmt:
         fmt = formats.get(access.tensor)
         if fmt is None or STEP not in access.protocols:
             return access
-        dense = [fmt.levels[fmt.mode_order.index(mode)].letter == "d" for mode in range(len(access.indices))]
+        dense = [fmt.levels[fmt.mode_order.index(mode)].properties.full for mode in range(len(access.indices))]
         return Access(access.tensor, access.indices,
                       tuple(LOCATE if d else p for d, p in zip(dense, access.protocols)))
 
@@ -176,9 +176,9 @@ def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Form
     modes = tuple(access.indices.index(i) for i in ordered)
     letters = []
     for depth, mode in enumerate(modes):
-        user = fmt.levels[fmt.mode_order.index(mode)].letter
+        user_full = fmt.levels[fmt.mode_order.index(mode)].properties.full
         if depth == 0:
-            letters.append("d" if user == "d" or access.protocols[mode] == LOCATE else "s")
+            letters.append("d" if user_full or access.protocols[mode] == LOCATE else "s")
         else:
             letters.append("s" if access.protocols[mode] == STEP else "h")
     return Format("".join(letters), mode_order=modes)

@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from ...errors import AutosparseError
 from ...format import Format
-from .big import Factor, level_order
+from ...schedule.big import Factor, level_order
 from .cost import dimension, prefix_size
 from .poly import ONE, Poly
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ...format import Format
-from .big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
+from ...schedule.big import Compute, Factor, Loop, Node, Where, computes, level_order, temporaries
 from .poly import ONE, ZERO, Poly, Symbol
 
 
@@ -80,8 +80,7 @@ def prefix_size(fmt: Format, factor: Factor, depth: int, power: int = 1) -> Poly
     """The entries of `factor`'s first `depth` levels (raised to `power`): nnz of the levels down to
     the last compressed one, times the dimensions of the dense levels below it."""
     levels = level_order(fmt, factor)[:depth]
-    letters = [level.letter for level in fmt.levels[:depth]]
-    compressed = [d for d, letter in enumerate(letters) if letter != "d"]
+    compressed = [d for d, level in enumerate(fmt.levels[:depth]) if not level.properties.full]
     size = ONE
     if compressed:
         size = Poly.symbol(Symbol("nnz", factor.tensor, levels[:compressed[-1] + 1]), power)

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping
 
+from ...cin import ast as cin_ast
 from ...errors import AutosparseError, ShapeError
 from ...format import Format
 from ...notation import ast as notation
-from ..candidate import Candidates, ScheduleCandidate
-from .big import Node, cin_text, show, temporaries
+from ...schedule.big import Node, cin_text, show, temporaries
+from ...schedule.big_cin import operand_accesses, to_cin
+from ...tensor import as_tensor
+from ..candidate import Candidates, KernelFactory, ScheduleCandidate
 from .cost import Costs
 from .pipeline import Search
 from .runtime import choose, default_budget, sizes
@@ -47,13 +50,14 @@ class SparseAutoCandidate(ScheduleCandidate):
     def text(self) -> str:
         return cin_text(self.big, self.user_formats)
 
-    @property
-    def cin(self):
-        from ...cin.parser import parse_cin
-        return parse_cin(self.text, self.user_formats)
+    @cached_property
+    def cin(self) -> cin_ast.Stmt:
+        """The BIG as CIN (what `text` spells): operands read with their formats' default protocols, dense
+        ones and the temporaries located."""
+        return to_cin(self.big, operand_accesses(self.big, self.user_formats))
 
-    def kernel_schedule(self) -> tuple[str, dict[str, Format]]:
-        return self.text, {}
+    def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
+        return self.cin, self.formats
 
     def __str__(self) -> str:
         return show(self.big)
@@ -62,8 +66,10 @@ class SparseAutoCandidate(ScheduleCandidate):
 class SparseAutoFront(Candidates):
     """Stage 3's schedules of one expression, with the statistics of every stage."""
 
-    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search):
+    def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], found: Search,
+                 kernel_factory: KernelFactory):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
+        self.kernel_factory = kernel_factory
         self.candidates = [SparseAutoCandidate(big, cost, self.formats) for big, cost in found.schedules]
 
     complete = True
@@ -71,8 +77,6 @@ class SparseAutoFront(Candidates):
     def select(self, memory_budget: int | None = None, **tensors) -> SparseAutoCandidate:
         """The candidate with the least iteration time on these operands among those whose temporaries
         fit `memory_budget` bytes (default: half of one core's private caches), ties broken by strides."""
-        from ...api.operands import as_tensor
-
         if not self.candidates:
             raise AutosparseError("Expected a front with candidates, but it is empty")
         compute = self.search.compute

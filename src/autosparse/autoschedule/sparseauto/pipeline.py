@@ -11,7 +11,7 @@ from ...errors import AutosparseError
 from ...format import Format
 from ...notation import ast as notation
 from ...notation.scope import sums_normalised
-from .big import Compute, Factor, Node
+from ...schedule.big import Compute, Factor, Node
 from .cost import Costs, costs
 from .prune import Solver, dominated, pareto_depths
 from .space import SpaceBuilder, numbered

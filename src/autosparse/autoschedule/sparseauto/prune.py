@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
 from ...format import Format
-from .big import Factor
+from ...schedule.big import Factor
 from .constraints import inferred, parse_constraint
 from .poly import Poly, Symbol
 

@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from ...format import Format
-from .big import Factor, Loop, Node, Where, level_order, show, temporaries
+from ...schedule.big import Factor, Loop, Node, Where, level_order, show, temporaries
 from .poly import Symbol
 
 #: Bytes of a value in a temporary (float64, the kernels' type).

@@ -26,7 +26,7 @@ from itertools import combinations, permutations
 from typing import Iterator, Mapping
 
 from ...format import Format
-from .big import Compute, Factor, Loop, Node, Where, fresh_temporary, nest, sparse_levels, storage_precedences
+from ...schedule.big import Compute, Factor, Loop, Node, Where, fresh_temporary, nest, sparse_levels, storage_precedences
 
 
 @dataclass(frozen=True)

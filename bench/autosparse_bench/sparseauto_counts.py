@@ -17,8 +17,8 @@ import time
 
 import autosparse as asp
 from autosparse.autoschedule.verify import verify
-from autosparse.benchmarks import quick_sizes
-from autosparse.benchmarks.records import Records, add_option
+from autosparse_bench import quick_sizes
+from autosparse_bench.records import Records, add_option
 
 KERNELS = {
     1: ("A(i,l) = B(i,j) * C(i,k) * D(j,k) * E(j,l)", {"B": "ds"}),

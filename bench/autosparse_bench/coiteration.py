@@ -21,7 +21,7 @@ in one process: the three measurements the paper's evaluation rests on.
     autosparse bench coiteration --only spmspv    # one part: spmspv, ttm or bcsr
 
 Each contender's result is checked against scipy/numpy once before anything is timed; contenders are
-timed as every suite times them (benchmarks/timing.py): medians of --repeat samples interleaved
+timed as every suite times them (autosparse_bench/timing.py): medians of --repeat samples interleaved
 round-robin after an untimed warm-up call, a contender whose first timed call exceeds --budget seconds
 timed by that call alone. Only calls of compiled kernels on converted operands are timed.
 """

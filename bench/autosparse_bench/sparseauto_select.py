@@ -30,7 +30,6 @@ from itertools import repeat
 import numpy as np
 
 import autosparse as asp
-from autosparse.autoschedule.sparseauto.pipeline import as_compute
 from autosparse.autoschedule.sparseauto.runtime import sizes
 from autosparse.notation import accesses, parse
 
@@ -169,7 +168,7 @@ def run_cases(args):
     print("|---|---|---|---|---|---|---|---|---|", flush=True)
     rng = np.random.default_rng(1)
     candidates = asp.autoschedule(TTMC, formats={"B": "dss"}, model="sparseauto")
-    compute = as_compute(parse(TTMC))
+    compute = candidates.search.compute  # the expression as SparseAuto's search read it
     for case, (i, j, k, l, m, n, sparsity) in CASES.items():
         nnz = int(sparsity * i * j * k)
         if nnz > args.max_nnz:
@@ -203,7 +202,7 @@ def run_cases(args):
 
 def _big_of(kernel):
     """The symbolic costs of a kernel's CIN read as a branched iteration graph."""
-    from autosparse.autoschedule.sparseauto.bridge import formats_of, to_big
+    from autosparse.schedule.big_cin import formats_of, to_big
     from autosparse.autoschedule.sparseauto.cost import costs
 
     big, found = to_big(kernel.cin, "costs")

@@ -4,7 +4,7 @@ process, on the same data, with the per-task overhead and each call's communicat
     autosparse bench distributed [--kernel spmv spgemm mttkrp] [--repeat 5] [--quick]
 
 Two LocalClusters run side by side (one and two single-threaded worker processes, loopback only), so
-their calls can be interleaved as every suite interleaves contenders (benchmarks/timing.py). Inputs are
+their calls can be interleaved as every suite interleaves contenders (autosparse_bench/timing.py). Inputs are
 split one chunk per worker and held by the workers (`Partitioned.persist`), as an iterative user's
 would be; "shipped" also sends the chunks with every call, the cost of a one-off evaluation; "kept
 there" leaves the result on the workers (`gather=False`) and, for SpMV, takes x from them too, as an
@@ -79,7 +79,7 @@ def _nbytes(value) -> int:
 def _resident_vectors(kernel: str, operands: dict, held, client) -> dict:
     """SpMV's x as an iterative solver holds it: partitioned like the rows, on the workers (the previous
     call's y, left there), joined on a worker for the next call."""
-    from ..distributed import Partitioned
+    from autosparse.distributed import Partitioned
 
     if kernel != "spmv":
         return {}
@@ -106,7 +106,7 @@ def _checker(expected: asp.Tensor, gathered: bool = False):
 def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
     from dask.distributed import wait
 
-    from ..distributed import evaluate_planned, partition
+    from autosparse.distributed import evaluate_planned, partition
 
     expression, fmt = KERNELS[kernel]
     for dataset, (description, operands, split) in _inputs(kernel, args.scale, args.seed).items():
@@ -158,8 +158,8 @@ def run_kernel(args, clients: dict[int, object], kernel: str) -> None:
 
 def _join_seconds(expression: str, fmt: str, local, operands: dict) -> float:
     """What the client spends joining two chunks' results (their kernels run here, untimed)."""
-    from ..distributed import prepare
-    from ..tensor.slicing import join
+    from autosparse.distributed import prepare
+    from autosparse.tensor.slicing import join
     from .timing import seconds_of
 
     plan = prepare(expression, fmt, parts=2, **operands).plan
@@ -190,7 +190,7 @@ def _traffic(machines: int, broadcast: int, result_bytes: int) -> float:
     tasks, all leaving the client; a larger one leaves the client once, as a task's result, and the
     workers copy it from whoever has it, doubling the holders each round (log2 W rounds); the result
     comes back to the client."""
-    from ..distributed.evaluate import INLINE_BYTES
+    from autosparse.distributed.evaluate import INLINE_BYTES
 
     if broadcast <= INLINE_BYTES:
         return machines * broadcast + result_bytes
@@ -204,8 +204,8 @@ def _noop(value=None):
 def overhead(args, clients: dict[int, object]) -> None:
     """A task's cost on this cluster, apart from any kernel: the round trip of one task, the share of
     each in 200 submitted at once, and a whole evaluation around a tiny kernel."""
-    from ..distributed import evaluate_planned, partition
-    from ..distributed.partitioned import carrying_data
+    from autosparse.distributed import evaluate_planned, partition
+    from autosparse.distributed.partitioned import carrying_data
 
     client = clients[2]
     tiny = asp.Tensor.from_scipy(data.generate("uniform", 64, 64, 512, seed=args.seed))

@@ -18,7 +18,7 @@ Sizes: SpMV 2^21 rows with 20 M nonzeros; SpMM 100,000² with 1,000,000 nonzeros
 SDDMM 20,000² with 1,000,000 nonzeros, K = 32; SpGEMM two 100,000² with 1,000,000 each; TTM 2,000³ with
 1,000,000 (--quick: a tenth, SpMV an eighth), working sets far beyond the 512 KiB L2 per core. Each
 result is checked before timing; medians of --repeat samples as every suite times them
-(benchmarks/timing.py); ratio = contender time / autosparse's at the same thread count.
+(autosparse_bench/timing.py); ratio = contender time / autosparse's at the same thread count.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..io import read
+from autosparse.io import read
 
 #: Bump when a generator changes what it draws: cached files of the old version are then ignored.
 VERSION = 1
@@ -150,7 +150,7 @@ def shipped_data() -> Path:
     """$AUTOSPARSE_DATA, else the `shared/data` folder beside the checkout this module runs from."""
     if "AUTOSPARSE_DATA" in os.environ:
         return Path(os.environ["AUTOSPARSE_DATA"])
-    return Path(__file__).resolve().parents[4] / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def shipped(kind: str) -> list[Path]:

@@ -1,14 +1,16 @@
 """The benchmark suites behind `autosparse bench SUITE`: autosparse beside its peers on generated and real
 data (`data`), one module per suite, each with an argparse `main(argv)`, and the report over them
-(`report`). The suites import the `bench` extra (Tensora, pydata sparse); this module itself imports
-nothing, so the command line can name the suites without loading them."""
+(`report`). A package of its own beside the product, installed with it; autosparse never imports it (its
+CLI loads `cli.bench` by name, and only when `bench` is named). The suites import the `bench` extra
+(Tensora, pydata sparse); this module itself imports nothing, so the command line can name the suites
+without loading them."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-#: `autosparse bench SUITE` -> the module of autosparse.benchmarks that runs it.
+#: `autosparse bench SUITE` -> the module of autosparse_bench that runs it.
 SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
           "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
           "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
@@ -23,7 +25,7 @@ def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
     numpy's BLAS, MKL and numba before they load, which a process that imported numpy cannot do."""
     environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
     program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
-               f"from autosparse.benchmarks.{SUITES[suite]} import main; main()")
+               f"from autosparse_bench.{SUITES[suite]} import main; main()")
     return [sys.executable, "-c", program, *options], environment
 
 

@@ -11,7 +11,7 @@ run instead of winning it.
     autosparse bench conversion --all     # every matrix and tensor of the data folder
 
 Throughput is input nonzeros per second: the median of --repeat samples, timed as every suite times
-them (benchmarks/timing.py) except that the checked first call is also the first timed one (no JIT to
+them (autosparse_bench/timing.py) except that the checked first call is also the first timed one (no JIT to
 warm up): a first call longer than --budget seconds is the only sample (Tensora converts in pure Python
 and takes about half a minute a call on the generated matrix); the "runs" column shows it.
 Each peer uses its own natural path; "n/a" marks a conversion the peer does not offer.
@@ -31,11 +31,11 @@ import scipy.sparse as sp
 import tensora
 
 import autosparse as asp
-from autosparse.benchmarks import machine
-from autosparse.benchmarks.machine import progress
-from autosparse.benchmarks.data import shipped_data
-from autosparse.benchmarks.records import Records, add_option
-from autosparse.benchmarks.timing import Mismatch, compare
+from autosparse_bench import machine
+from autosparse_bench.machine import progress
+from autosparse_bench.data import shipped_data
+from autosparse_bench.records import Records, add_option
+from autosparse_bench.timing import Mismatch, compare
 
 # A stiffness matrix, one with explicit zeros, a rectangular one and the largest graph.
 DEFAULT_MATRICES = ("bcsstk13", "memplus", "Groebner_id2003_aug", "soc-brightkite")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...errors import ScheduleError
-from ...format import Format
+from ..errors import ScheduleError
+from ..format import Format
 from .big import (Compute, Factor, Loop, Node, Where, computes, fresh_temporary, nest, replace_section,
                   respects_storage, section, storage_precedences, temporaries, unnest)
 

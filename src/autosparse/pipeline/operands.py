@@ -1,17 +1,17 @@
-"""User values -> Tensors in the formats a kernel was compiled for, and the dtypes that specialise it."""
+"""User values: their formats when none is given, the assignment they are evaluated for, and the dtypes
+that specialise a kernel for them (`tensor.as_tensor` stores them in the formats it was compiled for)."""
 
 from __future__ import annotations
 
-from numbers import Number
 from typing import Mapping
 
 import numpy as np
 
-from ..errors import AutosparseError
 from ..format import Format
 from ..format.spec import as_format
 from ..notation import Assignment, parse
 from ..tensor import Tensor
+from ..tensor.interop import is_scipy
 from ..tensor.dtypes import INT32_MAX
 
 
@@ -24,28 +24,9 @@ def infer_format(value, order: int) -> Format:
     """The format a value already has: a Tensor's own, CSR/CSC for scipy matrices, dense otherwise."""
     if isinstance(value, Tensor):
         return value.format
-    if _is_scipy(value):
+    if is_scipy(value):
         return as_format("csc" if value.format == "csc" else "csr", order)
     return as_format("dense", order)
-
-
-def as_tensor(value, fmt: Format, name: str) -> Tensor:
-    """`value` stored in `fmt`: a Tensor in another format is converted (a copy), arrays and scipy or
-    pydata sparse arrays are imported."""
-    if isinstance(value, Tensor):
-        return value if value.format == fmt else value.to_format(fmt)
-    if _is_scipy(value):
-        return Tensor.from_scipy(value, format=fmt)
-    if type(value).__module__.startswith("sparse"):
-        return Tensor.from_pydata(value, format=fmt)
-    if isinstance(value, (Number, np.ndarray, np.generic, list, tuple)):
-        return Tensor.from_numpy(np.asarray(value), format=fmt)
-    raise AutosparseError(f"Expected a Tensor, a numpy array, a scipy or pydata sparse array or a number for "
-                          f"{name}, but found {type(value).__name__}")
-
-
-def _is_scipy(value) -> bool:
-    return type(value).__module__.startswith("scipy.sparse")
 
 
 def result_index_dtype(operands: Mapping[str, Tensor], extents) -> np.dtype:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...cin import ast as cin
-from ...errors import ScheduleError
-from ...format import Format
-from ...notation import ast as notation
-from ...notation.ast import IndexVar
-from .big import Compute, Factor, Loop, Node, Where
+from ..cin import ast as cin
+from ..errors import ScheduleError
+from ..format import Format
+from ..notation import ast as notation
+from ..notation.ast import IndexVar
+from .big import Compute, Factor, Loop, Node, Where, computes
 
 
 def to_big(stmt: cin.Stmt, command: str) -> tuple[Node, dict[str, cin.Access]]:
@@ -85,6 +85,21 @@ def _access(factor: Factor, accesses: Mapping[str, cin.Access]) -> cin.Access:
     if known.tensor.format.is_dense:
         return cin.Access(known.tensor, indices, (cin.Protocol.LOCATE,) * len(indices))
     return cin.Access(known.tensor, indices, known.protocols)
+
+
+def operand_accesses(node: Node, formats: Mapping[str, Format]) -> dict[str, cin.Access]:
+    """What `to_big` finds in a kernel's default CIN, for a BIG built without one: each tensor of
+    `formats` accessed as `node` first does, with its format's default protocols (written for the
+    result, which no factor reads)."""
+    read = {f.tensor for c in computes(node) for f in c.factors}
+    found: dict[str, cin.Access] = {}
+    for compute in computes(node):
+        for factor in (compute.lhs, *compute.factors):
+            if factor.tensor in formats and factor.tensor not in found:
+                tensor = cin.TensorVar(factor.tensor, formats[factor.tensor])
+                indices = tuple(IndexVar(i) for i in factor.indices)
+                found[factor.tensor] = cin.default_access(tensor, indices, write=factor.tensor not in read)
+    return found
 
 
 def formats_of(accesses: Mapping[str, cin.Access]) -> dict[str, Format]:

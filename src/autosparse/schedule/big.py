@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Union
 
-from ...errors import ScheduleError
-from ...format import Format
+from ..errors import ScheduleError
+from ..format import Format
 
 
 @dataclass(frozen=True, order=True)
@@ -146,8 +146,7 @@ def sparse_levels(formats: Mapping[str, Format], factor: Factor) -> tuple[str, .
     fmt = formats.get(factor.tensor)
     if fmt is None or fmt.is_dense:
         return ()
-    letters = [level.letter for level in fmt.levels]
-    last = max(d for d, letter in enumerate(letters) if letter != "d")
+    last = max(d for d, level in enumerate(fmt.levels) if not level.properties.full)
     return level_order(fmt, factor)[:last + 1]
 
 

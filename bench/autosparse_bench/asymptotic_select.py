@@ -43,7 +43,7 @@ from itertools import repeat
 import numpy as np
 
 import autosparse as asp
-from autosparse.benchmarks import data, quick_sizes
+from autosparse_bench import data, quick_sizes
 from autosparse.autoschedule.select import estimates
 from autosparse.notation import accesses, parse
 

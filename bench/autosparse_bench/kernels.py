@@ -4,7 +4,7 @@ same data in one process.
 Why: the compiler's promise is native kernels that a user does not have to write. This script times the
 kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule,
 against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl), Tensora,
-pydata `sparse`, and the plain serial loop nest a programmer would write in C (benchmarks/reference/*.c,
+pydata `sparse`, and the plain serial loop nest a programmer would write in C (autosparse_bench/reference/*.c,
 compiled here with `cc -O3 -march=native`). Every result, ours and the peers', is checked against a
 scipy/numpy computation once before anything is timed; a wrong autosparse result is reported as FAIL
 and the run goes on.
@@ -15,7 +15,7 @@ and the run goes on.
     autosparse bench kernels --data soc-brightkite med   # also real files of ../shared/data
 
 Every result is checked once before anything is timed, and contenders are timed as every suite times
-them (benchmarks/timing.py): after an untimed warm-up call, --repeat samples interleaved round-robin,
+them (autosparse_bench/timing.py): after an untimed warm-up call, --repeat samples interleaved round-robin,
 each one call or, under --min-sample seconds (20 ms), the mean of a batch of calls lasting about that
 long; a peer whose first timed call exceeds --budget seconds is timed by that call alone (the "runs"
 column shows it). Only the call of an already-compiled kernel on already-converted operands is timed,
@@ -51,18 +51,18 @@ import numpy as np
 import scipy.sparse as sp
 import sparse
 import tensora
-from tensora.compile._cffi_ownership import allocate_taco_structure, global_weakkeydict, tensor_cdefs
+from tensora.compile import allocate_taco_structure, take_ownership_of_arrays, tensor_cdefs
 
 import autosparse as asp
-from autosparse.benchmarks import data, machine
-from autosparse.benchmarks.records import Records, add_option, source_hash
-from autosparse.benchmarks.timing import Mismatch, Timing, compare, interleaved
+from autosparse_bench import data, machine
+from autosparse_bench.records import Records, add_option, source_hash
+from autosparse_bench.timing import Mismatch, Timing, compare, interleaved
 
-ROOT = Path(__file__).resolve().parents[3]  # the checkout, when run from one
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, when run from one
 DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
 KERNELS = ("spmv", "spmv+z", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "ttv", "ttm", "mttkrp", "compile")
-#: The generated families (autosparse.benchmarks.data): square matrices, then 3-D tensors.
+#: The generated families (autosparse_bench.data): square matrices, then 3-D tensors.
 MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
 TENSOR_FAMILIES = ("uniform", "power-law")
 
@@ -124,7 +124,7 @@ def load_mkl():
 
 
 class Reference:
-    """The hand-written C kernels of benchmarks/reference, compiled once into a temporary directory."""
+    """The hand-written C kernels of autosparse_bench/reference, compiled once into a temporary directory."""
 
     FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 
@@ -154,25 +154,34 @@ def ptr(array: np.ndarray) -> ctypes.c_void_p:
 # Tensora operands built from numpy arrays (its own constructors walk every entry in Python), and results
 # read back the same way. Checked against Tensora's constructors at start-up.
 
+#: C's malloc: Tensora releases the arrays its tensors own with C's free.
+LIBC = ctypes.CDLL(None)
+LIBC.malloc.restype, LIBC.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+
+
 def tensora_tensor(levels, vals: np.ndarray, dims: tuple[int, ...]) -> tensora.Tensor:
-    """A Tensora tensor from taco level arrays: `levels` has None for a dense level, (pos, crd) else."""
+    """A Tensora tensor from taco level arrays: `levels` has None for a dense level, (pos, crd) else. The
+    arrays are copied into malloc'ed memory that the tensor then owns as it owns a kernel's output
+    (`take_ownership_of_arrays`, public in tensora.compile): freed when the tensor is collected."""
     modes = tuple(0 if level is None else 1 for level in levels)
     cffi_tensor = allocate_taco_structure(modes, dims, tuple(range(len(dims))))
-    holder = global_weakkeydict[cffi_tensor]
     indices = tensor_cdefs.cast("int32_t***", cffi_tensor.indices)
     for number, level in enumerate(levels):
         for slot, array in enumerate(level or ()):
-            array = np.ascontiguousarray(array, dtype=np.int32)
-            owned = tensor_cdefs.new("int32_t[]", max(len(array), 1))
-            tensor_cdefs.memmove(owned, array, array.nbytes)
-            holder["**indices"][number][slot] = owned
-            indices[number][slot] = owned
-    vals = np.ascontiguousarray(vals, dtype=np.float64)
-    owned = tensor_cdefs.new("double[]", max(len(vals), 1))
-    tensor_cdefs.memmove(owned, vals, vals.nbytes)
-    holder["vals"] = owned
-    cffi_tensor.vals = tensor_cdefs.cast("double*", owned)
+            indices[number][slot] = _malloced_copy(np.ascontiguousarray(array, dtype=np.int32), "int32_t*")
+    cffi_tensor.vals = _malloced_copy(np.ascontiguousarray(vals, dtype=np.float64), "double*")
+    take_ownership_of_arrays(cffi_tensor)
     return tensora.Tensor(cffi_tensor)
+
+
+def _malloced_copy(array: np.ndarray, pointer_type: str):
+    """A copy of `array` in memory from C's malloc, as a cffi pointer: what C's free, which Tensora calls on
+    the arrays a tensor owns, may release."""
+    address = LIBC.malloc(max(array.nbytes, 1))
+    if not address:
+        raise MemoryError(f"malloc of {array.nbytes:,} bytes for a Tensora operand failed")
+    ctypes.memmove(address, array.ctypes.data, array.nbytes)
+    return tensor_cdefs.cast(pointer_type, address)
 
 
 def tensora_arrays(tensor: tensora.Tensor):
@@ -883,11 +892,11 @@ def git_state() -> str:
     def git(*words):
         return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, check=False).stdout
     commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
-    dirty = git("status", "--short", "--", "src").rstrip()
+    dirty = git("status", "--short", "--", "src", "bench").rstrip()
     location = Path(asp.__file__).resolve().parent
     if location != ROOT / "src" / "autosparse":
         return f"{commit} (HEAD of this checkout); autosparse imported from {location}"
-    return commit + (f" (src has uncommitted changes: {', '.join(line[3:] for line in dirty.splitlines())})"
+    return commit + (f" (uncommitted changes: {', '.join(line[3:] for line in dirty.splitlines())})"
                      if dirty else "")
 
 

@@ -1,0 +1,15 @@
+"""The pipeline: expression -> CIN -> schedule -> lowering -> runtime, as one `Kernel`.
+
+    k = Kernel("C(i,j) = A(i,k) * B(k,j)", formats={"A": "csr", "B": "csr", "C": "csr"})
+    C = k(A=A, B=B)
+
+Enters: an expression (text or a notation `Assignment`), formats, and a schedule (None, CIN text or a
+statement, scheduling commands). Leaves: results of calls, and the kernel's CIN and C source.
+It may import lower, schedule, coiterate, runtime, cin, tensor, notation, format, codegen, errors and
+config; never autoschedule or api, whose autoscheduler candidates reach it unwrapped.
+"""
+
+from .kernel import MAX_THREADS, Kernel
+from .operands import as_assignment, infer_format
+
+__all__ = ["MAX_THREADS", "Kernel", "as_assignment", "infer_format"]

@@ -1,0 +1,196 @@
+"""The `Kernel`: an expression compiled for formats and a schedule, called with operands by name.
+
+    expression --parse--> assignment --schedules.scheduled--> CIN  (once per Kernel)
+    CIN + operand dtypes --specialise--> C --cc--> loaded kernel     (once per process, memoised)
+    operands --runtime.calls--> result                               (each call)
+
+A `Kernel` is specialised lazily, once per combination of operand dtypes, and the specialisations are
+memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate` skips the pipeline.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Mapping
+
+import numpy as np
+
+from ..cin import Stmt, tensors
+from ..cin.concretize import legalisation_signature
+from ..coiterate import choice as coiterate
+from ..config import memory_limit
+from ..errors import AutosparseError, ScheduleError
+from ..format import Format
+from ..format.spec import as_format, format_mapping
+from ..notation import Assignment, Literal, accesses, index_extents, walk
+from ..runtime import BoundCall, KernelCall
+from ..runtime.abi import ReturnCode, Types
+from ..tensor import Tensor, as_tensor
+from ..tensor.dtypes import promote_value_dtype
+from .operands import as_assignment, result_index_dtype, result_value_dtype
+from .schedules import assembly_format, derived_indices, scheduled
+from .specialise import specialise
+
+#: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,
+#: far fewer than the 100,000 whose stacks and per-thread temporaries crash the process.
+MAX_THREADS = 1024
+
+
+class Kernel:
+    """A compiled expression; call it with the operands by name."""
+
+    def __init__(self, expression: "str | Assignment", formats: Mapping[str, "str | Format"] | None = None,
+                 schedule=None, num_threads: int | None = None, instrument: bool = False,
+                 coiteration: str | None = None):
+        """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
+        `coiterate(i, auto)` (the operands of each call choose)."""
+        self.assignment = as_assignment(expression)
+        formats = format_mapping(formats)
+        orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
+        self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
+        if self.temporary_formats and not isinstance(schedule, str):
+            raise AutosparseError(f"Expected formats only for tensors of {self.assignment}, but found "
+                                  f"{sorted(self.temporary_formats)}")
+        self.formats = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
+        result = self.assignment.lhs.tensor
+        self.result_format = self.formats[result]
+        self.formats[result] = assembly_format(self.result_format)
+        self.schedule, self.instrument = schedule, instrument
+        self.num_threads = _checked_threads(num_threads)
+        self._cin = self._scheduled({})
+        if coiteration == "auto":
+            self._cin = coiterate.everywhere(self._cin)
+        elif coiteration is not None:
+            raise ScheduleError(f"Expected coiteration=None or 'auto', but found {coiteration!r}")
+        self._auto = coiterate.has_auto(self._cin)  # coiterate(i, auto): chosen per call, from the operands
+        self._chosen: Stmt | None = None
+        self._derived = derived_indices(self._cin, self.assignment)
+        self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
+        self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
+        self._calls: dict[tuple, KernelCall] = {}
+        self._bound: dict[tuple | None, BoundCall] = {}
+        self._operand_order = tuple(sorted(self._operand_names))
+        # Dense operands a C-ordered numpy array can stand for as it is.
+        self._plain_arrays = {n for n in self._operand_names if self.formats[n].is_dense
+                              and self.formats[n].mode_order == tuple(range(self.formats[n].order))}
+        self.counts: dict[str, int] | None = None
+
+    # --- what the user inspects ---
+
+    @property
+    def cin(self) -> Stmt:
+        return self._cin
+
+    @property
+    def source(self) -> str:
+        """The C code (for a schedule with `auto` strategies: of the last call's choice)."""
+        if self._auto:
+            if self._chosen is None:
+                raise ScheduleError("coiterate(..., auto) chooses per call, from the operands: call the kernel "
+                                    "before reading its source")
+            return self._specialise(self._chosen, self._default_types()).source.source
+        return self._specialise(self._cin, self._default_types()).source.source
+
+    @property
+    def chosen(self) -> Stmt | None:
+        """For a schedule with `auto` strategies, the CIN the last call ran (None before any call)."""
+        return self._chosen
+
+    # --- the pipeline ---
+
+    def _scheduled(self, extents) -> Stmt:
+        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents)
+
+    def _default_types(self) -> Types:
+        names = [n for n, v in tensors(self._cin).items() if not v.temporary]
+        return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names})
+
+    def _specialise(self, cin: Stmt, types: Types):
+        return specialise(cin, types, self.instrument, self.num_threads)
+
+    # --- calling ---
+
+    def __call__(self, /, **operands):
+        bound = self._bound.get(self._signature(operands))
+        if bound is not None and bound.limit == memory_limit():
+            outcome = bound.run(operands)
+            if outcome is not ReturnCode.INDEX_OVERFLOW:
+                return self._deliver(outcome)
+        return self._call_general(operands)
+
+    def _signature(self, operands) -> tuple | None:
+        """What a call's bound specialisation depends on, when every operand can be passed as it is (a
+        Tensor in its compiled format, or a C-ordered numpy array of a kept dtype for a dense operand):
+        shapes, dtypes and index dtypes (and, where a strategy is `auto`, the stored-entry count, so
+        operands of another size are chosen for afresh). None sends the call down the general path."""
+        if len(operands) != len(self._operand_order):
+            return None
+        parts = []
+        for name in self._operand_order:
+            value = operands.get(name)
+            if type(value) is Tensor:
+                kind = value.kind
+                if kind[0] is not self.formats[name] and kind[0] != self.formats[name]:
+                    return None
+                parts.append((kind, value.nnz) if self._auto else kind)
+            elif type(value) is np.ndarray and name in self._plain_arrays and value.flags.c_contiguous \
+                    and promote_value_dtype(value.dtype) == value.dtype:
+                parts.append((value.shape, value.dtype))
+            else:
+                return None
+        return tuple(parts)
+
+    def _call_general(self, operands):
+        if operands.keys() != self._operand_names:
+            raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
+        formats = self.formats
+        tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
+        extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
+        extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
+        value_dtype = result_value_dtype(tensors_in, self._literals)
+        index_dtype = result_index_dtype(tensors_in, extents.values())
+        cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
+        while True:
+            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin).bind(extents)
+            outcome = bound.run(tensors_in)
+            if outcome is not ReturnCode.INDEX_OVERFLOW:
+                break
+            index_dtype = np.dtype(np.int64)
+        signature = self._signature(operands)
+        if signature is not None:
+            self._bound[signature] = bound
+        return self._deliver(outcome)
+
+    def _deliver(self, outcome):
+        tensor, self.counts = outcome
+        if not tensor.order:
+            return tensor.vals[0].item()
+        if tensor.format is self.result_format or tensor.format == self.result_format:
+            return tensor
+        return tensor.to_format(self.result_format, tensor.index_dtype)
+
+    def _call_for(self, tensors_in, extents, value_dtype, index_dtype, cin: Stmt | None = None) -> KernelCall:
+        """The specialisation for these dtypes (and, under the default schedule, for how legalisation
+        reads these extents; for a schedule with `auto` strategies, `cin` resolves them), built once per
+        Kernel."""
+        legalised_for = legalisation_signature(extents) if self.schedule is None else ()
+        key = (legalised_for, cin, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
+        call = self._calls.get(key)
+        if call is None:
+            cin = cin or (self._cin if self.schedule is not None else self._scheduled(extents))
+            result = self.assignment.lhs.tensor
+            types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
+                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
+            call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
+        return call
+
+
+def _checked_threads(num_threads: int | None) -> int | None:
+    """Checked before any C is written: the count is pasted into the kernel's OpenMP clauses."""
+    if num_threads is None:
+        return None
+    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) \
+            or not 1 <= num_threads <= MAX_THREADS:
+        raise ScheduleError(f"Expected num_threads to be None or a positive integer of at most {MAX_THREADS}, "
+                            f"but found {num_threads!r}")
+    return int(num_threads)

@@ -1,0 +1,109 @@
+"""Assignment + formats + a schedule -> the CIN a kernel runs.
+
+A schedule is nothing (the default schedule), hand-written CIN (text or a statement), or scheduling
+commands (a `Schedule` or their text) replayed on the default schedule; the default schedule and replayed
+commands are legalised for the extents at hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping
+
+from ..cin import Access, Assign, Stmt, default_loops, default_protocol, legalise, loop_indices, parse_cin
+from ..cin import accesses as cin_accesses
+from ..cin.check import check_computes
+from ..cin.provenance import Provenance, split_relations
+from ..errors import ScheduleError
+from ..format import Capability, Compressed, Format, Layout
+from ..notation import Assignment, accesses
+from ..notation.ast import IndexVar
+from ..schedule import Schedule, blocked
+
+#: CIN with no loop at all (`s() = a() * b()`, a scalar candidate): an assignment, which no command text is.
+_CIN_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*\s*\([^()]*\)\s*\+?=(?!=)")
+
+
+def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_formats: Mapping[str, Format],
+              schedule, extents: Mapping[IndexVar, int]) -> Stmt:
+    """The kernel's CIN for `schedule`, checked to compute `assignment` (`formats` holds every tensor of
+    the assignment; `temporary_formats` those of CIN text's temporaries)."""
+    blocked_operands = sorted(name for name, fmt in formats.items() if isinstance(fmt, Layout))
+    if schedule is None:
+        return legalise(unscheduled(assignment, formats), extents)
+    if isinstance(schedule, str):
+        text = schedule.strip()
+        if text == "auto":
+            raise ScheduleError("schedule='auto' selects for the operands of one call: use evaluate(..., "
+                                "schedule='auto'), or autoschedule(...).select(**operands) as the schedule")
+        if text.startswith(("∀", "forall", "where", "sequence")) or _CIN_ASSIGNMENT.match(text):
+            if blocked_operands:
+                raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
+                                    f"{blocked_operands}, but found CIN: their block views are the kernel's own")
+            stmt = parse_cin(text, {**formats, **temporary_formats})
+            check_computes(stmt, assignment)
+            return stmt
+        schedule = Schedule.parse(text)
+    if isinstance(schedule, Schedule):
+        stmt = legalise(schedule.apply(unscheduled(assignment, formats)), extents)
+    elif hasattr(schedule, "children") and not blocked_operands:
+        result = assignment.lhs.tensor
+        stmt = _assembling(schedule, result, formats[result])
+    else:
+        raise ScheduleError(f"Expected None, CIN text, scheduling commands or a CIN statement as the schedule, "
+                            f"but found {type(schedule).__name__}")
+    if not blocked_operands:  # block views are read at the block variables, not the expression's indices
+        check_computes(stmt, assignment)
+    return stmt
+
+
+def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:
+    """`stmt` writing `result` in `fmt`, the format the kernel assembles, as CIN text is parsed: a
+    protocol that was its level's default becomes the new level's default."""
+    if isinstance(stmt, Assign):
+        lhs = stmt.lhs
+        if lhs.tensor.name != result or lhs.tensor.format == fmt:
+            return stmt
+        tensor = replace(lhs.tensor, format=fmt)
+        protocols = tuple(default_protocol(tensor.format.levels[fmt.mode_order.index(m)], True)
+                          if p is default_protocol(lhs.level_of_mode(m), True) else p
+                          for m, p in enumerate(lhs.protocols))
+        return replace(stmt, lhs=Access(tensor, lhs.indices, protocols))
+    return stmt.with_children(tuple(_assembling(child, result, fmt) for child in stmt.children()))
+
+
+def unscheduled(assignment: Assignment, formats: Mapping[str, Format]) -> Stmt:
+    """The default schedule before legalisation; blocked operands read through their block views."""
+    blocks = {name: fmt for name, fmt in formats.items() if isinstance(fmt, Layout)}
+    if not blocks:
+        return default_loops(assignment, formats)
+    ordering = {name: blocked.stand_in(fmt) if isinstance(fmt, Layout) else fmt for name, fmt in formats.items()}
+    return blocked.unblock(default_loops(assignment, ordering), blocks)
+
+
+def derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[str, int]]:
+    """The loop indices a schedule introduced (precompute's iw), each with an operand mode that gives its
+    extent."""
+    known = {i for a in (assignment.lhs, *accesses(assignment.rhs)) for i in a.indices}
+    made = Provenance(split_relations(cin)[1]).derived()
+    derived = {}
+    for access in cin_accesses(cin):
+        if not access.tensor.temporary and access.tensor.name != assignment.lhs.tensor:
+            for mode, index in enumerate(access.indices):
+                if index not in known and index not in made:
+                    derived.setdefault(index, (access.tensor.name, mode))
+    unbound = {i for i in loop_indices(cin) if i not in known and i not in derived and i not in made}
+    if unbound:
+        raise ScheduleError(f"Expected every loop index to index an operand, but {', '.join(map(str, unbound))} "
+                            f"indexes none, so its extent is unknown")
+    return derived
+
+
+def assembly_format(fmt: Format) -> Format:
+    """The format a kernel builds for a requested result format: the same, except that levels it can
+    neither locate densely nor append to (hashed) are built compressed, then converted by the storage
+    layer."""
+    levels = tuple(level if level.properties.full or Capability.APPEND in level.capabilities else Compressed()
+                   for level in fmt.levels)
+    return fmt if levels == fmt.levels else Format(levels, mode_order=fmt.mode_order)

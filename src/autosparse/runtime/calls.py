@@ -1,0 +1,160 @@
+"""Calling a kernel: operands -> the ABI's arguments -> the C function -> its ReturnCode -> a result Tensor.
+
+    call = KernelCall(load_kernel(source), types, result_format)   # once per specialisation
+    bound = call.bind(extents)                                     # once per call signature: memory checks
+    outcome = bound.run(operands)                                  # each call
+
+Everything here is driven by what the `KernelSource` declares (slots, the indices that fill `dims`, the
+result's indices, dense workspaces, bitmaps, promised extents, counters), so calling a kernel reads
+nothing of lowering.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from math import prod
+from typing import Mapping
+
+import numpy as np
+
+from ..cin.provenance import Bound, BoundKind
+from ..config import check_allocation, memory_limit
+from ..errors import ShapeError
+from ..format import Format
+from ..tensor import Tensor
+from ..tensor import storage as st
+from .abi import SYMBOL, KernelSource, ReturnCode, Types, raise_failure
+from .buffers import address, adopt
+from .library import load_library
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    source: KernelSource
+    function: object  # the ctypes function
+
+
+def load_kernel(source: KernelSource) -> LoadedKernel:
+    """The kernel's C function, compiled (or found in the cache) and typed as the ABI says."""
+    function = getattr(load_library(source.source, openmp=source.openmp), SYMBOL)
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_void_p] * 4
+    return LoadedKernel(source, function)
+
+
+class KernelCall:
+    """One specialised kernel and what calling it needs, precomputed: argument order, how to wrap the
+    result in `fmt`, the dtypes of its values and indices."""
+
+    def __init__(self, kernel: LoadedKernel, types: Types, fmt: Format):
+        self.source, self.function, self.fmt = kernel.source, kernel.function, fmt
+        result = self.source.result
+        self.value_dtype, self.index_dtype = types.values[result], types.indices[result]
+        self.inputs = tuple((k, slot.tensor, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
+                            if slot.tensor != result)
+        self.outputs = tuple((k, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
+                             if slot.tensor == result)
+        self.pointer_array = ctypes.c_void_p * len(self.source.slots)
+        self.counter_count = len(self.source.counters or ()) + 1
+
+    def bind(self, extents) -> BoundCall:
+        """This specialisation for one set of extents, after the checks that depend on them: the
+        schedule's promised extents, and the memory the kernel or its caller would allocate."""
+        source = self.source
+        for bound in source.bounds:
+            _check_promise(bound, extents[bound.index])
+        for workspace in source.workspaces:
+            check_allocation(prod(extents[i] for i in workspace.indices) * workspace.bytes_per_entry,
+                             f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
+        for index in source.bitmaps:
+            check_allocation((extents[index] + 1) * 8, f"the co-iteration bitmap over {index}")
+        shape = tuple(extents[i] for i in source.result_indices)
+        if not source.assembled:
+            check_allocation(prod(shape) * self.value_dtype.itemsize,
+                             f"the dense result {source.result} of shape {shape}")
+        else:
+            _check_static_levels(self.fmt, [extents[i] for i in source.result_level_indices], self.index_dtype)
+        return BoundCall(self, shape, [extents[i] for i in source.indices])
+
+
+class BoundCall:
+    """A specialisation bound to the extents of one call signature: a call gathers the operands' buffer
+    addresses, runs the kernel and wraps what it returns. `dims`, and for a dense result `sizes` and the
+    counters of an uninstrumented kernel, are never written by the kernel, so calls share them (two
+    threads may call at once)."""
+
+    def __init__(self, call: KernelCall, shape: tuple[int, ...], dims: list[int]):
+        self.call, self.shape, self.limit = call, shape, memory_limit()
+        self.size = prod(shape)
+        self.dims = (ctypes.c_int64 * max(len(dims), 1))(*dims)
+        self.shared_sizes = (ctypes.c_int64 * len(call.source.slots))()
+        self.shared_counters = (ctypes.c_int64 * 1)()
+
+    def run(self, operands: Mapping[str, "Tensor | np.ndarray"]):
+        """(the result, the loops' counts if instrumented), or ReturnCode.INDEX_OVERFLOW: the caller
+        retries with int64 indices. Any other failure is raised."""
+        call = self.call
+        source = call.source
+        pointers = [None] * len(source.slots)
+        for k, name, level, array in call.inputs:
+            value = operands[name]
+            pointers[k] = value.address(level, array) if type(value) is Tensor else address(value)
+        if not source.assembled:
+            result_vals = np.zeros(self.size, dtype=call.value_dtype)
+            pointers[call.outputs[0][0]] = address(result_vals)
+        args = call.pointer_array(*pointers)
+        sizes = (ctypes.c_int64 * len(pointers))() if source.assembled else self.shared_sizes
+        counters = (ctypes.c_int64 * call.counter_count)() if source.counters is not None else self.shared_counters
+        code = call.function(args, self.dims, sizes, counters)
+        if code == ReturnCode.INDEX_OVERFLOW:
+            return ReturnCode.INDEX_OVERFLOW
+        raise_failure(code, source)
+        counts = _counts(source, counters)
+        if not source.assembled:
+            result_vals.flags.writeable = False
+            storage = st.Storage(tuple({} for _ in call.fmt.levels), result_vals)
+            return Tensor.from_read_only_storage(self.shape, call.fmt, storage), counts
+        return Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes)), counts
+
+
+def _adopted(call: KernelCall, args, sizes) -> st.Storage:
+    """The arrays an assembling kernel allocated, owned (and freed) by numpy from now on."""
+    levels, vals = [dict() for _ in call.fmt.levels], None
+    for k, level, array in call.outputs:
+        dtype = call.value_dtype if level < 0 else call.index_dtype
+        adopted = adopt(args[k] or 0, int(sizes[k]), dtype)
+        adopted.flags.writeable = False
+        if level < 0:
+            vals = adopted
+        else:
+            levels[level][array] = adopted
+    return st.Storage(tuple(levels), vals)
+
+
+def _check_promise(bound: Bound, extent: int) -> None:
+    """The kernel was written for the extent a `bound` command promised: a call must keep the promise."""
+    if extent > bound.size or bound.kind is BoundKind.MAX_EXACT and extent != bound.size:
+        relation = "exactly" if bound.kind is BoundKind.MAX_EXACT else "at most"
+        raise ShapeError(f"The schedule's {bound} promises that {bound.index} has extent {relation} "
+                         f"{bound.size}, but the operands give it {extent}")
+
+
+def _counts(source: KernelSource, counters) -> dict[str, int] | None:
+    if source.counters is None:
+        return None
+    counts: dict[str, int] = {}
+    for label, value in zip(source.counters, counters):
+        counts[label] = counts.get(label, 0) + int(value)
+    return counts
+
+
+def _check_static_levels(fmt: Format, dims, index_dtype: np.dtype) -> None:
+    """A result's dense top levels are allocated whole (CSR's pos has a slot per row): refuse them over
+    the memory limit before the kernel runs."""
+    count = 1
+    for level, dim in zip(fmt.levels, dims):
+        if not level.properties.full:
+            check_allocation((count + 1) * index_dtype.itemsize, f"the positions below {count:,} dense rows")
+            return
+        count *= dim
