@@ -50,11 +50,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             const int64_t A_i1 = A_crd1[A_p1];
             int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
             if (A_i1 == A_i1) {
-                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                    A_p1_seg++;
+                }
             }
             const int64_t B_i1 = B_crd1[B_p1];
-            const int64_t i_ = (B_i1 < A_i1 ? B_i1 : A_i1);
-            if (A_i1 != i_) A_p1_seg = A_p1;
+            const int64_t i_ = B_i1 < A_i1 ? B_i1 : A_i1;
+            if (A_i1 != i_) {
+                A_p1_seg = A_p1;
+            }
             if (A_i1 == i_ && B_i1 == i_) {
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
@@ -63,50 +67,56 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     const int64_t A_p2_end = A_p1_seg;
                     int64_t B_p2 = B_pos2[B_p1];
                     const int64_t B_p2_end = B_pos2[B_p1 + 1];
-                    const int64_t trips = min64((A_p2_end - A_p2) + (B_p2_end - B_p2), j_dim);
+                    const int64_t trips = min64(A_p2_end - A_p2 + (B_p2_end - B_p2), j_dim);
                     C_size2 += trips;
-                    if (trips) C_nz1 = 1;
+                    if (trips) {
+                        C_nz1 = 1;
+                    }
                 }
                 if (C_nz1) {
                     C_size1++;
                 }
-            }
-            else if (A_i1 == i_) {
+            } else if (A_i1 == i_) {
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
                 {
                     int64_t A_p2 = A_p1;
                     const int64_t A_p2_end = A_p1_seg;
-                    const int64_t trips = min64((A_p2_end - A_p2), j_dim);
+                    const int64_t trips = min64(A_p2_end - A_p2, j_dim);
                     C_size2 += trips;
-                    if (trips) C_nz1 = 1;
+                    if (trips) {
+                        C_nz1 = 1;
+                    }
                 }
                 if (C_nz1) {
                     C_size1++;
                 }
-            }
-            else if (B_i1 == i_) {
+            } else if (B_i1 == i_) {
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
                 {
                     int64_t B_p2 = B_pos2[B_p1];
                     const int64_t B_p2_end = B_pos2[B_p1 + 1];
-                    const int64_t trips = min64((B_p2_end - B_p2), j_dim);
+                    const int64_t trips = min64(B_p2_end - B_p2, j_dim);
                     C_size2 += trips;
-                    if (trips) C_nz1 = 1;
+                    if (trips) {
+                        C_nz1 = 1;
+                    }
                 }
                 if (C_nz1) {
                     C_size1++;
                 }
             }
             A_p1 = A_p1_seg;
-            B_p1 += (B_i1 == i_);
+            B_p1 += B_i1 == i_;
         }
         while (A_p1 < A_p1_end) {
             const int64_t A_i1 = A_crd1[A_p1];
             int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
             if (A_i1 == A_i1) {
-                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                    A_p1_seg++;
+                }
             }
             const int64_t i_ = A_i1;
             int64_t C_p1 = C_size1;
@@ -114,9 +124,11 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             {
                 int64_t A_p2 = A_p1;
                 const int64_t A_p2_end = A_p1_seg;
-                const int64_t trips = min64((A_p2_end - A_p2), j_dim);
+                const int64_t trips = min64(A_p2_end - A_p2, j_dim);
                 C_size2 += trips;
-                if (trips) C_nz1 = 1;
+                if (trips) {
+                    C_nz1 = 1;
+                }
             }
             if (C_nz1) {
                 C_size1++;
@@ -131,9 +143,11 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             {
                 int64_t B_p2 = B_pos2[B_p1];
                 const int64_t B_p2_end = B_pos2[B_p1 + 1];
-                const int64_t trips = min64((B_p2_end - B_p2), j_dim);
+                const int64_t trips = min64(B_p2_end - B_p2, j_dim);
                 C_size2 += trips;
-                if (trips) C_nz1 = 1;
+                if (trips) {
+                    C_nz1 = 1;
+                }
             }
             if (C_nz1) {
                 C_size1++;
@@ -170,11 +184,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 const int64_t A_i1 = A_crd1[A_p1];
                 int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
                 if (A_i1 == A_i1) {
-                    while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                    while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                        A_p1_seg++;
+                    }
                 }
                 const int64_t B_i1 = B_crd1[B_p1];
-                const int64_t i_ = (B_i1 < A_i1 ? B_i1 : A_i1);
-                if (A_i1 != i_) A_p1_seg = A_p1;
+                const int64_t i_ = B_i1 < A_i1 ? B_i1 : A_i1;
+                if (A_i1 != i_) {
+                    A_p1_seg = A_p1;
+                }
                 if (A_i1 == i_ && B_i1 == i_) {
                     int64_t C_p1 = C_size1;
                     int C_nz1 = 0;
@@ -186,7 +204,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                         while (A_p2 < A_p2_end && B_p2 < B_p2_end) {
                             const int64_t A_i2 = A_crd2[A_p2];
                             const int64_t B_i2 = B_crd2[B_p2];
-                            const int64_t j_ = (B_i2 < A_i2 ? B_i2 : A_i2);
+                            const int64_t j_ = B_i2 < A_i2 ? B_i2 : A_i2;
                             if (A_i2 == j_ && B_i2 == j_) {
                                 int64_t C_p2 = C_size2;
                                 int C_nz2 = 0;
@@ -195,8 +213,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     C_size2++;
                                     C_nz1 = 1;
                                 }
-                            }
-                            else if (A_i2 == j_) {
+                            } else if (A_i2 == j_) {
+                                int64_t C_p2 = C_size2;
+                                int C_nz2 = 0;
+                                C_nz2 = 1;
+                                if (C_nz2) {
+                                    C_size2++;
+                                    C_nz1 = 1;
+                                }
+                            } else if (B_i2 == j_) {
                                 int64_t C_p2 = C_size2;
                                 int C_nz2 = 0;
                                 C_nz2 = 1;
@@ -205,17 +230,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     C_nz1 = 1;
                                 }
                             }
-                            else if (B_i2 == j_) {
-                                int64_t C_p2 = C_size2;
-                                int C_nz2 = 0;
-                                C_nz2 = 1;
-                                if (C_nz2) {
-                                    C_size2++;
-                                    C_nz1 = 1;
-                                }
-                            }
-                            A_p2 += (A_i2 == j_);
-                            B_p2 += (B_i2 == j_);
+                            A_p2 += A_i2 == j_;
+                            B_p2 += B_i2 == j_;
                         }
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
@@ -243,8 +259,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     if (C_nz1) {
                         C_size1++;
                     }
-                }
-                else if (A_i1 == i_) {
+                } else if (A_i1 == i_) {
                     int64_t C_p1 = C_size1;
                     int C_nz1 = 0;
                     {
@@ -265,8 +280,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     if (C_nz1) {
                         C_size1++;
                     }
-                }
-                else if (B_i1 == i_) {
+                } else if (B_i1 == i_) {
                     int64_t C_p1 = C_size1;
                     int C_nz1 = 0;
                     {
@@ -289,13 +303,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     }
                 }
                 A_p1 = A_p1_seg;
-                B_p1 += (B_i1 == i_);
+                B_p1 += B_i1 == i_;
             }
             while (A_p1 < A_p1_end) {
                 const int64_t A_i1 = A_crd1[A_p1];
                 int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
                 if (A_i1 == A_i1) {
-                    while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                    while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                        A_p1_seg++;
+                    }
                 }
                 const int64_t i_ = A_i1;
                 int64_t C_p1 = C_size1;
@@ -368,11 +384,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             const int64_t A_i1 = A_crd1[A_p1];
             int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
             if (A_i1 == A_i1) {
-                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                    A_p1_seg++;
+                }
             }
             const int64_t B_i1 = B_crd1[B_p1];
-            const int64_t i_ = (B_i1 < A_i1 ? B_i1 : A_i1);
-            if (A_i1 != i_) A_p1_seg = A_p1;
+            const int64_t i_ = B_i1 < A_i1 ? B_i1 : A_i1;
+            if (A_i1 != i_) {
+                A_p1_seg = A_p1;
+            }
             if (A_i1 == i_ && B_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
@@ -385,12 +405,12 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     while (A_p2 < A_p2_end && B_p2 < B_p2_end) {
                         const int64_t A_i2 = A_crd2[A_p2];
                         const int64_t B_i2 = B_crd2[B_p2];
-                        const int64_t j_ = (B_i2 < A_i2 ? B_i2 : A_i2);
+                        const int64_t j_ = B_i2 < A_i2 ? B_i2 : A_i2;
                         if (A_i2 == j_ && B_i2 == j_) {
                             const int64_t C_c2 = j_;
                             int64_t C_p2 = C_size2;
                             int C_nz2 = 0;
-                            C_vals[C_p2] = (A_vals[A_p2] + B_vals[B_p2]);
+                            C_vals[C_p2] = A_vals[A_p2] + B_vals[B_p2];
                             C_nz2 = 1;
                             if (C_nz2) {
                                 C_crd2[C_p2] = C_c2;
@@ -398,8 +418,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_size2++;
                                 C_nz1 = 1;
                             }
-                        }
-                        else if (A_i2 == j_) {
+                        } else if (A_i2 == j_) {
                             const int64_t C_c2 = j_;
                             int64_t C_p2 = C_size2;
                             int C_nz2 = 0;
@@ -411,8 +430,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_size2++;
                                 C_nz1 = 1;
                             }
-                        }
-                        else if (B_i2 == j_) {
+                        } else if (B_i2 == j_) {
                             const int64_t C_c2 = j_;
                             int64_t C_p2 = C_size2;
                             int C_nz2 = 0;
@@ -425,8 +443,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_nz1 = 1;
                             }
                         }
-                        A_p2 += (A_i2 == j_);
-                        B_p2 += (B_i2 == j_);
+                        A_p2 += A_i2 == j_;
+                        B_p2 += B_i2 == j_;
                     }
                     for (; A_p2 < A_p2_end; A_p2++) {
                         const int64_t A_i2 = A_crd2[A_p2];
@@ -464,8 +482,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_pos1[0 + 1]++;
                     C_size1++;
                 }
-            }
-            else if (A_i1 == i_) {
+            } else if (A_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
@@ -493,8 +510,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_pos1[0 + 1]++;
                     C_size1++;
                 }
-            }
-            else if (B_i1 == i_) {
+            } else if (B_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
@@ -524,13 +540,15 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 }
             }
             A_p1 = A_p1_seg;
-            B_p1 += (B_i1 == i_);
+            B_p1 += B_i1 == i_;
         }
         while (A_p1 < A_p1_end) {
             const int64_t A_i1 = A_crd1[A_p1];
             int64_t A_p1_seg = A_p1 + (A_i1 == A_i1);
             if (A_i1 == A_i1) {
-                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) A_p1_seg++;
+                while (A_p1_seg < A_p1_end && A_crd1[A_p1_seg] == A_i1) {
+                    A_p1_seg++;
+                }
             }
             const int64_t i_ = A_i1;
             const int64_t C_c1 = i_;

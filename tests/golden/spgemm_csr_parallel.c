@@ -147,7 +147,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                             {
                                 int64_t B_p2 = B_pos2[(k_)];
                                 const int64_t B_p2_end = B_pos2[(k_) + 1];
-                                const int64_t trips = min64((B_p2_end - B_p2), j_dim);
+                                const int64_t trips = min64(B_p2_end - B_p2, j_dim);
                                 w_count += trips;
                             }
                         }
@@ -156,7 +156,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     {
                         int64_t w_p1 = 0;
                         const int64_t w_p1_end = w_count;
-                        const int64_t trips = min64((w_p1_end - w_p1), j_dim);
+                        const int64_t trips = min64(w_p1_end - w_p1, j_dim);
                         C_size2 += trips;
                     }
                     w_gen++;
@@ -303,7 +303,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     const int64_t B_i2 = B_crd2[B_p2];
                                     const int64_t j_ = B_i2;
                                     {
-                                        const double w_v = (A_vals[A_p2] * B_vals[B_p2]);
+                                        const double w_v = A_vals[A_p2] * B_vals[B_p2];
                                         if (!(w_mark[j_] == w_gen)) {
                                             w_mark[j_] = w_gen;
                                             w_list[w_count++] = j_;

@@ -36,7 +36,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 for (; A_p2 < A_p2_end; A_p2++) {
                     const int64_t A_i2 = A_crd2[A_p2];
                     const int64_t j_ = A_i2;
-                    acc1 += (A_vals[A_p2] * x_vals[(j_)]);
+                    acc1 += A_vals[A_p2] * x_vals[(j_)];
                 }
                 y_vals[i_] = acc1;
             }

@@ -291,6 +291,11 @@ class Break(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
 class Goto(Stmt):
     label: str
 

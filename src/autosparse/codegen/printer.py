@@ -11,7 +11,7 @@ from functools import lru_cache, singledispatch
 from pathlib import Path
 from string import Template
 
-from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Decl,
+from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Continue, Decl,
                     Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Label, Literal, Prelude, Pragma,
                     Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While, is_atom_text)
 
@@ -64,16 +64,27 @@ def _(node: Literal):
 
 @_expr.register
 def _(node: BridgeText):
-    return node.text, _ATOM if is_atom_text(node.text) or _enclosed(node.text) else 0
+    if is_atom_text(node.text) or _enclosed(node.text):
+        return node.text, _ATOM
+    return node.text, _POSTFIX if _subscripted(node.text) else 0
+
+
+def _subscripted(text: str) -> bool:
+    """Whether `text` is one name subscripted once, `name[ ... ]` (a level's array read)."""
+    name = re.match(r"[A-Za-z_][A-Za-z_0-9]*\[", text)
+    return name is not None and text.endswith("]") and _balanced_to_end(text[name.end() - 1:], "[", "]")
 
 
 def _enclosed(text: str) -> bool:
     """Whether `text` is one parenthesised whole, `( ... )`."""
-    if not text.startswith("(") or not text.endswith(")"):
-        return False
+    return text.startswith("(") and text.endswith(")") and _balanced_to_end(text, "(", ")")
+
+
+def _balanced_to_end(text: str, opening: str, closing: str) -> bool:
+    """Whether the bracket opening `text` closes at its very end, and not before."""
     depth = 0
     for k, char in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(char, 0)
+        depth += {opening: 1, closing: -1}.get(char, 0)
         if depth == 0 and k < len(text) - 1:
             return False
     return True
@@ -121,7 +132,7 @@ def _(node: Ternary):
 
 
 #: Statements an `if` without else keeps on its own line (`if (!p) return 1;`).
-_JUMPS = (Return, Break, Goto)
+_JUMPS = (Return, Break, Continue, Goto)
 
 
 # --- statements -----------------------------------------------------------------------------------------
@@ -214,6 +225,11 @@ def _(node: Return, depth):
 @_lines.register
 def _(node: Break, depth):
     return [INDENT * depth + "break;"]
+
+
+@_lines.register
+def _(node: Continue, depth):
+    return [INDENT * depth + "continue;"]
 
 
 @_lines.register

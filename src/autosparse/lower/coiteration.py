@@ -16,6 +16,8 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
+from ..codegen.c_ast import (Continue, Decl, Expr, Var, and_, as_expr, call, eq, ge, gt, increment, lt, ne,
+                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
@@ -125,30 +127,33 @@ def declare_iterators(cx: Lowering, lattice: lat.Lattice, scope: Scope) -> None:
         parent = scope.reads.get((it.access, it.level - 1), ROOT)
         level = cx.plan.read_levels(it.access)[it.level]
         begin, last = level.range(parent)
-        cx.b.bridge_line(f"int64_t {q} = {begin};")
-        cx.b.bridge_line(f"const int64_t {end} = {last};")
+        cx.b.decl("int64_t", q, as_expr(begin))
+        cx.b.decl("const int64_t", end, as_expr(last))
         if level.base(parent):
-            cx.b.bridge_line("const int64_t {} = {};".format(*level.base(parent)))
+            base, value = level.base(parent)
+            cx.b.decl("const int64_t", base, as_expr(value))
 
 
-def load(cx: Lowering, it: lat.Iterator, guard: bool, index: str | None = None) -> None:
+def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None) -> None:
     """Load the iterator's coordinate (-1 past its end when `guard`) and, for a non-unique level, find
     the end of the run of entries sharing it."""
-    q, end, c, seg = iterator_names(cx, it)
+    q, end, c, seg = (Var(name) for name in iterator_names(cx, it))
     level = cx.plan.read_levels(it.access)[it.level]
-    load = level.coordinate(q)
-    cx.b.bridge_line(f"const int64_t {c} = {f'{q} < {end} ? {load} : -1' if guard else load};")
+    coordinate = as_expr(level.coordinate(q.name))
+    cx.b.decl("const int64_t", c.name, ternary(lt(q, end), coordinate, -1) if guard else coordinate)
     if not level.unique:
-        cx.b.bridge_line(f"int64_t {seg} = {q} + ({c} == {index or c});")
-        with cx.b.bridge_block(f"if ({c} == {index or c})"):
-            cx.b.bridge_line(f"while ({seg} < {end} && {level.coordinate(seg)} == {c}) {seg}++;")
+        at = eq(c, c if index is None else index)
+        cx.b.decl("int64_t", seg.name, q + at)
+        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(as_expr(level.coordinate(seg.name)), c))):
+            cx.b.expr(increment(seg))
 
 
-def advance(cx: Lowering, it: lat.Iterator, index: str) -> str:
-    q, _, c, seg = iterator_names(cx, it)
+def advance(cx: Lowering, it: lat.Iterator, index: Expr) -> None:
+    q, _, c, seg = (Var(name) for name in iterator_names(cx, it))
     if not cx.plan.read_levels(it.access)[it.level].unique:
-        return f"{q} = {seg};"
-    return f"{q} += ({c} == {index});"
+        cx.b.assign(q, seg)
+    else:
+        cx.b.assign(q, eq(c, index), "+=")
 
 
 def require_ordered(cx: Lowering, iterators, loop: Loop, descending: bool = False) -> None:
@@ -167,57 +172,60 @@ def _order_word(level) -> str:
 
 
 def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, point: lat.Point, scope: Scope,
-                span: tuple[str, str] | None = None) -> None:
+                span: tuple[Expr, Expr] | None = None) -> None:
     """One loop per lattice point: a plain `for` over a lone iterator (over the positions [`span`) of
     a thread's share when the loop is parallel), else a merge `while`."""
-    index = names.coordinate(loop.index)
+    index = Var(names.coordinate(loop.index))
     cases = lat.sub_points(lattice, point)
     iterators = sorted(point.sparse, key=str)
     if len(iterators) == 1 and len(cases) == 1:
         it = iterators[0]
-        q, end, c, seg = iterator_names(cx, it)
+        q, end, c, seg = (Var(name) for name in iterator_names(cx, it))
         level = cx.plan.read_levels(it.access)[it.level]
-        header = f"for (; {q} < {end}; {q}++)" if level.unique else f"while ({q} < {end})"
-        if span is not None:
-            header = f"for (int64_t {q} = {span[0]}; {q} < {span[1]}; {q}++)"
         if loop.written and not level.ordered:
             raise ScheduleError(f"Expected the loop over {loop.index}, which appends to "
                                 f"{', '.join(n for n, _ in loop.written)}, to visit coordinates in increasing order, "
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
+        if span is not None:
+            header = cx.b.for_(Decl("int64_t", q.name, span[0]), lt(q, span[1]), increment(q))
+        else:
+            header = cx.b.for_(None, lt(q, end), increment(q)) if level.unique else cx.b.while_(lt(q, end))
         if stmt.unroll:
-            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.bridge_block(header), iteration(cx, stmt):
+            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+        with header, iteration(cx, stmt):
             cx.count(f"∀{loop.index} over {it.access}")
-            vacant = level.vacant(q)
+            vacant = level.vacant(q.name)
             if vacant:
-                cx.b.bridge_line(f"if ({vacant}) continue;")
+                with cx.b.if_(as_expr(vacant)):
+                    cx.b.add(Continue())
             load(cx, it, guard=False)
-            cx.b.bridge_line(f"const int64_t {index} = {c};")
+            cx.b.decl("const int64_t", index.name, c)
             case_body(cx, stmt, loop, point, scope)
             if not level.unique:
-                cx.b.bridge_line(f"{q} = {seg};")
+                cx.b.assign(q, seg)
         return
     descending = all(cx.plan.read_levels(it.access)[it.level].descending for it in iterators) and not loop.written
     require_ordered(cx, iterators, loop, descending)
-    running = " && ".join(f"{iterator_names(cx, it)[0]} < {iterator_names(cx, it)[1]}" for it in iterators)
-    with cx.b.bridge_block(f"while ({running})"):
+    running = and_(*(lt(Var(iterator_names(cx, it)[0]), Var(iterator_names(cx, it)[1])) for it in iterators))
+    with cx.b.while_(running):
         cx.count(f"∀{loop.index} merge")
         coordinates = []
         for it in iterators:
             load(cx, it, guard=False)
-            coordinates.append(iterator_names(cx, it)[2])
-        smallest, sooner = coordinates[0], ">" if descending else "<"
+            coordinates.append(Var(iterator_names(cx, it)[2]))
+        smallest, sooner = coordinates[0], gt if descending else lt
         for c in coordinates[1:]:
-            smallest = f"({c} {sooner} {smallest} ? {c} : {smallest})"
-        cx.b.bridge_line(f"const int64_t {index} = {smallest};")
+            smallest = ternary(sooner(c, smallest), c, smallest)
+        cx.b.decl("const int64_t", index.name, smallest)
         for it in iterators:
             if not cx.plan.read_levels(it.access)[it.level].unique:
-                _, _, c, seg = iterator_names(cx, it)
-                cx.b.bridge_line(f"if ({c} != {index}) {seg} = {iterator_names(cx, it)[0]};")
+                q, _, c, seg = (Var(name) for name in iterator_names(cx, it))
+                with cx.b.if_(ne(c, index)):
+                    cx.b.assign(seg, q)
         point_cases(cx, stmt, loop, lattice, cases, scope)
         for it in iterators:
-            cx.b.bridge_line(advance(cx, it, index))
+            advance(cx, it, index)
 
 
 def point_cases(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, cases: lat.Lattice, scope: Scope,
@@ -225,21 +233,31 @@ def point_cases(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, ca
     """if (the iterators of the first point are at the coordinate) ... else if (the next point's) ...:
     merged iterators are when their coordinate is the loop's; `found` ones when their position is found
     (the driver of a find loop always is)."""
-    index = names.coordinate(loop.index)
-    for number, point in enumerate(cases):
-        present = [f"{found[it]} >= 0" if it in found else "" for it in sorted(point.sparse, key=str)] if found is not None \
-            else [f"{iterator_names(cx, it)[2]} == {index}" for it in sorted(point.sparse, key=str)]
-        condition = " && ".join(filter(None, present))
-        if found is None and len(cases) == 1 and len(point.sparse) <= 1 and not lat.dense_loop(lattice):
-            header = ""
-        elif condition:
-            header = f"{'else ' if number else ''}if ({condition})"
-        else:
-            header = "else" if number else ""
-        with cx.b.bridge_scope(header):
-            case_body(cx, stmt, loop, point, scope, found or {})
-        if found is not None and not condition:
-            return  # the driver alone: the cases below are never reached
+    index = Var(names.coordinate(loop.index))
+    conditions = []
+    for point in cases:
+        iterators = sorted(point.sparse, key=str)
+        present = [ge(Var(found[it]), 0) for it in iterators if it in found] if found is not None \
+            else [eq(Var(iterator_names(cx, it)[2]), index) for it in iterators]
+        conditions.append(and_(*present) if present else None)
+    if found is None and len(cases) == 1 and len(cases[0].sparse) <= 1 and not lat.dense_loop(lattice):
+        conditions = [None]  # the loop visits only this point's coordinates
+    _branches(cx, stmt, loop, list(zip(conditions, cases)), scope, found or {})
+
+
+def _branches(cx: Lowering, stmt: Forall, loop: Loop, branches: list[tuple[Expr | None, lat.Point]], scope: Scope,
+              found: Mapping[lat.Iterator, str]) -> None:
+    """if (first condition) {first body} else if (second) ... ; a branch without a condition is the last
+    reached (the else, or the driver alone of a find loop)."""
+    (condition, point), rest = branches[0], branches[1:]
+    if condition is None:
+        case_body(cx, stmt, loop, point, scope, found)
+        return
+    with cx.b.if_(condition):
+        case_body(cx, stmt, loop, point, scope, found)
+    if rest:
+        with cx.b.else_():
+            _branches(cx, stmt, loop, rest, scope, found)
 
 
 def case_body(cx: Lowering, stmt: Forall, loop: Loop, point: lat.Point, scope: Scope,
@@ -298,30 +316,34 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
     present."""
     index = names.coordinate(loop.index)
     driver = roles.drivers[number]
-    q, end, c, seg = iterator_names(cx, driver)
+    q, end, c, seg = (Var(name) for name in iterator_names(cx, driver))
     level = cx.plan.read_levels(driver.access)[driver.level]
     order = finds.order_of(level)
-    with cx.b.bridge_block():
+    with cx.b.block():
         if number:  # an earlier pass may have searched through the driver
-            cx.b.bridge_line(f"{q} = {level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]};")
+            cx.b.assign(q, as_expr(level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]))
         finders = {it: _finder(cx, it, roles.strategy[it], order, loop, scope)
                    for it in finds.sought(roles, lattice, number)}
         for finder in finders.values():
             finder.prepare(cx.logs.tables, scope.parallel, cx.b)
-        with cx.b.bridge_block(f"while ({q} < {end})"):
+        with cx.b.while_(lt(q, end)):
             cx.count(f"∀{loop.index} walk {driver.access}")
-            vacant = level.vacant(q)
+            vacant = level.vacant(q.name)
             if vacant:
-                cx.b.bridge_line(f"if ({vacant}) {{ {q}++; continue; }}")
+                with cx.b.if_(as_expr(vacant)):
+                    cx.b.expr(increment(q))
+                    cx.b.add(Continue())
             load(cx, driver, guard=False)
-            cx.b.bridge_line(f"const int64_t {index} = {c};")
+            cx.b.decl("const int64_t", index, c)
             earlier = roles.drivers[:number]
             found = {it: finders[it].find(index, cx.b) for it in earlier}
-            with cx.b.bridge_scope(" && ".join(f"{found[it]} < 0" for it in earlier) and
-                         f"if ({' && '.join(f'{found[it]} < 0' for it in earlier)})"):
+            with cx.b.when(and_(*(lt(Var(found[it]), 0) for it in earlier)) if earlier else None):
                 found.update((it, finder.find(index, cx.b)) for it, finder in finders.items() if it not in found)
                 point_cases(cx, stmt, loop, lattice, finds.cases(roles, lattice, number), scope, found)
-            cx.b.bridge_line(f"{q} = {seg};" if not level.unique else f"{q}++;")
+            if not level.unique:
+                cx.b.assign(q, seg)
+            else:
+                cx.b.expr(increment(q))
 
 
 def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: Loop, scope: Scope) -> finds.Finder:
@@ -344,33 +366,37 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
                             f"positions carry from one iteration to the next; a parallel loop over sparse "
                             f"positions steps one operand alone")
     it, = point.sparse
-    q = iterator_names(cx, it)[0]
+    q, end = (Var(name) for name in iterator_names(cx, it)[:2])
     if not cx.plan.read_levels(it.access)[it.level].unique:
         raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
                             f"not split")
-    end = iterator_names(cx, it)[1]
     weight = lambda position: _entries_before(cx, it, position)
-    cx.b.bridge_line(f"const int64_t {q}_first = {q};")
-    cx.b.bridge_line(f"const int64_t {q}_parts = {cx.plan.num_threads or 'omp_get_max_threads()'};")
-    cx.b.bridge_line(f"const int64_t {q}_entries = {weight(end)} - {weight(q + '_first')};")
+    first = cx.b.decl("const int64_t", f"{q.name}_first", q)
+    parts = cx.b.decl("const int64_t", f"{q.name}_parts", cx.plan.num_threads or call("omp_get_max_threads"))
+    entries = cx.b.decl("const int64_t", f"{q.name}_entries", weight(end) - weight(first))
+    part, span, side = Var(f"{q.name}_part"), Var(f"{q.name}_span"), Var("side")
+    share, low, high, middle = Var("share"), Var("low"), Var("high"), Var("middle")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
     # holding an equal share of the entries below: it writes one stretch of the result, and a skewed
     # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
     with parallel_region(cx, stmt, [], scope, "schedule(static, 1)") as inner, \
-            cx.b.bridge_block(f"for (int64_t {q}_part = 0; {q}_part < {q}_parts; {q}_part++)"):
-        cx.b.bridge_line(f"int64_t {q}_span[2];")
-        with cx.b.bridge_block("for (int side = 0; side < 2; side++)"):
-            cx.b.bridge_line(f"const int64_t share = {q}_part + side;")
-            cx.b.bridge_line(f"int64_t low = {q}_first, high = {end};")
-            with cx.b.bridge_block(f"while (share < {q}_parts && low < high)"):
-                cx.b.bridge_line("const int64_t middle = low + (high - low) / 2;")
-                cx.b.bridge_line(f"if ({weight('middle')} < {weight(q + '_first')} + {q}_entries * share / {q}_parts) "
-                       f"low = middle + 1; else high = middle;")
-            cx.b.bridge_line(f"{q}_span[side] = share < {q}_parts ? low : {end};")
-        sparse_loop(cx, stmt, loop, lattice, point, inner, span=(f"{q}_span[0]", f"{q}_span[1]"))
+            cx.b.for_(Decl("int64_t", part.name, as_expr(0)), lt(part, parts), increment(part)):
+        cx.b.decl("int64_t", f"{span.name}[2]")
+        with cx.b.for_(Decl("int", side.name, as_expr(0)), lt(side, 2), increment(side)):
+            cx.b.decl("const int64_t", share.name, part + side)
+            cx.b.decl("int64_t", low.name, first)
+            cx.b.decl("int64_t", high.name, end)
+            with cx.b.while_(and_(lt(share, parts), lt(low, high))):
+                cx.b.decl("const int64_t", middle.name, low + (high - low) // 2)
+                with cx.b.if_(lt(weight(middle), weight(first) + entries * share // parts)):
+                    cx.b.assign(low, middle + 1)
+                with cx.b.else_():
+                    cx.b.assign(high, middle)
+            cx.b.assign(span[side], ternary(lt(share, parts), low, end))
+        sparse_loop(cx, stmt, loop, lattice, point, inner, span=(span[0], span[1]))
 
 
-def _entries_before(cx: Lowering, it: lat.Iterator, position: str) -> str:
+def _entries_before(cx: Lowering, it: lat.Iterator, position: Expr) -> Expr:
     """The entries an operand stores below the positions before `position` of the iterator's level,
     summed over the levels reached by following positions down (up to an offset; a dense suffix counts
     as one level): what visiting them costs, as a fiber of TTM's result costs a write besides its
@@ -379,8 +405,6 @@ def _entries_before(cx: Lowering, it: lat.Iterator, position: str) -> str:
     for level in cx.plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):
             break
-        position = level.range(Position(position))[0]
+        position = as_expr(level.range(Position(str(position)))[0])
         counts.append(position)
-    if len(counts) < 2:
-        return counts[0] if counts else position
-    return f"({' + '.join(counts)})"
+    return sum(counts[1:], counts[0]) if counts else position

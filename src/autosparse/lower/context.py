@@ -20,6 +20,7 @@ from ..cin.ast import Access, Stmt
 from ..cin.provenance import Provenance
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Expr, Var, increment
 from ..notation.ast import IndexVar
 from . import finds
 from .reads import Position, ReadLevel
@@ -106,7 +107,7 @@ class Fixed:
     access's `level`. `in_order`: the loops visit its values increasing; `repeats`: consecutive
     iterations may fix the same value (the outer index of a collapse)."""
 
-    value: str
+    value: Expr
     access: Access | None = None
     level: int = -1
     in_order: bool = True
@@ -135,5 +136,5 @@ class Lowering:
 def count_iteration(counters: list[str] | None, b: CBuilder, label: str) -> None:
     """Instrumented kernels count every iteration of every loop (the loop's label names it)."""
     if counters is not None:
-        b.bridge_line(f"counters[{len(counters)}]++;")
+        b.expr(increment(Var("counters")[len(counters)]))
         counters.append(label)

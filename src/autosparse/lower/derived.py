@@ -15,6 +15,7 @@ from typing import Callable
 from ..cin.ast import Access, Assign, Forall, Stmt, Strategy, accesses
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Split
 from ..codegen import names
+from ..codegen.c_ast import Decl, Expr, Var, and_, as_expr, call, eq, ge, gt, increment, le, lt
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import finds
@@ -31,13 +32,13 @@ def derived_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     """for (v = 0; v < its extent; v++) over a derived variable. Once the loops over every variable made
     alongside it are around, the variable they came from is recovered, and so on up to the tensors' own
     indices, which the body then sees fixed. Bounds, not guards, cut the last tile short."""
-    with cx.b.bridge_block(), hoisting(cx, stmt, scope) as (stmt, scope):
+    with cx.b.block(), hoisting(cx, stmt, scope) as (stmt, scope):
         _derived_loop(cx, stmt, scope)
 
 
 def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     index, relation = stmt.index, scope.provenance.defining(stmt.index)
-    var = names.coordinate(index)
+    var = Var(names.coordinate(index))
     scope, upper, recovered = _derived_range(cx, relation, index, scope)
     inner = replace(scope, derived=scope.derived | {index}, loops=(*scope.loops, index))
     in_order = not (isinstance(relation, Split) and index == relation.outer)
@@ -45,15 +46,15 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     if recovered is not None:
         made, value = recovered
         if _collapsed_pos(made, scope) and stmt.parallel is None:  # search once, then follow the rows
-            track = _search_row(cx, made, value("0"), scope)
+            track = _search_row(cx, made, value(as_expr(0)), scope)
             if in_order:  # the loop runs over consecutive positions
-                _row_segments(cx, stmt, made, value("0"), upper, track, inner)
+                _row_segments(cx, stmt, made, value(as_expr(0)), upper, track, inner)
                 return
     parallel = parallel_region(cx, stmt, [], inner) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
-            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.bridge_block(f"for (int64_t {var} = 0; {var} < {upper}; {var}++)"), iteration(cx, stmt):
+            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+        with cx.b.for_(Decl("int64_t", var.name, as_expr(0)), lt(var, upper), increment(var)), iteration(cx, stmt):
             cx.count(f"∀{index} {relation}")
             if recovered is None:
                 cx.lower(stmt.body, inner)
@@ -61,7 +62,7 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
                 _recover(cx, made, value(var), stmt.body, inner, in_order, track)
 
 
-def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: str, count: str, row: str,
+def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: Expr, count: Expr, row: str,
                   scope: Scope) -> None:
     """A loop over `count` consecutive positions of collapsed levels from `start`, run row by row (`row`
     is the first-level position, found by the caller's search): the hot loop is a plain one over the part
@@ -70,33 +71,35 @@ def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: str, count:
     flushed scalar temporary) — atomically only if another chunk may hold part of the row too."""
     relation = scope.provenance.defining(made)
     collapsed, access = scope.provenance.defining(relation.index), relation.access
-    q, stop, segment, first = cx.fresh("q"), cx.fresh("stop"), cx.fresh("segment"), cx.fresh("first")
+    q, stop, segment, first = (Var(cx.fresh(stem)) for stem in ("q", "stop", "segment", "first"))
     register = _row_register(cx, stmt.body, collapsed, scope)
     body_scope = scope
     if register is not None:  # the register is this thread's own
         body_scope = replace(scope, accumulators={**scope.accumulators, stmt.body.lhs.tensor.name: (register, None)},
                              atomic=False)
-    cx.b.bridge_line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
-    cx.b.bridge_line(f"const int64_t {stop} = {q} + {count};")
-    starts, ends = cx.plan.read_levels(access)[1].range(Position(row))
-    with cx.b.bridge_block(f"while ({q} < {stop})"):
-        cx.b.bridge_line(f"while ({ends} <= {q}) {row}++;")
-        cx.b.bridge_line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
+    cx.b.decl("int64_t", q.name, Var(scope.ranges[made][0]) + start)
+    cx.b.decl("const int64_t", stop.name, q + count)
+    starts, ends = (as_expr(bound) for bound in cx.plan.read_levels(access)[1].range(Position(row)))
+    with cx.b.while_(lt(q, stop)):
+        with cx.b.while_(le(ends, q)):
+            cx.b.expr(increment(Var(row)))
+        cx.b.decl("const int64_t", segment.name, call("min64", ends, stop))
+        cx.b.decl("const int64_t", first.name, q)
         if stmt.unroll:
-            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
-        with cx.b.bridge_block(f"for (; {q} < {segment}; {q}++)"):
+            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+        with cx.b.for_(None, lt(q, segment), increment(q)):
             cx.count(f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
             _at_row(cx, collapsed, access, row, q, stmt.body, body_scope)
         if register is None:
             return
         if scope.atomic:  # a row begun and ended within these positions is no other chunk's
-            with cx.b.bridge_block(f"if ({first} == {starts} && {segment} < {stop})"):
+            with cx.b.if_(and_(eq(first, starts), lt(segment, stop))):
                 _flush_row(cx, collapsed, access, row, register, stmt.body, replace(scope, atomic=False))
-            with cx.b.bridge_block("else"):
+            with cx.b.else_():
                 _flush_row(cx, collapsed, access, row, register, stmt.body, scope)
         else:
             _flush_row(cx, collapsed, access, row, register, stmt.body, scope)
-        cx.b.bridge_line(f"{register} = 0;")
+        cx.b.assign(Var(register), 0)
 
 
 def _row_register(cx: Lowering, body: Stmt, collapsed: Collapse, scope: Scope) -> str | None:
@@ -109,81 +112,78 @@ def _row_register(cx: Lowering, body: Stmt, collapsed: Collapse, scope: Scope) -
     if body.lhs.indices != (collapsed.outer,) or not target.random_access or not target.flag_free \
             or name in scope.accumulators:
         return None
-    register = cx.fresh("rowsum")
-    cx.b.bridge_line(f"{cx.plan.value_types[name]} {register} = 0;")
-    return register
+    return cx.b.decl(cx.plan.value_types[name], cx.fresh("rowsum"), 0).name
 
 
 def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, register: str, body: Assign,
                scope: Scope) -> None:
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
-    with cx.b.bridge_block():
-        cx.b.bridge_line(f"const int64_t {names.coordinate(collapsed.outer)} = {row if first.full else first.coordinate(row)};")
-        store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", register, scope)
+    with cx.b.block():
+        cx.b.decl("const int64_t", names.coordinate(collapsed.outer), Var(row) if first.full else as_expr(first.coordinate(row)))
+        store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", Var(register), scope)
 
 
-def _at_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, q: str, body: Stmt, scope: Scope,
+def _at_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, q: Expr, body: Stmt, scope: Scope,
             in_order: bool = True) -> None:
     """The body at position `q` of the second collapsed level, in first-level position `row`."""
-    fixed = {**scope.fixed, collapsed.outer: Fixed(row, access, 0, in_order, repeats=True),
+    fixed = {**scope.fixed, collapsed.outer: Fixed(Var(row), access, 0, in_order, repeats=True),
              collapsed.inner: Fixed(q, access, 1, in_order)}
     cx.lower(Forall(collapsed.outer, Forall(collapsed.inner, body)), replace(scope, fixed=fixed))
 
 
 def _derived_range(cx: Lowering, relation, index: IndexVar, scope: Scope
-                   ) -> tuple[Scope, str, tuple[IndexVar, Callable[[str], str]] | None]:
+                   ) -> tuple[Scope, Expr, tuple[IndexVar, Callable[[Expr], Expr]] | None]:
     """The loop's upper bound, and (when the loop completes a derivation) the variable it recovers with
     its value as a function of the loop's own variable."""
     if isinstance(relation, Split) and relation.offset:  # tiles start at stored coordinates
         scope, extent = _extent(cx, relation.parent, scope)
-        outer = names.coordinate(relation.outer)
+        outer = Var(names.coordinate(relation.outer))
         if index == relation.outer:
             return scope, extent, None
         if relation.outer not in scope.derived:
             raise ScheduleError(f"{relation}: the loop over {relation.inner} needs the loop over {relation.outer}, "
                                 f"which says where its tile starts, around it")
-        return (scope, f"min64({relation.factor}, {extent} - {outer})",
-                (relation.parent, lambda v: f"{outer} + {v}"))
+        return scope, call("min64", relation.factor, extent - outer), (relation.parent, lambda v: outer + v)
     if isinstance(relation, Split):
         scope, extent = _extent(cx, relation.parent, scope)
-        tiles, tile = ceil_div(extent, relation.factor), str(relation.factor)
+        tiles, tile = ceil_div(extent, relation.factor), as_expr(relation.factor)
         if relation.divide:
             tiles, tile = tile, tiles
-        outer, inner = names.coordinate(relation.outer), names.coordinate(relation.inner)
+        outer, inner = Var(names.coordinate(relation.outer)), Var(names.coordinate(relation.inner))
         other = relation.inner if index == relation.outer else relation.outer
         if other not in scope.derived:
-            return scope, tiles if index == relation.outer else f"min64({tile}, {extent})", None
+            return scope, tiles if index == relation.outer else call("min64", tile, extent), None
         if index == relation.outer:
-            return (scope, ceil_div(f"({extent} - {inner})", tile),
-                    (relation.parent, lambda v: f"{v} * {tile} + {inner}"))
-        return scope, f"min64({tile}, {extent} - {outer} * {tile})", (relation.parent, lambda v: f"{outer} * {tile} + {v}")
+            return scope, ceil_div(extent - inner, tile), (relation.parent, lambda v: v * tile + inner)
+        return scope, call("min64", tile, extent - outer * tile), (relation.parent, lambda v: outer * tile + v)
     if isinstance(relation, Bound):
-        size = str(relation.size)
-        upper = size if relation.kind is BoundKind.MAX_EXACT else f"min64({size}, {names.extent(relation.index)})"
+        size = as_expr(relation.size)
+        upper = size if relation.kind is BoundKind.MAX_EXACT else call("min64", size, Var(names.extent(relation.index)))
         return scope, upper, (index, lambda v: v)
     scope, extent = _extent(cx, index, scope)
     return scope, extent, (index, lambda v: v)
 
 
-def ceil_div(numerator: str, denominator) -> str:
+def ceil_div(numerator, denominator) -> Expr:
     """⌈numerator / denominator⌉ for a positive denominator, in C that cannot overflow: the usual
     `(a + b - 1) / b` passes int64 (and wraps) for a tile size near 2⁶³, which a schedule may give."""
-    return f"({numerator} / {denominator} + ({numerator} % {denominator} > 0))"
+    numerator, denominator = as_expr(numerator), as_expr(denominator)
+    return numerator // denominator + gt(numerator % denominator, 0)
 
 
-def _extent(cx: Lowering, index: IndexVar, scope: Scope) -> tuple[Scope, str]:
+def _extent(cx: Lowering, index: IndexVar, scope: Scope) -> tuple[Scope, Expr]:
     """The number of values of `index`: a dimension, a product of dimensions, or a position range
     (declared here, where the loops first need it)."""
     relation = scope.provenance.defining(index)
     if relation is None:
-        return scope, names.extent(index)
+        return scope, Var(names.extent(index))
     if isinstance(relation, Collapse):
-        return scope, f"({names.extent(relation.outer)} * {names.extent(relation.inner)})"
+        return scope, Var(names.extent(relation.outer)) * Var(names.extent(relation.inner))
     if index not in scope.ranges:
         scope = replace(scope, ranges={**scope.ranges, index: _declare_positions(cx, relation, scope)})
     lo, hi = scope.ranges[index][:2]
-    return scope, f"({hi} - {lo})"
+    return scope, Var(hi) - Var(lo)
 
 
 def _declare_positions(cx: Lowering, relation: Pos, scope: Scope) -> tuple[str, ...]:
@@ -202,15 +202,17 @@ def _declare_positions(cx: Lowering, relation: Pos, scope: Scope) -> tuple[str, 
                             f"without its segment (a packed triangle): loop over the coordinates instead")
     lo, hi = cx.fresh("lo"), cx.fresh("hi")
     if len(roots) == 1:
-        begin, end = levels[depth].range(parent)
-        cx.b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+        _declare_range(cx, (lo, hi), levels[depth].range(parent))
         return lo, hi
     first_lo, first_hi = cx.fresh("lo"), cx.fresh("hi")
-    first = ("0", names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT)
-    cx.b.bridge_line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
-    begin, end = levels[1].range(Position(first_lo, end=first_hi))
-    cx.b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
+    _declare_range(cx, (first_lo, first_hi), (0, names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT))
+    _declare_range(cx, (lo, hi), levels[1].range(Position(first_lo, end=first_hi)))
     return lo, hi, first_lo, first_hi
+
+
+def _declare_range(cx: Lowering, variables: tuple[str, str], bounds: tuple) -> None:
+    for name, bound in zip(variables, bounds):
+        cx.b.decl("const int64_t", name, as_expr(bound))
 
 
 def _collapsed_pos(index: IndexVar, scope: Scope) -> bool:
@@ -218,23 +220,26 @@ def _collapsed_pos(index: IndexVar, scope: Scope) -> bool:
     return isinstance(relation, Pos) and isinstance(scope.provenance.defining(relation.index), Collapse)
 
 
-def _search_row(cx: Lowering, index: IndexVar, offset: str, scope: Scope) -> str:
+def _search_row(cx: Lowering, index: IndexVar, offset: Expr, scope: Scope) -> str:
     """Binary search for the first-level position holding position `lo + offset` of the second level:
     the last row whose segment starts at or before it."""
     relation = scope.provenance.defining(index)
     lo, _, first_lo, first_hi = scope.ranges[index]
-    row, high, mid = cx.fresh("row"), cx.fresh("high"), cx.fresh("mid")
+    row, high, mid = (Var(cx.fresh(stem)) for stem in ("row", "high", "mid"))
     starts = cx.plan.read_levels(relation.access)[1]
-    cx.b.bridge_line(f"int64_t {row} = {first_lo};")
-    with cx.b.bridge_block():
-        cx.b.bridge_line(f"int64_t {high} = {first_hi};")
-        with cx.b.bridge_block(f"while ({high} - {row} > 1)"):
-            cx.b.bridge_line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
-            cx.b.bridge_line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
-    return row
+    cx.b.decl("int64_t", row.name, Var(first_lo))
+    with cx.b.block():
+        cx.b.decl("int64_t", high.name, Var(first_hi))
+        with cx.b.while_(gt(high - row, 1)):
+            cx.b.decl("const int64_t", mid.name, row + (high - row) // 2)
+            with cx.b.if_(le(as_expr(starts.range(Position(mid.name))[0]), Var(lo) + offset)):
+                cx.b.assign(row, mid)
+            with cx.b.else_():
+                cx.b.assign(high, mid)
+    return row.name
 
 
-def _recover(cx: Lowering, index: IndexVar, value: str, body: Stmt, scope: Scope, in_order: bool,
+def _recover(cx: Lowering, index: IndexVar, value: Expr, body: Stmt, scope: Scope, in_order: bool,
              track: str | None) -> None:
     """`index` is `value` here: recover what it was derived from, then lower the body with the tensors'
     own indices fixed."""
@@ -246,13 +251,12 @@ def _recover(cx: Lowering, index: IndexVar, value: str, body: Stmt, scope: Scope
         cx.lower(Forall(original, body), replace(scope, fixed=fixed))
         return
     if isinstance(relation, Collapse):
-        fixed[relation.outer] = Fixed(f"({value}) / {names.extent(relation.inner)}", in_order=in_order, repeats=True)
-        fixed[relation.inner] = Fixed(f"({value}) % {names.extent(relation.inner)}", in_order=in_order)
+        fixed[relation.outer] = Fixed(value // Var(names.extent(relation.inner)), in_order=in_order, repeats=True)
+        fixed[relation.inner] = Fixed(value % Var(names.extent(relation.inner)), in_order=in_order)
         cx.lower(Forall(relation.outer, Forall(relation.inner, body)), replace(scope, fixed=fixed))
         return
     # a position of the access: read its coordinates back
-    q = cx.fresh("q")
-    cx.b.bridge_line(f"const int64_t {q} = {scope.ranges[index][0]} + {value};")
+    q = cx.b.decl("const int64_t", cx.fresh("q"), Var(scope.ranges[index][0]) + value)
     collapsed = scope.provenance.defining(relation.index)
     access = relation.access
     if not isinstance(collapsed, Collapse):
@@ -261,8 +265,9 @@ def _recover(cx: Lowering, index: IndexVar, value: str, body: Stmt, scope: Scope
         cx.lower(Forall(relation.index, body), replace(scope, fixed=fixed))
         return
     row = track or _search_row(cx, index, value, scope)
-    ends = cx.plan.read_levels(access)[1].range(Position(row))[1]
-    cx.b.bridge_line(f"while ({ends} <= {q}) {row}++;")
+    ends = as_expr(cx.plan.read_levels(access)[1].range(Position(row))[1])
+    with cx.b.while_(le(ends, q)):
+        cx.b.expr(increment(Var(row)))
     _at_row(cx, collapsed, access, row, q, body, scope, in_order)
 
 
@@ -278,9 +283,9 @@ def fixed_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     _check_fixed_writes(cx, stmt.index, rule, fixed, loop, scope)
     index = names.coordinate(stmt.index)
     sparse = sparse_iterators(lattice)
-    with cx.b.bridge_block():
+    with cx.b.block():
         if fixed.access is None:
-            cx.b.bridge_line(f"const int64_t {index} = {fixed.value};")
+            cx.b.decl("const int64_t", index, fixed.value)
             point_cases(cx, stmt, loop, lattice, lattice, scope, _found_at(cx, sparse, stmt, rule, scope))
             return
         it = loop.stepped.get(fixed.access)
@@ -295,12 +300,12 @@ def fixed_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
             raise ScheduleError(f"{rule}: the loop over {stmt.index} also covers coordinates that {fixed.access} "
                                 f"lacks (a sum), which its positions never reach")
         if it.full:  # a dense first level: its position is its coordinate
-            cx.b.bridge_line(f"const int64_t {index} = {fixed.value};")
+            cx.b.decl("const int64_t", index, fixed.value)
         else:
             q, _, c, _ = iterator_names(cx, it)
-            cx.b.bridge_line(f"const int64_t {q} = {fixed.value};")
+            cx.b.decl("const int64_t", q, fixed.value)
             load(cx, it, guard=False)
-            cx.b.bridge_line(f"const int64_t {index} = {c};")
+            cx.b.decl("const int64_t", index, Var(c))
         case_body(cx, stmt, loop, lattice[0], scope)
 
 
@@ -326,9 +331,10 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
         finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:
-            cx.b.bridge_line(f"int64_t {found[it]}_end = {found[it]};")
-            cx.b.bridge_line(f"if ({found[it]} >= 0) while ({found[it]}_end < {end} && "
-                   f"{level.coordinate(f'{found[it]}_end')} == {names.coordinate(stmt.index)}) {found[it]}_end++;")
+            run_end = cx.b.decl("int64_t", f"{found[it]}_end", Var(found[it]))
+            at = eq(as_expr(level.coordinate(run_end.name)), Var(names.coordinate(stmt.index)))
+            with cx.b.if_(ge(Var(found[it]), 0)), cx.b.while_(and_(lt(run_end, Var(end)), at)):
+                cx.b.expr(increment(run_end))
     return found
 
 
@@ -366,7 +372,7 @@ def _check_fixed_writes(cx: Lowering, index: IndexVar, rule, fixed: Fixed, loop:
                                 f"append {index} once per entry below it")
 
 
-def blocked_loop(cx: Lowering, stmt: Forall, relation, scope: Scope) -> tuple[Forall, Scope, str]:
+def blocked_loop(cx: Lowering, stmt: Forall, relation, scope: Scope) -> tuple[Forall, Scope, Expr]:
     """A loop over a variable of a split that an access's level is indexed by (a block row or a row
     within a block of BCSR's view): a loop like any other over that level, running to the split's bound
     (`min64(b, N - b·i0)` cuts the last block short), whose body, once both variables are around,
@@ -379,7 +385,7 @@ def blocked_loop(cx: Lowering, stmt: Forall, relation, scope: Scope) -> tuple[Fo
     scope = replace(scope, derived=scope.derived | {stmt.index})
     if recovered is not None:
         parent, value = recovered
-        scope = replace(scope, fixed={**scope.fixed, parent: Fixed(value(names.coordinate(stmt.index)))})
+        scope = replace(scope, fixed={**scope.fixed, parent: Fixed(value(Var(names.coordinate(stmt.index))))})
         stmt = replace(stmt, body=Forall(parent, stmt.body))
     return stmt, scope, bound
 

@@ -11,6 +11,7 @@ from contextlib import nullcontext
 
 from ..cin.ast import Forall
 from ..codegen import names
+from ..codegen.c_ast import Decl, Expr, Literal, Var, call, increment, lt
 from . import lattice as lat
 from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load, loop_lattice,
                           parallel_sparse_loop, point_cases, require_ordered, sparse_iterators, survey)
@@ -38,7 +39,7 @@ def forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     if bounded is not None:
         _count_trips(cx, loop, lattice, bounded, scope)
         return
-    with cx.b.bridge_block(), hoisting(cx, stmt, scope) as (stmt, scope):
+    with cx.b.block(), hoisting(cx, stmt, scope) as (stmt, scope):
         declare_iterators(cx, lattice, scope)
         if lat.dense_loop(lattice):
             _dense_loop(cx, stmt, loop, lattice, scope, bound)
@@ -53,32 +54,33 @@ def _count_trips(cx: Lowering, loop: Loop, lattice: lat.Lattice, name: str, scop
     iterations, at most. A merge runs at most the summed lengths of the lattice's bottom points (each
     coordinate it visits is in every iterator of some bottom point), the shortest iterator of each;
     every loop runs at most its dimension."""
-    extent = names.extent(loop.index)
-    with cx.b.bridge_block():
+    extent = Var(names.extent(loop.index))
+    with cx.b.block():
         declare_iterators(cx, lattice, scope)
         if lat.dense_loop(lattice):
             trips = extent
         else:
             bottoms = [p for p in lattice if not any(q.sparse < p.sparse for q in lattice)]
-            terms = [_smallest([f"({end} - {q})" for q, end, _, _ in (iterator_names(cx, it)
-                                                                       for it in sorted(point.sparse, key=str))])
+            terms = [_smallest([Var(end) - Var(q) for q, end, _, _ in (iterator_names(cx, it)
+                                                                      for it in sorted(point.sparse, key=str))])
                      for point in bottoms]
-            trips = _smallest([" + ".join(terms), extent])
-        cx.b.bridge_line(f"const int64_t trips = {trips};")
-        cx.plan.targets[name].count_at_most("trips", cx.b)
+            trips = _smallest([sum(terms[1:], terms[0]), extent])
+        trips = cx.b.decl("const int64_t", "trips", trips)
+        cx.plan.targets[name].count_at_most(trips.name, cx.b)
         if scope.flags.get(name):
-            cx.b.bridge_line(f"if (trips) {scope.flags[name]} = 1;")
+            with cx.b.if_(trips):
+                cx.b.assign(Var(scope.flags[name]), 1)
 
 
-def _smallest(terms: list[str]) -> str:
+def _smallest(terms: list[Expr]) -> Expr:
     smallest = terms[0]
     for term in terms[1:]:
-        smallest = f"min64({smallest}, {term})"
+        smallest = call("min64", smallest, term)
     return smallest
 
 
 def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope,
-                bound: str | None = None) -> None:
+                bound: Expr | None = None) -> None:
     """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }
     (to `bound` instead of the dimension, for a blocked loop)."""
     sparse = sparse_iterators(lattice)
@@ -86,18 +88,18 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
     parallel = parallel_region(cx, stmt, sparse, scope) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
-            cx.b.bridge_line(f"#pragma GCC unroll {stmt.unroll}")
-        _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or names.extent(loop.index))
+            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+        _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or Var(names.extent(loop.index)))
 
 
 def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
-               bound: str) -> None:
-    index = names.coordinate(loop.index)
-    with cx.b.bridge_block(f"for (int64_t {index} = 0; {index} < {bound}; {index}++)"), \
+               bound: Expr) -> None:
+    index = Var(names.coordinate(loop.index))
+    with cx.b.for_(Decl("int64_t", index.name, Literal(0)), lt(index, bound), increment(index)), \
             iteration(cx, stmt):
         cx.count(f"∀{loop.index} dense")
         for it in sparse:
             load(cx, it, guard=True, index=index)
         point_cases(cx, stmt, loop, lattice, lattice, scope)
         for it in sparse:
-            cx.b.bridge_line(advance(cx, it, index))
+            advance(cx, it, index)

@@ -16,6 +16,7 @@ from typing import Iterator
 from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, Where, assignments, nest, results, unnest, unnest_loops
 from ..cin.provenance import Provenance
 from ..codegen import names
+from ..codegen.c_ast import Binary, Decl, Expr, Var, as_expr, increment, lt, ternary
 from ..codegen.literals import c_literal
 from ..notation.ast import Add, Literal, Mul, Neg, Sub, factors, product
 from .context import Lowering, Phase, Scope
@@ -59,10 +60,10 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         if not cx.plan.counting:
             value = _expr(cx, stmt.rhs, scope)
             if scope.atomic:
-                cx.b.bridge_line("#pragma omp atomic")
-            cx.b.bridge_line(f"{register} += {value};")
+                cx.b.pragma("omp atomic")
+            cx.b.assign(Var(register), value, "+=")
         if stored:
-            cx.b.bridge_line(f"{stored} = 1;")
+            cx.b.assign(Var(stored), 1)
         return
     position = target_position(cx, stmt.lhs, scope)
     if cx.plan.counting:
@@ -71,13 +72,13 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         value = _expr(cx, stmt.rhs, scope)
         store(cx, name, position, _operator(cx, stmt.lhs, stmt.accumulate, scope), value, scope)
     if scope.flags.get(name):
-        cx.b.bridge_line(f"{scope.flags[name]} = 1;")
+        cx.b.assign(Var(scope.flags[name]), 1)
 
 
-def store(cx: Lowering, name: str, position: Position, op: str, value: str, scope: Scope) -> None:
+def store(cx: Lowering, name: str, position: Position, op: str, value: Expr, scope: Scope) -> None:
     """A store, atomic when iterations of a parallel loop add into the same position."""
     if scope.atomic and op == "+=":
-        cx.b.bridge_line("#pragma omp atomic")
+        cx.b.pragma("omp atomic")
     cx.plan.targets[name].store(position, op, value, cx.b)
 
 
@@ -102,17 +103,17 @@ def target_position(cx: Lowering, lhs: Access, scope: Scope) -> Position:
     return position
 
 
-def _expr(cx: Lowering, expr, scope: Scope) -> str:
+def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
     if isinstance(expr, _Register):
-        return expr.name
+        return Var(expr.name)
     if isinstance(expr, Access):
         return _read(cx, expr, scope)
     if isinstance(expr, Literal):
-        return c_literal(expr.value, cx.plan.value_type)
+        return as_expr(c_literal(expr.value, cx.plan.value_type))
     if isinstance(expr, Neg):
-        return f"(-{_expr(cx, expr.operand, scope)})"
+        return -_expr(cx, expr.operand, scope)
     symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
-    return f"({_expr(cx, expr.left, scope)} {symbol} {_expr(cx, expr.right, scope)})"
+    return Binary(symbol, _expr(cx, expr.left, scope), _expr(cx, expr.right, scope))
 
 
 def dense_operand(access: Access) -> bool:
@@ -125,22 +126,22 @@ def dense_operand(access: Access) -> bool:
     return not access.tensor.temporary or all(p is Protocol.LOCATE for p in access.protocols)
 
 
-def _read(cx: Lowering, access: Access, scope: Scope) -> str:
+def _read(cx: Lowering, access: Access, scope: Scope) -> Expr:
     """vals[p]; 0 when a locate found nothing; the sum over a non-unique leaf's segment (a COO vector)."""
     position = scope.reads.get((access, access.tensor.order - 1), ROOT)
     if dense_operand(access):
         for level, (index, read_level) in enumerate(zip(access.level_indices, cx.plan.read_levels(access))):
             position = read_level.locate(position, names.coordinate(index))
-    vals = cx.plan.vals(access)
+    vals, begin = Var(cx.plan.vals(access)), as_expr(position.begin)
     if position.end is not None:
-        total = cx.fresh("v")
-        cx.b.bridge_line(f"{cx.plan.value_types[access.tensor.name]} {total} = 0;")
-        with cx.b.bridge_block(f"for (int64_t q = {position.begin}; q < {position.end}; q++)"):
-            cx.b.bridge_line(f"{total} += {vals}[q];")
+        total = cx.b.decl(cx.plan.value_types[access.tensor.name], cx.fresh("v"), 0)
+        q = Var("q")
+        with cx.b.for_(Decl("int64_t", q.name, begin), lt(q, as_expr(position.end)), increment(q)):
+            cx.b.assign(total, vals[q], "+=")
         return total
     if position.may_miss:
-        return f"({position.begin} < 0 ? 0 : {vals}[{position.begin}])"
-    return f"{vals}[{position.begin}]"
+        return ternary(lt(begin, 0), 0, vals[begin])
+    return vals[begin]
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,9 @@ def hoisting(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[tuple[Forall,
     name, register, stored = hoisted
     stmt, invariant = _split_invariant(stmt, scope.provenance)
     if not cx.plan.counting:
-        cx.b.bridge_line(f"{cx.plan.value_types[name]} {register} = 0;")
+        cx.b.decl(cx.plan.value_types[name], register, 0)
     if stored:
-        cx.b.bridge_line(f"int {stored} = 0;")
+        cx.b.decl("int", stored, 0)
     # the register is this block's own: only iterations of this very loop can race on it
     yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
     total = product([*invariant, _Register(register)]) if invariant else _Register(register)
@@ -216,10 +217,10 @@ def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list
 def _store_hoisted(cx: Lowering, stmt: Forall, name: str, total, stored: str | None, scope: Scope) -> None:
     lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
     position = target_position(cx, lhs, scope)
-    with cx.b.bridge_scope(f"if ({stored})" if stored else ""):
+    with cx.b.when(Var(stored) if stored else None):
         if cx.plan.counting:
             cx.plan.targets[name].mark(position, cx.b)
         else:
             store(cx, name, position, _operator(cx, lhs, True, scope), _expr(cx, total, scope), scope)
         if scope.flags.get(name):
-            cx.b.bridge_line(f"{scope.flags[name]} = 1;")
+            cx.b.assign(Var(scope.flags[name]), 1)

@@ -15,6 +15,7 @@ from typing import Iterator
 from ..cin.ast import Forall, ParallelUnit, Race, Where, assignments, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Decl, Literal, SizeOf, Var, as_expr, call, cast, increment, lt, not_
 from ..errors import ScheduleError
 from ..runtime.abi import ReturnCode
 from .context import Lowering, Scope
@@ -69,48 +70,48 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
             sections = (f"{names.vals(n)}[0:{cx.plan.targets[n].reduction_size()}]" for n in copied)
             clauses.append(f"reduction(+: {', '.join(sections)})")
-        cx.b.bridge_line(f"#pragma omp {' '.join(['simd', *clauses])}")
+        cx.b.pragma(f"omp {' '.join(['simd', *clauses])}")
         yield replace(scope, parallel=True)
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries
-        cx.b.bridge_line(f"#pragma omp {' '.join(['for schedule(static)', *clauses])}")
+        cx.b.pragma(f"omp {' '.join(['for schedule(static)', *clauses])}")
         yield atomic
         return
     threads = [f"num_threads({cx.plan.num_threads})"] if cx.plan.num_threads is not None else []
     if not copied and not threaded:
-        cx.b.bridge_line(f"#pragma omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
+        cx.b.pragma(f"omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
         yield atomic
         return
     failed = cx.fresh("failed")
-    with cx.b.bridge_block():
-        cx.b.bridge_line(f"const int threads = {cx.plan.num_threads or 'omp_get_max_threads()'};")
-        cx.b.bridge_line(f"int {failed} = 0;")
+    with cx.b.block():
+        threads = cx.b.decl("const int", "threads", cx.plan.num_threads or call("omp_get_max_threads"))
+        cx.b.decl("int", failed, 0)
         for name in copied:
-            vals, ctype, size = names.vals(name), cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
-            cx.b.bridge_line(f"{ctype} *{_copies(name)} = calloc((size_t)threads * ({size}), sizeof({ctype}));")
-            cx.b.fail(f"!{_copies(name)}", ReturnCode.OUT_OF_MEMORY)
-            cx.b.bridge_line(f"{ctype} *restrict {_shared(name)} = {vals};")
-        cx.b.bridge_line(f"#pragma omp {' '.join(['parallel num_threads(threads)', *clauses])}")
-        with cx.b.bridge_block():
+            ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
+            copies = cx.b.decl(f"{ctype} *", _copies(name), call("calloc", cast("size_t", threads) * size, SizeOf(ctype)))
+            cx.b.fail(not_(copies), ReturnCode.OUT_OF_MEMORY)
+            cx.b.decl(f"{ctype} *restrict", _shared(name), Var(names.vals(name)))
+        cx.b.pragma(f"omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+        with cx.b.block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
-                vals, ctype, size = names.vals(name), cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
-                cx.b.bridge_line(f"{ctype} *restrict {vals} = {_copies(name)} + (size_t)omp_get_thread_num() * ({size});")
+                ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
+                cx.b.decl(f"{ctype} *restrict", names.vals(name),
+                          Var(_copies(name)) + cast("size_t", call("omp_get_thread_num")) * size)
             with thread_temporaries([cx.plan.targets[n] for n in threaded], failed, cx.fresh("allocated"), cx.b):
-                with cx.b.bridge_block(f"if ({cx.b.agreed(failed, cx.fresh('ready'))})"), \
-                        cx.b.failing_to(failed, cx.fresh("done")):
-                    cx.b.bridge_line(f"#pragma omp for {schedule}")
+                with cx.b.if_(cx.b.agreed(failed, cx.fresh("ready"))), cx.b.failing_to(failed, cx.fresh("done")):
+                    cx.b.pragma(f"omp for {schedule}")
                     yield atomic
                 if copied:
-                    cx.b.bridge_line("#pragma omp critical")
-                    with cx.b.bridge_block():
+                    cx.b.pragma("omp critical")
+                    with cx.b.block():
                         for name in copied:
-                            vals, size = names.vals(name), cx.plan.targets[name].reduction_size()
-                            with cx.b.bridge_block(f"for (int64_t p = 0; p < {size}; p++)"):
-                                cx.b.bridge_line(f"{_shared(name)}[p] += {vals}[p];")
+                            p, size = Var("p"), as_expr(cx.plan.targets[name].reduction_size())
+                            with cx.b.for_(Decl("int64_t", p.name, Literal(0)), lt(p, size), increment(p)):
+                                cx.b.assign(Var(_shared(name))[p], Var(names.vals(name))[p], "+=")
         for name in copied:
-            cx.b.bridge_line(f"free({_copies(name)});")
-        cx.b.fail(failed, failed)
+            cx.b.expr(call("free", Var(_copies(name))))
+        cx.b.fail(Var(failed), Var(failed))
 
 
 def _copies(result: str) -> str:
