@@ -119,7 +119,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
         int64_t *w_list = malloc(((size_t)j_dim + 1) * sizeof(int64_t));
         int64_t *w_spare = malloc(((size_t)j_dim + 1) * sizeof(int64_t));
         uint64_t *w_bits = calloc(((size_t)j_dim >> 6) + ((size_t)j_dim >> 12) + 2, sizeof(uint64_t));
-        int64_t w_count = 0, w_gen = 1;
+        int64_t w_count = 0;
+        int64_t w_gen = 1;
         if (!w_vals || !w_mark || !w_list || !w_spare || !w_bits) {
             #pragma omp atomic write
             failed = 1;
@@ -139,14 +140,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 for (int64_t i_ = 0; i_ < i_dim; i_++) {
                     /* produce w */
                     {
-                        int64_t A_p2 = A_pos2[(i_)];
-                        const int64_t A_p2_end = A_pos2[(i_) + 1];
+                        int64_t A_p2 = A_pos2[i_];
+                        const int64_t A_p2_end = A_pos2[i_ + 1];
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
                             const int64_t k_ = A_i2;
                             {
-                                int64_t B_p2 = B_pos2[(k_)];
-                                const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                int64_t B_p2 = B_pos2[k_];
+                                const int64_t B_p2_end = B_pos2[k_ + 1];
                                 const int64_t trips = min64((B_p2_end - B_p2), j_dim);
                                 w_count += trips;
                             }
@@ -205,14 +206,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     for (int64_t i_ = 0; i_ < i_dim; i_++) {
                         /* produce w */
                         {
-                            int64_t A_p2 = A_pos2[(i_)];
-                            const int64_t A_p2_end = A_pos2[(i_) + 1];
+                            int64_t A_p2 = A_pos2[i_];
+                            const int64_t A_p2_end = A_pos2[i_ + 1];
                             for (; A_p2 < A_p2_end; A_p2++) {
                                 const int64_t A_i2 = A_crd2[A_p2];
                                 const int64_t k_ = A_i2;
                                 {
-                                    int64_t B_p2 = B_pos2[(k_)];
-                                    const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                    int64_t B_p2 = B_pos2[k_];
+                                    const int64_t B_p2_end = B_pos2[k_ + 1];
                                     for (; B_p2 < B_p2_end; B_p2++) {
                                         const int64_t B_i2 = B_crd2[B_p2];
                                         const int64_t j_ = B_i2;
@@ -291,14 +292,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 for (int64_t i_ = 0; i_ < i_dim; i_++) {
                     /* produce w */
                     {
-                        int64_t A_p2 = A_pos2[(i_)];
-                        const int64_t A_p2_end = A_pos2[(i_) + 1];
+                        int64_t A_p2 = A_pos2[i_];
+                        const int64_t A_p2_end = A_pos2[i_ + 1];
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
                             const int64_t k_ = A_i2;
                             {
-                                int64_t B_p2 = B_pos2[(k_)];
-                                const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                int64_t B_p2 = B_pos2[k_];
+                                const int64_t B_p2_end = B_pos2[k_ + 1];
                                 for (; B_p2 < B_p2_end; B_p2++) {
                                     const int64_t B_i2 = B_crd2[B_p2];
                                     const int64_t j_ = B_i2;
@@ -308,8 +309,9 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                             w_mark[j_] = w_gen;
                                             w_list[w_count++] = j_;
                                             w_vals[j_] = w_v;
+                                        } else {
+                                            w_vals[j_] += w_v;
                                         }
-                                        else w_vals[j_] += w_v;
                                     }
                                 }
                             }

@@ -12,8 +12,8 @@ from pathlib import Path
 from string import Template
 
 from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Decl,
-                    Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Label, Literal, Prelude, Pragma,
-                    Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While, is_atom_text)
+                    Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Initializer, Label, Literal,
+                    Member, Prelude, Pragma, Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While, is_atom_text)
 
 INDENT = "    "
 
@@ -31,6 +31,12 @@ def unit(node: Unit) -> str:
 
 def expression(node: Expr) -> str:
     return _expr(node)[0]
+
+
+def operand(node: Expr) -> str:
+    """`node` as it may stand inside other C text: in parentheses unless it binds as tightly as a postfix
+    expression (a name, a constant, `a[i]`, `f(x)`)."""
+    return _operand(node, _POSTFIX)
 
 
 def statements(node: Stmt, depth: int = 0) -> str:
@@ -82,6 +88,16 @@ def _enclosed(text: str) -> bool:
 @_expr.register
 def _(node: Index):
     return f"{_operand(node.base, _POSTFIX)}[{expression(node.index)}]", _POSTFIX
+
+
+@_expr.register
+def _(node: Member):
+    return f"{_operand(node.base, _POSTFIX)}.{node.field}", _POSTFIX
+
+
+@_expr.register
+def _(node: Initializer):
+    return f"{{{', '.join(expression(v) for v in node.values)}}}", _ATOM
 
 
 @_expr.register
@@ -152,8 +168,9 @@ def _(node: Decl, depth):
 
 def _declaration(node: Decl) -> str:
     space = "" if node.type.endswith("*") else " "
+    length = "" if node.length is None else f"[{node.length}]"
     init = "" if node.init is None else f" = {expression(node.init)}"
-    return f"{node.type}{space}{node.name}{init}"
+    return f"{node.type}{space}{node.name}{length}{init}"
 
 
 @_lines.register

@@ -18,6 +18,7 @@ from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Provenance, Split,
 from ..cin.rewrite import without
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import as_expr
 from ..codegen.literals import c_literal
 from ..errors import ScheduleError
 from ..format.level import Capability
@@ -722,11 +723,11 @@ def _entries_before(it: lat.Iterator, plan: Plan, position: str) -> str:
     for level in plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):
             break
-        position = level.range(Position(position))[0]
+        position = level.range(Position(as_expr(position)))[0]
         counts.append(position)
     if len(counts) < 2:
         return counts[0] if counts else position
-    return f"({' + '.join(counts)})"
+    return f"({' + '.join(map(str, counts))})"
 
 
 def _sparse_loop(stmt: Forall, loop: _Loop, lattice: lat.Lattice, point: lat.Point, plan: Plan, scope: Scope,
@@ -823,10 +824,10 @@ def _case_body(stmt: Forall, loop: _Loop, point: lat.Point, plan: Plan, scope: S
                 reads[(access, it.level)] = level.locate(parent, index)
             elif it in found:
                 reads[(access, it.level)] = Position(level.stepped(found[it], index),
-                                                     None if level.unique else f"{found[it]}_end")
+                                                     None if level.unique else as_expr(f"{found[it]}_end"))
             else:
                 q, _, c, seg = _iterator_names(it, plan)
-                reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else seg)
+                reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else as_expr(seg))
     for access, level_number in loop.located:
         parent = scope.reads.get((access, level_number - 1), ROOT)
         reads[(access, level_number)] = plan.read_levels(access)[level_number].locate(parent, index)
@@ -970,7 +971,7 @@ def _row_segments(stmt: Forall, made: IndexVar, start: str, count: str, row: str
                              atomic=False)
     b.bridge_line(f"int64_t {q} = {scope.ranges[made][0]} + {start};")
     b.bridge_line(f"const int64_t {stop} = {q} + {count};")
-    starts, ends = plan.read_levels(access)[1].range(Position(row))
+    starts, ends = plan.read_levels(access)[1].range(Position(as_expr(row)))
     with b.bridge_block(f"while ({q} < {stop})"):
         b.bridge_line(f"while ({ends} <= {q}) {row}++;")
         b.bridge_line(f"const int64_t {segment} = min64({ends}, {stop}), {first} = {q};")
@@ -1100,7 +1101,7 @@ def _declare_positions(relation: Pos, plan: Plan, scope: Scope, b: CBuilder) -> 
     first_lo, first_hi = plan.fresh("lo"), plan.fresh("hi")
     first = ("0", names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT)
     b.bridge_line(f"const int64_t {first_lo} = {first[0]}, {first_hi} = {first[1]};")
-    begin, end = levels[1].range(Position(first_lo, end=first_hi))
+    begin, end = levels[1].range(Position(as_expr(first_lo), end=as_expr(first_hi)))
     b.bridge_line(f"const int64_t {lo} = {begin}, {hi} = {end};")
     return lo, hi, first_lo, first_hi
 
@@ -1122,7 +1123,7 @@ def _search_row(index: IndexVar, offset: str, plan: Plan, scope: Scope, b: CBuil
         b.bridge_line(f"int64_t {high} = {first_hi};")
         with b.bridge_block(f"while ({high} - {row} > 1)"):
             b.bridge_line(f"const int64_t {mid} = {row} + ({high} - {row}) / 2;")
-            b.bridge_line(f"if ({starts.range(Position(mid))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
+            b.bridge_line(f"if ({starts.range(Position(as_expr(mid)))[0]} <= {lo} + {offset}) {row} = {mid}; else {high} = {mid};")
     return row
 
 
@@ -1153,7 +1154,7 @@ def _recover(index: IndexVar, value: str, body: Stmt, plan: Plan, scope: Scope, 
         lower(Forall(relation.index, body), plan, replace(scope, fixed=fixed), b)
         return
     row = track or _search_row(index, value, plan, scope, b)
-    ends = plan.read_levels(access)[1].range(Position(row))[1]
+    ends = plan.read_levels(access)[1].range(Position(as_expr(row)))[1]
     b.bridge_line(f"while ({ends} <= {q}) {row}++;")
     _at_row(collapsed, access, row, q, body, plan, scope, b, in_order)
 

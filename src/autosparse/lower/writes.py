@@ -24,7 +24,7 @@ from typing import Mapping
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import Prelude
+from ..codegen.c_ast import Literal, Prelude, Var, as_expr
 from ..format.level import Level
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
@@ -39,6 +39,12 @@ HELPERS = Prelude("result_arrays")
 
 def _allocation(length: str, ctype: str, zeroed: bool) -> str:
     return f"resultarray({length}, sizeof({ctype}), {int(zeroed)})"
+
+
+def located(level: Level, parent: Position, coordinate, dim) -> Position:
+    """The position `coordinate` (a C expression; `dim` the level's extent) leads to below `parent` at a level
+    the kernel locates, as a result's and a workspace's dense levels are."""
+    return Position(level.locate({}, parent.begin, as_expr(coordinate), as_expr(dim)))
 
 
 class Target(ABC):
@@ -105,7 +111,7 @@ class DenseResult(Target):
     overwrites: bool = True
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(self.levels[level], parent, coordinate, self.dims[level])
 
     def parallel_safe(self) -> bool:
         return True
@@ -263,13 +269,13 @@ class AppendedResult(AssembledResult):
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
-            return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
+            return located(lv, parent, coordinate, self.dims[level])
         if not self._is_group_end(level):
             return parent
         p = names.position(names.access(self.name), level)
         b.bridge_line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
         b.bridge_line(f"int {self.flag(level)} = 0;")
-        return Position(p)
+        return Position(Var(p))
 
     def flag(self, level: int) -> str | None:
         return names.user(self.name, f"nz{level + 1}") if self._is_group_end(level) else None
@@ -445,7 +451,7 @@ class SharedPatternResult(AssembledResult):
         if self.source_levels[level].properties.full:
             return f"({self._source_count(level - 1)} * {self.dims[level]})"
         parents = self._source_count(level - 1)
-        return self.source_levels[level].position_range(self.source_arrays[level], "0", parents)[1]
+        return self.source_levels[level].position_range(self.source_arrays[level], Literal(0), as_expr(parents))[1]
 
     def allocate(self, b: CBuilder) -> None:
         for level, lv in enumerate(self.levels):
@@ -469,13 +475,13 @@ class SharedPatternResult(AssembledResult):
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         if level >= len(self.source_levels):
-            return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+            return located(self.levels[level], parent, coordinate, self.dims[level])
         source = reads[(self.source, level)]
         if self._mirrored(level):
             if "crd" in self.levels[level].array_names:
                 b.bridge_line(f"{self._array(level, 'crd')}[{source.begin}] = {coordinate};")
             return source
-        position = Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+        position = located(self.levels[level], parent, coordinate, self.dims[level])
         below = level + 1
         if below < len(self.source_levels) and self._counted(below):
             begin, end = self.source_levels[below].position_range(self.source_arrays[below], source.begin,
