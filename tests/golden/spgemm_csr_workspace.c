@@ -99,7 +99,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     const int32_t *restrict B_crd2 = (const int32_t *)args[3];
     const double *restrict A_vals = (const double *)args[4];
     const double *restrict B_vals = (const double *)args[5];
-    int32_t *C_pos2 = resultarray((1 * i_dim), sizeof(int32_t), 1);
+    int32_t *C_pos2 = resultarray(1 * i_dim, sizeof(int32_t), 1);
     if (!C_pos2) return 1;
     int64_t C_size2 = 0;
     int32_t *C_crd2 = NULL;
@@ -264,21 +264,25 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     free(w_list);
     free(w_spare);
     free(w_bits);
-    for (int64_t p = 0; p < (1 * i_dim); p++) {
+    for (int64_t p = 0; p < 1 * i_dim; p++) {
         C_pos2[p + 1] += C_pos2[p];
     }
     if (C_bounded) {
         {
-            void *trimmed = realloc(C_crd2, ((size_t)(C_size2) + 1) * sizeof(int32_t));
-            if (trimmed) C_crd2 = trimmed;
+            void *trimmed = realloc(C_crd2, ((size_t)C_size2 + 1) * sizeof(int32_t));
+            if (trimmed) {
+                C_crd2 = trimmed;
+            }
         }
         {
-            void *trimmed = realloc(C_vals, ((size_t)(C_size2) + 1) * sizeof(double));
-            if (trimmed) C_vals = trimmed;
+            void *trimmed = realloc(C_vals, ((size_t)C_size2 + 1) * sizeof(double));
+            if (trimmed) {
+                C_vals = trimmed;
+            }
         }
     }
     args[6] = C_pos2;
-    sizes[6] = (1 * i_dim) + 1;
+    sizes[6] = 1 * i_dim + 1;
     args[7] = C_crd2;
     sizes[7] = C_size2;
     args[8] = C_vals;

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
@@ -24,20 +23,7 @@ from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
-from .writes import Target, located
-
-
-def _product(factors: Sequence[str]) -> Expr:
-    """1 * factors[0] * ...: the size of a block of the dimensions `factors`."""
-    size: Expr = Literal(1)
-    for factor in factors:
-        size = size * as_expr(factor)
-    return size
-
-
-def _free(b: CBuilder, *arrays: str) -> None:
-    for array in arrays:
-        b.expr(call("free", Var(array)))
+from .writes import Target, block_size, free_arrays, located
 
 
 class Workspace(Target):
@@ -79,7 +65,7 @@ class DenseWorkspace(Workspace):
     value_type: str
 
     def _size(self) -> Expr:
-        return cast("size_t", _product(self.dims))
+        return cast("size_t", block_size(self.dims))
 
     def allocate(self, b: CBuilder) -> None:
         vals = b.decl(f"{self.value_type} *", names.vals(self.name),
@@ -97,7 +83,7 @@ class DenseWorkspace(Workspace):
             b.expr(call("memset", Var(names.vals(self.name)), 0, self._size() * SizeOf(self.value_type)))
 
     def release(self, b: CBuilder) -> None:
-        _free(b, names.vals(self.name))
+        free_arrays(b, names.vals(self.name))
 
 
 @dataclass(frozen=True)
@@ -219,7 +205,7 @@ class ListWorkspace(Workspace):
         b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        _free(b, names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits"))
+        free_arrays(b, names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits"))
 
 
 #: sortcoordinates and ordertouched, which put a workspace's touched coordinates in order.
@@ -244,7 +230,7 @@ class _SortedLevel(ReadLevel):
         return (Literal(0), Var(self.workspace.count)) if self.level == 0 else (parent.begin, parent.last)
 
     def coordinate(self, q: Expr) -> Expr:
-        stride = _product(self.workspace.dims[self.level + 1:])
+        stride = block_size(self.workspace.dims[self.level + 1:])
         return Var(self.workspace.keys)[q] // stride % as_expr(self.workspace.dims[self.level])
 
     def locate(self, parent: Position, coordinate: Expr) -> Position:
@@ -315,7 +301,7 @@ class HashedWorkspace(Workspace):
         keys, vals, count, q = Var(self.keys), Var(names.vals(self.name)), Var(self.count), Var("q")
         table, sorted_cap = self._var("table"), self._var("sorted_cap")
         with b.if_(gt(count, sorted_cap)):
-            _free(b, self.keys, vals.name)
+            free_arrays(b, self.keys, vals.name)
             b.assign(keys, call("malloc", cast("size_t", 4 * count) * SizeOf("int64_t")))
             b.assign(vals, call("malloc", cast("size_t", 2 * count) * SizeOf(self.value_type)))
             b.assign(sorted_cap, ternary(and_(keys, vals), 2 * count, 0))
@@ -333,4 +319,4 @@ class HashedWorkspace(Workspace):
         b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        _free(b, *(self._ident(part) for part in ("table", "slots", "keys")), names.vals(self.name))
+        free_arrays(b, *(self._ident(part) for part in ("table", "slots", "keys")), names.vals(self.name))
