@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from . import printer
-from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Comment, Decl, Expr, ExprStmt, For, Goto, If, Label,
+from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Break, Comment, Continue, Decl, Expr, ExprStmt, For, Goto, If, Label,
                     Pragma, Return, Stmt, Var, While, as_expr, increment, lt, not_)
 
 
@@ -55,6 +55,12 @@ class CBuilder:
 
     def return_(self, value=None) -> None:
         self.add(Return(None if value is None else as_expr(value)))
+
+    def break_(self) -> None:
+        self.add(Break())
+
+    def continue_(self) -> None:
+        self.add(Continue())
 
     def goto(self, label: str) -> None:
         self.add(Goto(label))

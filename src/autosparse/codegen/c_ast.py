@@ -245,6 +245,10 @@ def increment(target) -> Unary:
     return Unary("++", as_expr(target), postfix=True)
 
 
+def decrement(target) -> Unary:
+    return Unary("--", as_expr(target), postfix=True)
+
+
 def address_of(operand) -> Unary:
     return Unary("&", as_expr(operand))
 
@@ -315,6 +319,11 @@ class Return(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Continue(Stmt):
     pass
 
 

@@ -11,9 +11,10 @@ from functools import lru_cache, singledispatch
 from pathlib import Path
 from string import Template
 
-from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Decl,
-                    Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Initializer, Label, Literal,
-                    Member, Prelude, Pragma, Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While, is_atom_text)
+from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Continue,
+                    Decl, Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Initializer, Label,
+                    Literal, Member, Prelude, Pragma, Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While,
+                    is_atom_text)
 
 INDENT = "    "
 
@@ -137,7 +138,7 @@ def _(node: Ternary):
 
 
 #: Statements an `if` without else keeps on its own line (`if (!p) return 1;`).
-_JUMPS = (Return, Break, Goto)
+_JUMPS = (Return, Break, Continue, Goto)
 
 
 # --- statements -----------------------------------------------------------------------------------------
@@ -231,6 +232,11 @@ def _(node: Return, depth):
 @_lines.register
 def _(node: Break, depth):
     return [INDENT * depth + "break;"]
+
+
+@_lines.register
+def _(node: Continue, depth):
+    return [INDENT * depth + "continue;"]
 
 
 @_lines.register
