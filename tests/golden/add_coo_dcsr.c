@@ -620,20 +620,28 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     }
     if (C_bounded) {
         {
-            void *trimmed = realloc(C_crd1, ((size_t)(C_size1) + 1) * sizeof(int32_t));
-            if (trimmed) C_crd1 = trimmed;
+            void *trimmed = realloc(C_crd1, ((size_t)C_size1 + 1) * sizeof(int32_t));
+            if (trimmed) {
+                C_crd1 = trimmed;
+            }
         }
         {
             void *trimmed = realloc(C_pos2, ((size_t)(C_size1 + 1) + 1) * sizeof(int32_t));
-            if (trimmed) C_pos2 = trimmed;
+            if (trimmed) {
+                C_pos2 = trimmed;
+            }
         }
         {
-            void *trimmed = realloc(C_crd2, ((size_t)(C_size2) + 1) * sizeof(int32_t));
-            if (trimmed) C_crd2 = trimmed;
+            void *trimmed = realloc(C_crd2, ((size_t)C_size2 + 1) * sizeof(int32_t));
+            if (trimmed) {
+                C_crd2 = trimmed;
+            }
         }
         {
-            void *trimmed = realloc(C_vals, ((size_t)(C_size2) + 1) * sizeof(double));
-            if (trimmed) C_vals = trimmed;
+            void *trimmed = realloc(C_vals, ((size_t)C_size2 + 1) * sizeof(double));
+            if (trimmed) {
+                C_vals = trimmed;
+            }
         }
     }
     args[9] = C_pos1;

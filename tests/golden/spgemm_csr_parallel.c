@@ -100,7 +100,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     const int32_t *restrict B_crd2 = (const int32_t *)args[3];
     const double *restrict A_vals = (const double *)args[4];
     const double *restrict B_vals = (const double *)args[5];
-    int32_t *C_pos2 = resultarray((1 * i_dim), sizeof(int32_t), 1);
+    int32_t *C_pos2 = resultarray(1 * i_dim, sizeof(int32_t), 1);
     if (!C_pos2) return 1;
     int64_t C_size2 = 0;
     int32_t *C_crd2 = NULL;
@@ -119,7 +119,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
         int64_t *w_list = malloc(((size_t)j_dim + 1) * sizeof(int64_t));
         int64_t *w_spare = malloc(((size_t)j_dim + 1) * sizeof(int64_t));
         uint64_t *w_bits = calloc(((size_t)j_dim >> 6) + ((size_t)j_dim >> 12) + 2, sizeof(uint64_t));
-        int64_t w_count = 0, w_gen = 1;
+        int64_t w_count = 0;
+        int64_t w_gen = 1;
         if (!w_vals || !w_mark || !w_list || !w_spare || !w_bits) {
             #pragma omp atomic write
             failed = 1;
@@ -139,14 +140,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 for (int64_t i_ = 0; i_ < i_dim; i_++) {
                     /* produce w */
                     {
-                        int64_t A_p2 = A_pos2[(i_)];
-                        const int64_t A_p2_end = A_pos2[(i_) + 1];
+                        int64_t A_p2 = A_pos2[i_];
+                        const int64_t A_p2_end = A_pos2[i_ + 1];
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
                             const int64_t k_ = A_i2;
                             {
-                                int64_t B_p2 = B_pos2[(k_)];
-                                const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                int64_t B_p2 = B_pos2[k_];
+                                const int64_t B_p2_end = B_pos2[k_ + 1];
                                 const int64_t trips = min64(B_p2_end - B_p2, j_dim);
                                 w_count += trips;
                             }
@@ -205,14 +206,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     for (int64_t i_ = 0; i_ < i_dim; i_++) {
                         /* produce w */
                         {
-                            int64_t A_p2 = A_pos2[(i_)];
-                            const int64_t A_p2_end = A_pos2[(i_) + 1];
+                            int64_t A_p2 = A_pos2[i_];
+                            const int64_t A_p2_end = A_pos2[i_ + 1];
                             for (; A_p2 < A_p2_end; A_p2++) {
                                 const int64_t A_i2 = A_crd2[A_p2];
                                 const int64_t k_ = A_i2;
                                 {
-                                    int64_t B_p2 = B_pos2[(k_)];
-                                    const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                    int64_t B_p2 = B_pos2[k_];
+                                    const int64_t B_p2_end = B_pos2[k_ + 1];
                                     for (; B_p2 < B_p2_end; B_p2++) {
                                         const int64_t B_i2 = B_crd2[B_p2];
                                         const int64_t j_ = B_i2;
@@ -291,14 +292,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 for (int64_t i_ = 0; i_ < i_dim; i_++) {
                     /* produce w */
                     {
-                        int64_t A_p2 = A_pos2[(i_)];
-                        const int64_t A_p2_end = A_pos2[(i_) + 1];
+                        int64_t A_p2 = A_pos2[i_];
+                        const int64_t A_p2_end = A_pos2[i_ + 1];
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
                             const int64_t k_ = A_i2;
                             {
-                                int64_t B_p2 = B_pos2[(k_)];
-                                const int64_t B_p2_end = B_pos2[(k_) + 1];
+                                int64_t B_p2 = B_pos2[k_];
+                                const int64_t B_p2_end = B_pos2[k_ + 1];
                                 for (; B_p2 < B_p2_end; B_p2++) {
                                     const int64_t B_i2 = B_crd2[B_p2];
                                     const int64_t j_ = B_i2;
@@ -308,8 +309,9 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                             w_mark[j_] = w_gen;
                                             w_list[w_count++] = j_;
                                             w_vals[j_] = w_v;
+                                        } else {
+                                            w_vals[j_] += w_v;
                                         }
-                                        else w_vals[j_] += w_v;
                                     }
                                 }
                             }
@@ -352,7 +354,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     if (failed) return failed;
     C_size2 = 0;
     for (int t = 0; t < team; t++) {
-        const int64_t from = C_size2_chunks[t], n = C_size2_ends[t] - from;
+        const int64_t from = C_size2_chunks[t];
+        const int64_t n = C_size2_ends[t] - from;
         if (n > 0 && from != C_size2) {
             memmove(C_crd2 + C_size2 * 1 + 0, C_crd2 + from * 1 + 0, (size_t)(n * 1) * sizeof(int32_t));
             memmove(C_vals + C_size2 * 1 + 0, C_vals + from * 1 + 0, (size_t)(n * 1) * sizeof(double));
@@ -361,21 +364,25 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     }
     free(C_size2_chunks);
     free(C_size2_ends);
-    for (int64_t p = 0; p < (1 * i_dim); p++) {
+    for (int64_t p = 0; p < 1 * i_dim; p++) {
         C_pos2[p + 1] += C_pos2[p];
     }
     if (C_bounded) {
         {
-            void *trimmed = realloc(C_crd2, ((size_t)(C_size2) + 1) * sizeof(int32_t));
-            if (trimmed) C_crd2 = trimmed;
+            void *trimmed = realloc(C_crd2, ((size_t)C_size2 + 1) * sizeof(int32_t));
+            if (trimmed) {
+                C_crd2 = trimmed;
+            }
         }
         {
-            void *trimmed = realloc(C_vals, ((size_t)(C_size2) + 1) * sizeof(double));
-            if (trimmed) C_vals = trimmed;
+            void *trimmed = realloc(C_vals, ((size_t)C_size2 + 1) * sizeof(double));
+            if (trimmed) {
+                C_vals = trimmed;
+            }
         }
     }
     args[6] = C_pos2;
-    sizes[6] = (1 * i_dim) + 1;
+    sizes[6] = 1 * i_dim + 1;
     args[7] = C_crd2;
     sizes[7] = C_size2;
     args[8] = C_vals;

@@ -31,12 +31,12 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
         for (int64_t i_ = 0; i_ < i_dim; i_++) {
             {
                 double acc1 = 0;
-                int64_t A_p2 = A_pos2[(i_)];
-                const int64_t A_p2_end = A_pos2[(i_) + 1];
+                int64_t A_p2 = A_pos2[i_];
+                const int64_t A_p2_end = A_pos2[i_ + 1];
                 for (; A_p2 < A_p2_end; A_p2++) {
                     const int64_t A_i2 = A_crd2[A_p2];
                     const int64_t j_ = A_i2;
-                    acc1 += A_vals[A_p2] * x_vals[(j_)];
+                    acc1 += A_vals[A_p2] * x_vals[j_];
                 }
                 y_vals[i_] = acc1;
             }

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from . import printer
-from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Comment, Decl, Expr, ExprStmt, For, Goto, If, Label,
-                    Pragma, Return, Stmt, Var, While, as_expr, not_)
+from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Break, Comment, Continue, Decl, Expr, ExprStmt, For, Goto, If, Label,
+                    Pragma, Return, Stmt, Var, While, as_expr, increment, lt, not_)
 
 
 class CBuilder:
@@ -36,9 +36,9 @@ class CBuilder:
         """The statements of `block`, spliced here (another builder's body)."""
         self.add(*block.body)
 
-    def decl(self, ctype: str, name: str, init=None) -> Var:
-        """Declare `name`; returns the variable, to use in what follows."""
-        self.add(Decl(ctype, name, None if init is None else as_expr(init)))
+    def decl(self, ctype: str, name: str, init=None, length: int | None = None) -> Var:
+        """Declare `name` (an array of `length` when given); returns the variable, to use in what follows."""
+        self.add(Decl(ctype, name, None if init is None else as_expr(init), length))
         return Var(name)
 
     def assign(self, target, value, op: str = "=") -> None:
@@ -55,6 +55,12 @@ class CBuilder:
 
     def return_(self, value=None) -> None:
         self.add(Return(None if value is None else as_expr(value)))
+
+    def break_(self) -> None:
+        self.add(Break())
+
+    def continue_(self) -> None:
+        self.add(Continue())
 
     def goto(self, label: str) -> None:
         self.add(Goto(label))
@@ -106,12 +112,16 @@ class CBuilder:
 
     @contextmanager
     def for_(self, init: Stmt | None, condition, step) -> Iterator[None]:
-        """`for (init; condition; step)`: `init` a Decl or Assign (`loop_var` makes the usual one), `step`
-        an expression (`increment(i)`) or an Assign."""
+        """`for (init; condition; step)`: `init` a Decl or Assign, `step` an expression (`increment(i)`) or
+        an Assign (`for_range` makes the usual loop)."""
         with self._nested() as body:
             yield
         step = step if isinstance(step, Stmt) or step is None else as_expr(step)
         self.add(For(init, None if condition is None else as_expr(condition), step, Block(tuple(body))))
+
+    def for_range(self, name: str, begin, end):
+        """`for (int64_t name = begin; name < end; name++)`."""
+        return self.for_(Decl("int64_t", name, as_expr(begin)), lt(Var(name), end), increment(Var(name)))
 
     @contextmanager
     def while_(self, condition) -> Iterator[None]:

@@ -20,13 +20,14 @@ from typing import Union
 
 
 class Expr:
-    """A C expression. `str()` prints it (via `printer`), so it can still meet text during the bridge."""
+    """A C expression. `str()` prints it (via `printer`) as an operand, in parentheses unless it is a name,
+    a constant, or a postfix expression (`a[i]`, `f(x)`), so it can still meet text safely during the bridge."""
 
     __slots__ = ()
 
     def __str__(self) -> str:
-        from .printer import expression
-        return expression(self)
+        from .printer import operand
+        return operand(self)
 
     def __add__(self, other) -> "Expr":
         return Binary("+", self, as_expr(other))
@@ -74,6 +75,9 @@ class Expr:
     def __getitem__(self, index) -> "Expr":
         return Index(self, as_expr(index))
 
+    def field(self, name: str) -> "Expr":
+        return Member(self, name)
+
 
 @dataclass(frozen=True, slots=True)
 class Var(Expr):
@@ -94,6 +98,21 @@ class Literal(Expr):
 class Index(Expr):
     base: Expr
     index: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Member(Expr):
+    """`base.field` (a struct's field: a hash table entry's key)."""
+
+    base: Expr
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Initializer(Expr):
+    """`{a, b}`: what an array declaration starts with."""
+
+    values: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +175,8 @@ def as_expr(value: "Expr | int | float | str") -> Expr:
     if isinstance(value, (int, float)):
         return Literal(value)
     if isinstance(value, str):
+        if re.fullmatch(r"-?[0-9]+", value):
+            return Literal(int(value))
         return Var(value) if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", value) else BridgeText(value)
     raise TypeError(f"Expected a C expression, but found {value!r}")
 
@@ -224,6 +245,14 @@ def increment(target) -> Unary:
     return Unary("++", as_expr(target), postfix=True)
 
 
+def decrement(target) -> Unary:
+    return Unary("--", as_expr(target), postfix=True)
+
+
+def address_of(operand) -> Unary:
+    return Unary("&", as_expr(operand))
+
+
 # --- statements --------------------------------------------------------------------------------------
 
 
@@ -240,9 +269,12 @@ class Block(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Decl(Stmt):
+    """`type name = init;`, or with a `length` the array `type name[length] = init;`."""
+
     type: str
     name: str
     init: Expr | None = None
+    length: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

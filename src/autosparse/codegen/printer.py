@@ -11,9 +11,10 @@ from functools import lru_cache, singledispatch
 from pathlib import Path
 from string import Template
 
-from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Continue, Decl,
-                    Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Label, Literal, Prelude, Pragma,
-                    Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While, is_atom_text)
+from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Continue,
+                    Decl, Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Initializer, Label,
+                    Literal, Member, Prelude, Pragma, Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While,
+                    is_atom_text)
 
 INDENT = "    "
 
@@ -31,6 +32,12 @@ def unit(node: Unit) -> str:
 
 def expression(node: Expr) -> str:
     return _expr(node)[0]
+
+
+def operand(node: Expr) -> str:
+    """`node` as it may stand inside other C text: in parentheses unless it binds as tightly as a postfix
+    expression (a name, a constant, `a[i]`, `f(x)`)."""
+    return _operand(node, _POSTFIX)
 
 
 def statements(node: Stmt, depth: int = 0) -> str:
@@ -64,27 +71,16 @@ def _(node: Literal):
 
 @_expr.register
 def _(node: BridgeText):
-    if is_atom_text(node.text) or _enclosed(node.text):
-        return node.text, _ATOM
-    return node.text, _POSTFIX if _subscripted(node.text) else 0
-
-
-def _subscripted(text: str) -> bool:
-    """Whether `text` is one name subscripted once, `name[ ... ]` (a level's array read)."""
-    name = re.match(r"[A-Za-z_][A-Za-z_0-9]*\[", text)
-    return name is not None and text.endswith("]") and _balanced_to_end(text[name.end() - 1:], "[", "]")
+    return node.text, _ATOM if is_atom_text(node.text) or _enclosed(node.text) else 0
 
 
 def _enclosed(text: str) -> bool:
     """Whether `text` is one parenthesised whole, `( ... )`."""
-    return text.startswith("(") and text.endswith(")") and _balanced_to_end(text, "(", ")")
-
-
-def _balanced_to_end(text: str, opening: str, closing: str) -> bool:
-    """Whether the bracket opening `text` closes at its very end, and not before."""
+    if not text.startswith("(") or not text.endswith(")"):
+        return False
     depth = 0
     for k, char in enumerate(text):
-        depth += {opening: 1, closing: -1}.get(char, 0)
+        depth += {"(": 1, ")": -1}.get(char, 0)
         if depth == 0 and k < len(text) - 1:
             return False
     return True
@@ -93,6 +89,16 @@ def _balanced_to_end(text: str, opening: str, closing: str) -> bool:
 @_expr.register
 def _(node: Index):
     return f"{_operand(node.base, _POSTFIX)}[{expression(node.index)}]", _POSTFIX
+
+
+@_expr.register
+def _(node: Member):
+    return f"{_operand(node.base, _POSTFIX)}.{node.field}", _POSTFIX
+
+
+@_expr.register
+def _(node: Initializer):
+    return f"{{{', '.join(expression(v) for v in node.values)}}}", _ATOM
 
 
 @_expr.register
@@ -163,8 +169,9 @@ def _(node: Decl, depth):
 
 def _declaration(node: Decl) -> str:
     space = "" if node.type.endswith("*") else " "
+    length = "" if node.length is None else f"[{node.length}]"
     init = "" if node.init is None else f" = {expression(node.init)}"
-    return f"{node.type}{space}{node.name}{init}"
+    return f"{node.type}{space}{node.name}{length}{init}"
 
 
 @_lines.register

@@ -13,7 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..codegen.c_ast import Prelude
+from ..codegen.c_ast import Expr, Prelude, Var, call, lt
 from ..errors import FormatError
 from ._checks import check_in_range, check_pos, expand_ranges, new_runs
 from .compressed import pos_from_counts
@@ -141,17 +141,17 @@ class Hashed(Level):
             raise FormatError(f"Expected coordinate {crd[s]} in slot {s} to be reachable by probing from its "
                               f"home slot {home[bad[0]]}, but an empty slot lies between")
 
-    def position_range(self, arrays, begin, end) -> tuple[str, str]:
-        return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"
+    def position_range(self, arrays, begin: Expr, end: Expr) -> tuple[Expr, Expr]:
+        return Var(arrays["pos"])[begin], Var(arrays["pos"])[end]
 
-    def coordinate(self, arrays, position) -> str:
-        return f"{arrays['crd']}[{position}]"
+    def coordinate(self, arrays, position: Expr) -> Expr:
+        return Var(arrays["crd"])[position]
 
-    def vacant(self, arrays, position) -> str | None:
-        return f"{arrays['crd']}[{position}] < 0"
+    def vacant(self, arrays, position: Expr) -> Expr | None:
+        return lt(Var(arrays["crd"])[position], 0)
 
-    def locate(self, arrays, parent, coordinate, dim) -> str:
-        return f"{_find_helper(arrays['@type'])}({arrays['pos']}, {arrays['crd']}, {parent}, {coordinate})"
+    def locate(self, arrays, parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
+        return call(_find_helper(arrays["@type"]), Var(arrays["pos"]), Var(arrays["crd"]), parent, coordinate)
 
     def c_helpers(self, index_type: str) -> Prelude:
         """Linear probing from the home slot of HASH_MULTIPLIER (the layout this module defines)."""

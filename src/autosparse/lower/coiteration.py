@@ -139,12 +139,12 @@ def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None)
     the end of the run of entries sharing it."""
     q, end, c, seg = (Var(name) for name in iterator_names(cx, it))
     level = cx.plan.read_levels(it.access)[it.level]
-    coordinate = as_expr(level.coordinate(q.name))
+    coordinate = as_expr(level.coordinate(q))
     cx.b.decl("const int64_t", c.name, ternary(lt(q, end), coordinate, -1) if guard else coordinate)
     if not level.unique:
         at = eq(c, c if index is None else index)
         cx.b.decl("int64_t", seg.name, q + at)
-        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(as_expr(level.coordinate(seg.name)), c))):
+        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(as_expr(level.coordinate(seg)), c))):
             cx.b.expr(increment(seg))
 
 
@@ -195,7 +195,7 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
             cx.b.pragma(f"GCC unroll {stmt.unroll}")
         with header, iteration(cx, stmt):
             cx.count(f"∀{loop.index} over {it.access}")
-            vacant = level.vacant(q.name)
+            vacant = level.vacant(q)
             if vacant:
                 with cx.b.if_(as_expr(vacant)):
                     cx.b.add(Continue())
@@ -275,22 +275,22 @@ def case_body(cx: Lowering, stmt: Forall, loop: Loop, point: lat.Point, scope: S
             level = cx.plan.read_levels(access)[it.level]
             parent = scope.reads.get((access, it.level - 1), ROOT)
             if it.full:
-                reads[(access, it.level)] = level.locate(parent, index)
+                reads[(access, it.level)] = level.locate(parent, Var(index))
             elif it in found:
-                reads[(access, it.level)] = Position(level.stepped(found[it], index),
-                                                     None if level.unique else f"{found[it]}_end")
+                reads[(access, it.level)] = Position(level.stepped(Var(found[it]), Var(index)),
+                                                     None if level.unique else Var(f"{found[it]}_end"))
             else:
                 q, _, c, seg = iterator_names(cx, it)
-                reads[(access, it.level)] = Position(level.stepped(q, c), None if level.unique else seg)
+                reads[(access, it.level)] = Position(level.stepped(Var(q), Var(c)), None if level.unique else Var(seg))
     for access, level_number in loop.located:
         parent = scope.reads.get((access, level_number - 1), ROOT)
-        reads[(access, level_number)] = cx.plan.read_levels(access)[level_number].locate(parent, index)
+        reads[(access, level_number)] = cx.plan.read_levels(access)[level_number].locate(parent, Var(index))
     writes, flags, entered = dict(scope.writes), dict(scope.flags), []
     for name, level in loop.written:
         target = cx.plan.targets[name]
         parent = scope.writes.get((name, level - 1), ROOT)
-        target.bind(level, index, cx.b)
-        position = target.enter(level, index, parent, reads, cx.b)
+        target.bind(level, Var(index), cx.b)
+        position = target.enter(level, Var(index), parent, reads, cx.b)
         writes[(name, level)] = position
         entered.append((name, level, parent, position, flags.get(name)))
         if target.flag(level):
@@ -328,7 +328,7 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
             finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         with cx.b.while_(lt(q, end)):
             cx.count(f"∀{loop.index} walk {driver.access}")
-            vacant = level.vacant(q.name)
+            vacant = level.vacant(q)
             if vacant:
                 with cx.b.if_(as_expr(vacant)):
                     cx.b.expr(increment(q))
@@ -381,7 +381,7 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
     # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
     with parallel_region(cx, stmt, [], scope, "schedule(static, 1)") as inner, \
             cx.b.for_(Decl("int64_t", part.name, as_expr(0)), lt(part, parts), increment(part)):
-        cx.b.decl("int64_t", f"{span.name}[2]")
+        cx.b.decl("int64_t", span.name, length=2)
         with cx.b.for_(Decl("int", side.name, as_expr(0)), lt(side, 2), increment(side)):
             cx.b.decl("const int64_t", share.name, part + side)
             cx.b.decl("int64_t", low.name, first)
@@ -405,6 +405,6 @@ def _entries_before(cx: Lowering, it: lat.Iterator, position: Expr) -> Expr:
     for level in cx.plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):
             break
-        position = as_expr(level.range(Position(str(position)))[0])
+        position = as_expr(level.range(Position(position))[0])
         counts.append(position)
     return sum(counts[1:], counts[0]) if counts else position

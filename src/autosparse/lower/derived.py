@@ -79,7 +79,7 @@ def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: Expr, count
                              atomic=False)
     cx.b.decl("int64_t", q.name, Var(scope.ranges[made][0]) + start)
     cx.b.decl("const int64_t", stop.name, q + count)
-    starts, ends = (as_expr(bound) for bound in cx.plan.read_levels(access)[1].range(Position(row)))
+    starts, ends = (as_expr(bound) for bound in cx.plan.read_levels(access)[1].range(Position(Var(row))))
     with cx.b.while_(lt(q, stop)):
         with cx.b.while_(le(ends, q)):
             cx.b.expr(increment(Var(row)))
@@ -120,7 +120,7 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
     with cx.b.block():
-        cx.b.decl("const int64_t", names.coordinate(collapsed.outer), Var(row) if first.full else as_expr(first.coordinate(row)))
+        cx.b.decl("const int64_t", names.coordinate(collapsed.outer), Var(row) if first.full else as_expr(first.coordinate(Var(row))))
         store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", Var(register), scope)
 
 
@@ -206,7 +206,7 @@ def _declare_positions(cx: Lowering, relation: Pos, scope: Scope) -> tuple[str, 
         return lo, hi
     first_lo, first_hi = cx.fresh("lo"), cx.fresh("hi")
     _declare_range(cx, (first_lo, first_hi), (0, names.extent(roots[0])) if levels[0].full else levels[0].range(ROOT))
-    _declare_range(cx, (lo, hi), levels[1].range(Position(first_lo, end=first_hi)))
+    _declare_range(cx, (lo, hi), levels[1].range(Position(Var(first_lo), end=Var(first_hi))))
     return lo, hi, first_lo, first_hi
 
 
@@ -232,7 +232,7 @@ def _search_row(cx: Lowering, index: IndexVar, offset: Expr, scope: Scope) -> st
         cx.b.decl("int64_t", high.name, Var(first_hi))
         with cx.b.while_(gt(high - row, 1)):
             cx.b.decl("const int64_t", mid.name, row + (high - row) // 2)
-            with cx.b.if_(le(as_expr(starts.range(Position(mid.name))[0]), Var(lo) + offset)):
+            with cx.b.if_(le(as_expr(starts.range(Position(mid))[0]), Var(lo) + offset)):
                 cx.b.assign(row, mid)
             with cx.b.else_():
                 cx.b.assign(high, mid)
@@ -265,7 +265,7 @@ def _recover(cx: Lowering, index: IndexVar, value: Expr, body: Stmt, scope: Scop
         cx.lower(Forall(relation.index, body), replace(scope, fixed=fixed))
         return
     row = track or _search_row(cx, index, value, scope)
-    ends = as_expr(cx.plan.read_levels(access)[1].range(Position(row))[1])
+    ends = as_expr(cx.plan.read_levels(access)[1].range(Position(Var(row)))[1])
     with cx.b.while_(le(ends, q)):
         cx.b.expr(increment(Var(row)))
     _at_row(cx, collapsed, access, row, q, body, scope, in_order)
@@ -332,7 +332,7 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:
             run_end = cx.b.decl("int64_t", f"{found[it]}_end", Var(found[it]))
-            at = eq(as_expr(level.coordinate(run_end.name)), Var(names.coordinate(stmt.index)))
+            at = eq(as_expr(level.coordinate(run_end)), Var(names.coordinate(stmt.index)))
             with cx.b.if_(ge(Var(found[it]), 0)), cx.b.while_(and_(lt(run_end, Var(end)), at)):
                 cx.b.expr(increment(run_end))
     return found

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Mapping
 
 import numpy as np
@@ -43,7 +43,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     extent = {index: names.extent(index) for index in indices}
     for relation in provenance.relations:  # the variables of a split that index levels (a block view)
         if isinstance(relation, Split) and not relation.divide and relation.parent in extent:
-            tiles = f"({ceil_div(extent[relation.parent], relation.factor)})"  # text, as the other extents
+            tiles = ceil_div(extent[relation.parent], relation.factor)
             extent[relation.outer] = extent[relation.parent] if relation.offset else tiles
             extent[relation.inner] = str(relation.factor)
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}

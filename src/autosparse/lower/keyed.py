@@ -22,11 +22,11 @@ from typing import Callable
 from ..cin.ast import Access, Forall, Stmt, Strategy, accesses, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Block, Decl, Expr, Function, Literal, Param, Return, SizeOf, Var, and_, as_expr, call,
+from ..codegen.c_ast import (Block, Decl, Expr, Function, Literal, Param, Return, SizeOf, Var, and_, call,
                              cast, eq, ge, increment, lt, not_)
 from ..errors import ScheduleError
 from ..runtime.abi import ReturnCode
-from .reads import Position, ReadLevel, TensorLevel
+from .reads import ROOT, Position, ReadLevel, TensorLevel
 
 def keyed_accesses(stmt: Stmt, scattered) -> dict[Access, str]:
     """The accesses a loop over their last index finds by `hash` although their levels cannot be found
@@ -53,14 +53,14 @@ class KeyLevel(ReadLevel):
     unique = True
     steppable = False
 
-    def range(self, parent: Position) -> tuple[str, str]:
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
         raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
 
-    def coordinate(self, q: str) -> str:
+    def coordinate(self, q: Expr) -> Expr:
         raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
-        return Position("0")
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
+        return ROOT
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,10 @@ class KeyedLevel(KeyLevel):
 
     full = False
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         width = len(self.coordinates)
-        return Position(f"keyedfind{width}({self.table}, {self.table}_mask, {', '.join(self.coordinates)})",
-                        may_miss=True)
+        return Position(call(f"keyedfind{width}", Var(self.table), Var(f"{self.table}_mask"),
+                             *(Var(c) for c in self.coordinates)), may_miss=True)
 
 
 def view(access: Access, levels: tuple[TensorLevel, ...], table: str) -> tuple[ReadLevel, ...]:
@@ -98,7 +98,7 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     """Before the loops: the table of every entry of the access's tensor, (coordinates) -> position
     (`count` instruments each insertion)."""
     width = len(levels)
-    first, last = (as_expr(end) for end in levels[0].range(Position("0")))
+    first, last = levels[0].range(ROOT)
     table_var, mask, q = Var(table), Var(f"{table}_mask"), Var("q")
     table_bytes = cast("size_t", mask + 1) * (width + 1) * SizeOf("int64_t")
     b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
@@ -110,7 +110,7 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     b.expr(call("memset", table_var, Literal(0xff), table_bytes))
     with b.for_(Decl("int64_t", "q", first), lt(q, last), increment(q)):
         count(f"hash {access.tensor.name} by coordinates")
-        coordinates = (as_expr(level.coordinate("q")) for level in levels)
+        coordinates = (level.coordinate(q) for level in levels)
         with b.if_(not_(call(f"keyedinsert{width}", table_var, mask, q, *coordinates))):
             b.expr(call("free", table_var))
             b.return_(int(ReturnCode.DUPLICATE))

@@ -66,7 +66,7 @@ def _count_trips(cx: Lowering, loop: Loop, lattice: lat.Lattice, name: str, scop
                      for point in bottoms]
             trips = _smallest([sum(terms[1:], terms[0]), extent])
         trips = cx.b.decl("const int64_t", "trips", trips)
-        cx.plan.targets[name].count_at_most(trips.name, cx.b)
+        cx.plan.targets[name].count_at_most(trips, cx.b)
         if scope.flags.get(name):
             with cx.b.if_(trips):
                 cx.b.assign(Var(scope.flags[name]), 1)

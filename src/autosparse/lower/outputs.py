@@ -99,7 +99,7 @@ def target_position(cx: Lowering, lhs: Access, scope: Scope) -> Position:
         return scope.writes.get((lhs.tensor.name, lhs.tensor.order - 1), ROOT)
     position = ROOT
     for level, index in enumerate(lhs.level_indices):
-        position = target.enter(level, names.coordinate(index), position, scope.reads, cx.b)
+        position = target.enter(level, Var(names.coordinate(index)), position, scope.reads, cx.b)
     return position
 
 
@@ -131,7 +131,7 @@ def _read(cx: Lowering, access: Access, scope: Scope) -> Expr:
     position = scope.reads.get((access, access.tensor.order - 1), ROOT)
     if dense_operand(access):
         for level, (index, read_level) in enumerate(zip(access.level_indices, cx.plan.read_levels(access))):
-            position = read_level.locate(position, names.coordinate(index))
+            position = read_level.locate(position, Var(names.coordinate(index)))
     vals, begin = Var(cx.plan.vals(access)), as_expr(position.begin)
     if position.end is not None:
         total = cx.b.decl(cx.plan.value_types[access.tensor.name], cx.fresh("v"), 0)

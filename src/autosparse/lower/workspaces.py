@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import Prelude
+from ..codegen.c_ast import (Expr, Initializer, Literal, Prelude, SizeOf, Var, address_of, and_, as_expr, call,
+                             cast, eq, gt, increment, lt, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
-from .writes import Target
+from .writes import Target, block_size, free_arrays, located
 
 
 class Workspace(Target):
@@ -31,6 +32,9 @@ class Workspace(Target):
     def _ident(self, part: str) -> str:
         """The C name of one of the workspace's arrays or counters."""
         return names.user(self.name, part)
+
+    def _var(self, part: str) -> Var:
+        return Var(self._ident(part))
 
     @property
     def count(self) -> str:
@@ -60,26 +64,26 @@ class DenseWorkspace(Workspace):
     dims: tuple[str, ...]
     value_type: str
 
-    def _size(self) -> str:
-        return " * ".join(("1", *self.dims))
+    def _size(self) -> Expr:
+        return cast("size_t", block_size(self.dims))
 
     def allocate(self, b: CBuilder) -> None:
-        b.bridge_line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
-               f"sizeof({self.value_type}));")
-        b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
+        vals = b.decl(f"{self.value_type} *", names.vals(self.name),
+                      call("calloc", self._size(), SizeOf(self.value_type)))
+        b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(Dense(), parent, coordinate, self.dims[level])
 
     def read_level(self, level: int) -> ReadLevel:
         return TensorLevel(Dense(), {}, self.dims[level])
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.bridge_line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
+            b.expr(call("memset", Var(names.vals(self.name)), 0, self._size() * SizeOf(self.value_type)))
 
     def release(self, b: CBuilder) -> None:
-        b.bridge_line(f"free({names.vals(self.name)});")
+        free_arrays(b, names.vals(self.name))
 
 
 @dataclass(frozen=True)
@@ -88,11 +92,11 @@ class ScalarWorkspace(DenseWorkspace):
     compiler keeps in a register; private to each thread of a parallel region it is declared in."""
 
     def allocate(self, b: CBuilder) -> None:
-        b.bridge_line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
+        b.decl(self.value_type, names.vals(self.name), Initializer((Literal(0),)), length=1)
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.bridge_line(f"{names.vals(self.name)}[0] = 0;")
+            b.assign(Var(names.vals(self.name))[0], 0)
 
     def release(self, b: CBuilder) -> None:
         pass
@@ -105,21 +109,22 @@ class _ListLevel(ReadLevel):
     ordered = True
     unique = True
 
-    def range(self, parent: Position) -> tuple[str, str]:
-        return "0", self.workspace.count
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
+        return Literal(0), Var(self.workspace.count)
 
-    def coordinate(self, q: str) -> str:
-        return f"{self.workspace.list}[{q}]"
+    def coordinate(self, q: Expr) -> Expr:
+        return Var(self.workspace.list)[q]
 
-    def stepped(self, q: str, coordinate: str) -> str:
-        return coordinate
+    def stepped(self, q: Expr, coordinate: Expr) -> Expr:
+        return as_expr(coordinate)
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         """Values at coordinates this producer did not touch are stale, and read as missing, unless the
         workspace keeps them zero."""
+        coordinate = as_expr(coordinate)
         if self.workspace.located:
             return Position(coordinate)
-        return Position(f"({self.workspace.touched(coordinate)} ? {coordinate} : -1)", may_miss=True)
+        return Position(ternary(self.workspace.touched(coordinate), coordinate, -1), may_miss=True)
 
 
 @dataclass(frozen=True)
@@ -142,66 +147,65 @@ class ListWorkspace(Workspace):
     def list(self) -> str:
         return self._ident("list")
 
-    def touched(self, coordinate: str) -> str:
-        return f"{self._ident('mark')}[{coordinate}] == {self._ident('gen')}"
+    def touched(self, coordinate: Expr) -> Expr:
+        return eq(self._var("mark")[coordinate], self._var("gen"))
 
     def allocate(self, b: CBuilder) -> None:
-        vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
-                                   self._ident("bits"))
-        if self.located:
-            b.bridge_line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
-        else:
-            b.bridge_line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
-        b.bridge_line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.bridge_line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.bridge_line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.bridge_line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
-               f"sizeof(uint64_t));")
-        b.bridge_line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", ReturnCode.OUT_OF_MEMORY)
+        vt, dim = self.value_type, cast("size_t", as_expr(self.dim))
+        vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located
+                     else call("malloc", dim * SizeOf(vt) + 1))
+        arrays = (b.decl(f"{vt} *", names.vals(self.name), vals_size),
+                  b.decl("int64_t *", self._ident("mark"), call("calloc", dim + 1, SizeOf("int64_t"))),
+                  b.decl("int64_t *", self.list, call("malloc", (dim + 1) * SizeOf("int64_t"))),
+                  b.decl("int64_t *", self._ident("spare"), call("malloc", (dim + 1) * SizeOf("int64_t"))),
+                  b.decl("uint64_t *", self._ident("bits"),
+                         call("calloc", (dim >> 6) + (dim >> 12) + 2, SizeOf("uint64_t"))))
+        b.decl("int64_t", self.count, 0)
+        b.decl("int64_t", self._ident("gen"), 1)
+        b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(coordinate)
+        return Position(as_expr(coordinate))
 
-    def _first_touch(self, coordinate: str, b: CBuilder) -> None:
-        b.bridge_line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
-        b.bridge_line(f"{self.list}[{self.count}++] = {coordinate};")
+    def _first_touch(self, coordinate: Expr, b: CBuilder) -> None:
+        b.assign(self._var("mark")[coordinate], self._var("gen"))
+        b.assign(Var(self.list)[increment(Var(self.count))], coordinate)
 
-    def count_at_most(self, amount: str, b: CBuilder) -> None:
+    def count_at_most(self, amount, b: CBuilder) -> None:
         """The count alone, above the list's length: the bound phase's consumer reads nothing else."""
-        b.bridge_line(f"{self.count} += {amount};")
+        b.assign(Var(self.count), amount, "+=")
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.bridge_block(f"if (!({self.touched(position.begin)}))"):
+        with b.if_(not_(self.touched(position.begin))):
             self._first_touch(position.begin, b)
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        j, vals, v = position.begin, names.vals(self.name), self._ident("v")
-        with b.bridge_block():
-            b.bridge_line(f"const {self.value_type} {v} = {value};")
-            with b.bridge_block(f"if (!({self.touched(j)}))"):
+    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
+        j, vals = position.begin, Var(names.vals(self.name))
+        with b.block():
+            v = b.decl(f"const {self.value_type}", self._ident("v"), value)
+            with b.if_(not_(self.touched(j))):
                 self._first_touch(j, b)
-                b.bridge_line(f"{vals}[{j}] = {v};")
-            b.bridge_line(f"else {vals}[{j}] {op} {v};")
+                b.assign(vals[j], v)
+            with b.else_():
+                b.assign(vals[j], v, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.bridge_line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
-                   f"{self.dim});")
+            b.expr(call("ordertouched", Var(self.list), Var(self.count), self._var("spare"), self._var("bits"),
+                        as_expr(self.dim)))
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if self.located and values:
-            with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.bridge_line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-        b.bridge_line(f"{self._ident('gen')}++;")
-        b.bridge_line(f"{self.count} = 0;")
+            with b.for_range("q", 0, Var(self.count)):
+                b.assign(Var(names.vals(self.name))[Var(self.list)[Var("q")]], 0)
+        b.expr(increment(self._var("gen")))
+        b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
-            b.bridge_line(f"free({array});")
+        free_arrays(b, names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits"))
 
 
 #: sortcoordinates and ordertouched, which put a workspace's touched coordinates in order.
@@ -222,14 +226,14 @@ class _SortedLevel(ReadLevel):
     def unique(self) -> bool:
         return self.level == len(self.workspace.dims) - 1
 
-    def range(self, parent: Position) -> tuple[str, str]:
-        return ("0", self.workspace.count) if self.level == 0 else (parent.begin, parent.last)
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
+        return (Literal(0), Var(self.workspace.count)) if self.level == 0 else (parent.begin, parent.last)
 
-    def coordinate(self, q: str) -> str:
-        stride = " * ".join(("1", *self.workspace.dims[self.level + 1:]))
-        return f"(({self.workspace.keys}[{q}] / ({stride})) % {self.workspace.dims[self.level]})"
+    def coordinate(self, q: Expr) -> Expr:
+        stride = block_size(self.workspace.dims[self.level + 1:])
+        return Var(self.workspace.keys)[q] // stride % as_expr(self.workspace.dims[self.level])
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         raise ScheduleError(f"Expected the hashed workspace {self.workspace.name} to be stepped by its consumer, "
                             f"but it is located: drop the @locate protocol")
 
@@ -251,14 +255,17 @@ class HashedWorkspace(Workspace):
         return self._ident("keys")
 
     def allocate(self, b: CBuilder) -> None:
-        t, vt = self._ident, self.value_type
-        b.bridge_line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
-        b.bridge_line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
-        b.bridge_line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
-        b.bridge_line(f"int64_t *{self.keys} = NULL;")
-        b.bridge_line(f"{vt} *{names.vals(self.name)} = NULL;")
-        b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
-        b.bridge_line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
+        entry = self._ident("entry")
+        b.decl("int64_t", self._ident("cap"), 16)
+        b.decl("int64_t", self.count, 0)
+        b.decl("int64_t", self._ident("sorted_cap"), 0)
+        table = b.decl(f"{entry} *", self._ident("table"), call("malloc", 16 * SizeOf(entry)))
+        slots = b.decl("int64_t *", self._ident("slots"), call("malloc", 16 * SizeOf("int64_t")))
+        b.decl("int64_t *", self.keys, Var("NULL"))
+        b.decl(f"{self.value_type} *", names.vals(self.name), Var("NULL"))
+        b.fail(or_(not_(table), not_(slots)), ReturnCode.OUT_OF_MEMORY)
+        with b.for_range("s", 0, 16):
+            b.assign(table[Var("s")].field("key"), -1)
 
     def helpers(self) -> tuple[Prelude, ...]:
         t = self._ident
@@ -266,22 +273,24 @@ class HashedWorkspace(Workspace):
                                              ("value_type", self.value_type))),)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(Dense(), parent, coordinate, self.dims[level])
 
-    def _insert(self, position: Position, b: CBuilder) -> None:
-        t = self._ident
-        b.bridge_line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
-               f"{position.begin});")
-        b.fail("slot < 0", ReturnCode.OUT_OF_MEMORY)
+    def _insert(self, position: Position, b: CBuilder) -> Var:
+        """The slot of the position's key, inserted when new."""
+        slot = b.decl("int64_t", "slot", call(self._ident("insert"), address_of(self._var("table")),
+                                               address_of(self._var("slots")), address_of(self._var("cap")),
+                                               address_of(Var(self.count)), position.begin))
+        b.fail(lt(slot, 0), ReturnCode.OUT_OF_MEMORY)
+        return slot
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.bridge_block():
+        with b.block():
             self._insert(position, b)
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        with b.bridge_block():
-            self._insert(position, b)
-            b.bridge_line(f"{self._ident('table')}[slot].val {op} {value};")
+    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
+        with b.block():
+            slot = self._insert(position, b)
+            b.assign(self._var("table")[slot].field("val"), value, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
@@ -289,26 +298,25 @@ class HashedWorkspace(Workspace):
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """The keys sorted (sortcoordinates, the second half of `keys` its spare), then each one's value
         found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
-        t, vt, vals = self._ident, self.value_type, names.vals(self.name)
-        with b.bridge_block(f"if ({self.count} > {t('sorted_cap')})"):
-            b.bridge_line(f"free({self.keys}); free({vals});")
-            b.bridge_line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
-            b.bridge_line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
-            b.bridge_line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
-            b.fail(f"!{self.keys} || !{vals}", ReturnCode.OUT_OF_MEMORY)
-        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.bridge_line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
-        b.bridge_line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
-        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.bridge_line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
+        keys, vals, count, q = Var(self.keys), Var(names.vals(self.name)), Var(self.count), Var("q")
+        table, sorted_cap = self._var("table"), self._var("sorted_cap")
+        with b.if_(gt(count, sorted_cap)):
+            free_arrays(b, self.keys, vals.name)
+            b.assign(keys, call("malloc", cast("size_t", 4 * count) * SizeOf("int64_t")))
+            b.assign(vals, call("malloc", cast("size_t", 2 * count) * SizeOf(self.value_type)))
+            b.assign(sorted_cap, ternary(and_(keys, vals), 2 * count, 0))
+            b.fail(or_(not_(keys), not_(vals)), ReturnCode.OUT_OF_MEMORY)
+        with b.for_range("q", 0, count):
+            b.assign(keys[q], table[self._var("slots")[q]].field("key"))
+        b.expr(call("sortcoordinates", keys, count, keys + count))
+        with b.for_range("q", 0, count):
+            b.assign(vals[q], table[call(self._ident("probe"), table, self._var("cap"), keys[q])].field("val"))
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         """Every slot this producer filled is emptied (its value zeroed when it is filled again)."""
-        with b.bridge_block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.bridge_line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
-        b.bridge_line(f"{self.count} = 0;")
+        with b.for_range("q", 0, Var(self.count)):
+            b.assign(self._var("table")[self._var("slots")[Var("q")]].field("key"), -1)
+        b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        for part in ("table", "slots", "keys"):
-            b.bridge_line(f"free({self._ident(part)});")
-        b.bridge_line(f"free({names.vals(self.name)});")
+        free_arrays(b, *(self._ident(part) for part in ("table", "slots", "keys")), names.vals(self.name))
