@@ -121,7 +121,7 @@ def test_a_row_split_bounds_its_tiles_instead_of_guarding_them():
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="split(i, i0, i1, 32); parallelize(i0, cpu_thread, no_races)")
     source = kernel.source
     assert "#pragma omp parallel for schedule(static)" in source and "runtime" not in source
-    assert "for (int64_t i0_ = 0; i0_ < (i_dim / 32 + (i_dim % 32 > 0)); i0_++)" in source
+    assert "for (int64_t i0_ = 0; i0_ < i_dim / 32 + (i_dim % 32 > 0); i0_++)" in source
     assert "for (int64_t i1_ = 0; i1_ < min64(32, i_dim - i0_ * 32); i1_++)" in source
     assert "const int64_t i_ = i0_ * 32 + i1_;" in source
     assert "break" not in source and "if (i_ >=" not in source

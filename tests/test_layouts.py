@@ -57,7 +57,7 @@ def test_spmv_on_a_packed_triangle(name, upper, n):
     y = kernel(A=asp.Tensor.from_numpy(m, format=name), x=x)
     np.testing.assert_allclose(np.asarray(y), m @ x)
     # the triangle's own bounds: a row's segment from the row, no index array
-    segment = "((i_)) * j_dim - ((i_)) * (((i_)) - 1) / 2" if upper else "((i_)) * (((i_)) + 1) / 2"
+    segment = "i_ * j_dim - i_ * (i_ - 1) / 2" if upper else "i_ * (i_ + 1) / 2"
     assert segment in kernel.source and "A_p2_base" in kernel.source and "A_crd1" not in kernel.source
 
 
@@ -151,7 +151,7 @@ def test_bcsr_spmv_runs_dense_block_loops():
     source = kernel.source
     assert "for (int64_t ib_ = 0; ib_ < min64(4, i_dim - iB_ * 4); ib_++)" in source  # the last block cut short
     assert "for (int64_t jb_ = 0; jb_ < min64(4, j_dim - jB_ * 4); jb_++)" in source
-    assert "A_vals[(((A_p2 * 4 + ib_)) * 4 + jb_)]" in source  # a block's values in order
+    assert "A_vals[(A_p2 * 4 + ib_) * 4 + jb_]" in source  # a block's values in order
 
 
 SPGEMM_FORMATS = ["coo", "csr", "dcsr", "bcsr(4)"]

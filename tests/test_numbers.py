@@ -16,6 +16,7 @@ from autosparse.pipeline.kernel import MAX_THREADS
 from autosparse.cin import parse_cin
 from autosparse.cin.ast import MAX_UNROLL
 from autosparse.codegen.literals import c_literal
+from autosparse.codegen.printer import operand
 from autosparse.notation import Assignment, parse
 from autosparse.runtime.compiler import compile_flags
 from autosparse.notation.ast import Literal
@@ -105,7 +106,7 @@ def test_a_literal_its_kernel_cannot_hold_is_refused_as_numpy_refuses_it(dtype, 
     (2, "double _Complex", "CMPLX(2.0, 0.0)"),
 ])
 def test_literal_spelling(value, value_type, spelled):
-    assert c_literal(value, value_type) == spelled
+    assert operand(c_literal(value, value_type)) == spelled
 
 
 # ----- int64 arithmetic wraps as numpy's does ------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""C code generation: a builder for C text and the naming scheme of generated identifiers."""
+"""C code generation: a typed C AST (c_ast), its one printer, a builder that keeps lowering code reading
+like the C it produces, and the naming scheme of generated identifiers. Imports nothing of autosparse but
+errors (floor 9)."""
 
 from .builder import CBuilder
 

@@ -1,11 +1,15 @@
-"""A C source builder whose context managers mirror the C structure being emitted:
+"""A builder of C AST statements whose context managers mirror the C structure being built:
 
-    with b.block("for (int64_t i = 0; i < n; i++)"):
-        b.line("y[i] = 0;")
+    with b.for_(b.decl("int64_t", "i", 0, inline=True), lt(i, n), increment(i)):
+        b.assign(y[i], 0)
 
-Blocks indent themselves, so lowering code reads like the C it produces. `fail` is how generated code
-gives up (out of memory, an index type outgrown): a `return` in serial code; inside an OpenMP region,
-which no code may leave, it raises the region's flag and jumps to the end of what it was doing.
+Nested statements land in the innermost open block, so lowering code reads like the C it produces.
+`fail` is how generated code gives up (out of memory, an index type outgrown): a `return` in serial
+code; inside an OpenMP region, which no code may leave, it raises the region's flag and jumps to the end
+of what it was doing.
+
+The `bridge_*` methods are the temporary bridge for lower/lower.py, which still writes C text; they go
+once it builds nodes.
 """
 
 from __future__ import annotations
@@ -13,62 +17,142 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+from . import printer
+from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Break, Comment, Continue, Decl, Expr, ExprStmt, For, Goto, If, Label,
+                    Pragma, Return, Stmt, Var, While, as_expr, increment, lt, not_)
+
 
 class CBuilder:
-    def __init__(self, depth: int = 1):
-        self._lines: list[str] = []
-        self._depth = depth
+    def __init__(self):
+        self._open: list[list[Stmt]] = [[]]
         self._failures: list[tuple[str, str]] = []  # (flag, label) of the regions around, innermost last
 
-    def line(self, text: str) -> None:
-        self._lines.append("    " * self._depth + text)
+    # --- plain statements ---
 
-    def lines(self, text: str) -> None:
-        for line in text.strip("\n").splitlines():
-            self.line(line)
+    def add(self, *stmts: Stmt) -> None:
+        self._open[-1].extend(stmts)
+
+    def extend(self, block: Block) -> None:
+        """The statements of `block`, spliced here (another builder's body)."""
+        self.add(*block.body)
+
+    def decl(self, ctype: str, name: str, init=None, length: int | None = None) -> Var:
+        """Declare `name` (an array of `length` when given); returns the variable, to use in what follows."""
+        self.add(Decl(ctype, name, None if init is None else as_expr(init), length))
+        return Var(name)
+
+    def assign(self, target, value, op: str = "=") -> None:
+        self.add(Assign(as_expr(target), as_expr(value), op))
+
+    def expr(self, expr) -> None:
+        self.add(ExprStmt(as_expr(expr)))
 
     def comment(self, text: str) -> None:
-        self.line(f"/* {text} */")
+        self.add(Comment(text))
+
+    def pragma(self, text: str) -> None:
+        self.add(Pragma(text))
+
+    def return_(self, value=None) -> None:
+        self.add(Return(None if value is None else as_expr(value)))
+
+    def break_(self) -> None:
+        self.add(Break())
+
+    def continue_(self) -> None:
+        self.add(Continue())
+
+    def goto(self, label: str) -> None:
+        self.add(Goto(label))
+
+    def label(self, name: str) -> None:
+        self.add(Label(name))
+
+    # --- nested statements ---
 
     @contextmanager
-    def block(self, header: str = "") -> Iterator[None]:
-        self.line(f"{header} {{" if header else "{")
-        self._depth += 1
+    def _nested(self) -> Iterator[list[Stmt]]:
+        self._open.append([])
+        body = self._open[-1]
         try:
-            yield
+            yield body
         finally:
-            self._depth -= 1
-            self.line("}")
+            self._open.pop()
 
     @contextmanager
-    def scope(self, header: str) -> Iterator[None]:
-        """A block when `header` says what it is for (if, else, ...); nothing around the body otherwise."""
-        if header:
-            with self.block(header):
-                yield
-        else:
+    def block(self) -> Iterator[None]:
+        with self._nested() as body:
             yield
+        self.add(Block(tuple(body)))
 
-    def fail(self, condition: str, code: "int | str") -> None:
-        """Give up with `code` (nonzero) when `condition` holds."""
+    @contextmanager
+    def if_(self, condition) -> Iterator[None]:
+        with self._nested() as body:
+            yield
+        self.add(If(as_expr(condition), Block(tuple(body))))
+
+    @contextmanager
+    def else_(self) -> Iterator[None]:
+        """The else branch of the `if` just built."""
+        last = self._open[-1][-1]
+        if not isinstance(last, If) or last.otherwise is not None:
+            raise AssertionError(f"Expected an if without else before else_, but found {last!r}")
+        with self._nested() as body:
+            yield
+        self._open[-1][-1] = If(last.condition, last.then, Block(tuple(body)))
+
+    @contextmanager
+    def when(self, condition) -> Iterator[None]:
+        """An if when there is a `condition`; nothing around the body when it is None."""
+        if condition is None:
+            yield
+        else:
+            with self.if_(condition):
+                yield
+
+    @contextmanager
+    def for_(self, init: Stmt | None, condition, step) -> Iterator[None]:
+        """`for (init; condition; step)`: `init` a Decl or Assign, `step` an expression (`increment(i)`) or
+        an Assign (`for_range` makes the usual loop)."""
+        with self._nested() as body:
+            yield
+        step = step if isinstance(step, Stmt) or step is None else as_expr(step)
+        self.add(For(init, None if condition is None else as_expr(condition), step, Block(tuple(body))))
+
+    def for_range(self, name: str, begin, end):
+        """`for (int64_t name = begin; name < end; name++)`."""
+        return self.for_(Decl("int64_t", name, as_expr(begin)), lt(Var(name), end), increment(Var(name)))
+
+    @contextmanager
+    def while_(self, condition) -> Iterator[None]:
+        with self._nested() as body:
+            yield
+        self.add(While(as_expr(condition), Block(tuple(body))))
+
+    # --- failures ---
+
+    def fail(self, condition, code) -> None:
+        """Give up with `code` (nonzero: a ReturnCode, or the variable holding one) when `condition` holds."""
+        code = as_expr(code if isinstance(code, (str, Expr)) else int(code))
         if not self._failures:
-            self.line(f"if ({condition}) return {code if isinstance(code, str) else int(code)};")
+            with self.if_(condition):
+                self.return_(code)
             return
         flag, label = self._failures[-1]
-        with self.block(f"if ({condition})"):
-            self.line("#pragma omp atomic write")
-            self.line(f"{flag} = {code if isinstance(code, str) else int(code)};")
-            self.line(f"goto {label};")
+        with self.if_(condition):
+            self.pragma("omp atomic write")
+            self.assign(Var(flag), code)
+            self.goto(label)
 
-    def agreed(self, flag: str, name: str) -> str:
+    def agreed(self, flag: str, name: str) -> Expr:
         """Inside an OpenMP region, a condition every thread finds alike (as a worksharing loop behind it
         needs): that nothing raised `flag` so far. Each thread reads the flag into `name`, then all wait,
         so no failure after the reads can split them."""
-        self.line(f"int {name};")
-        self.line("#pragma omp atomic read")
-        self.line(f"{name} = {flag};")
-        self.line("#pragma omp barrier")
-        return f"!{name}"
+        self.decl("int", name)
+        self.pragma("omp atomic read")
+        self.assign(Var(name), Var(flag))
+        self.pragma("omp barrier")
+        return not_(Var(name))
 
     @property
     def failure_flag(self) -> str | None:
@@ -83,7 +167,42 @@ class CBuilder:
             yield
         finally:
             self._failures.pop()
-        self.line(f"{label}:;")
+        self.label(label)
 
-    def text(self) -> str:
-        return "\n".join(self._lines)
+    # --- what was built ---
+
+    def statements(self) -> Block:
+        if len(self._open) != 1:
+            raise AssertionError("Expected every nested statement closed before reading the builder")
+        return Block(tuple(self._open[0]))
+
+    def text(self, depth: int = 0) -> str:
+        return "\n".join(printer.statements(stmt, depth) for stmt in self.statements().body)
+
+    # --- bridge for lower/lower.py, which still writes C text (goes when it builds nodes) ---
+
+    def bridge_line(self, text: str) -> None:
+        self.add(BridgeLine(text))
+
+    def bridge_lines(self, text: str) -> None:
+        for line in text.strip("\n").splitlines():
+            self.bridge_line(line)
+
+    @contextmanager
+    def bridge_block(self, header: str = "") -> Iterator[None]:
+        if not header:
+            with self.block():
+                yield
+            return
+        with self._nested() as body:
+            yield
+        self.add(BridgeBlock(header, Block(tuple(body))))
+
+    @contextmanager
+    def bridge_scope(self, header: str) -> Iterator[None]:
+        """A block when `header` says what it is for (if, else, ...); nothing around the body otherwise."""
+        if header:
+            with self.bridge_block(header):
+                yield
+        else:
+            yield

@@ -8,6 +8,8 @@ same double (C's reading is correctly rounded too), cast to `float` where the ke
 rounds the double to float32 the same way); inf and NaN come from math.h. An integer that int64 cannot
 hold is refused in an int64 kernel and becomes the nearest double elsewhere, as numpy does.
 
+A literal is a C AST expression (`c_ast`); printed as an operand (`printer.operand`) it reads:
+
     c_literal(3, "int64_t")        →  INT64_C(3)
     c_literal(-2**63, "int64_t")   →  INT64_MIN          (the constant 9223372036854775808 has no signed type)
     c_literal(0.1, "float")        →  ((float)0.1)
@@ -24,13 +26,14 @@ import numbers
 import numpy as np
 
 from ..errors import RangeError
-from ..tensor.dtypes import INT64_MAX, INT64_MIN
 from . import names
+from .c_ast import Expr, Literal, Var, call, cast
 
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # as tensor.dtypes has them (codegen imports no tensor)
 INT64, FLOAT32, COMPLEX = (names.value_type(t) for t in (np.int64, np.float32, np.complex128))
 
 
-def c_literal(value: int | float | complex, value_type: str) -> str:
+def c_literal(value: int | float | complex, value_type: str) -> Expr:
     """`value` as a C constant of the kernel's `value_type` (a C type from codegen.names)."""
     if isinstance(value, numbers.Integral):
         return _integer(int(value), value_type)
@@ -38,18 +41,18 @@ def c_literal(value: int | float | complex, value_type: str) -> str:
         raise RangeError(f"Expected an integer literal in a kernel of int64 values, but found {value!r}")
     if isinstance(value, numbers.Real):
         return _real(float(value), value_type)
-    return f"CMPLX({_double(value.real)}, {_double(value.imag)})"
+    return call("CMPLX", _double(value.real), _double(value.imag))
 
 
-def _integer(value: int, value_type: str) -> str:
+def _integer(value: int, value_type: str) -> Expr:
     if value_type != INT64:
         return _real(_as_double(value), value_type)
     if not INT64_MIN <= value <= INT64_MAX:
         raise RangeError(f"Expected an integer literal that int64 holds (the kernel computes in int64), "
                          f"but found {_shown(value)}")
     if value == INT64_MIN:
-        return "INT64_MIN"
-    return f"INT64_C({value})" if value >= 0 else f"(-INT64_C({-value}))"
+        return Var("INT64_MIN")
+    return call("INT64_C", value) if value >= 0 else -call("INT64_C", -value)
 
 
 def _as_double(value: int) -> float:
@@ -64,16 +67,15 @@ def _shown(value: int) -> str:
     return str(value) if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
 
 
-def _real(value: float, value_type: str) -> str:
+def _real(value: float, value_type: str) -> Expr:
     if value_type == COMPLEX:
-        return f"CMPLX({_double(value)}, 0.0)"
-    return f"((float){_double(value)})" if value_type == FLOAT32 else _double(value)
+        return call("CMPLX", _double(value), 0.0)
+    return cast("float", _double(value)) if value_type == FLOAT32 else _double(value)
 
 
-def _double(value: float) -> str:
+def _double(value: float) -> Expr:
     if math.isnan(value):
-        return "(-NAN)" if math.copysign(1.0, value) < 0 else "NAN"
+        return -Var("NAN") if math.copysign(1.0, value) < 0 else Var("NAN")
     if math.isinf(value):
-        return "INFINITY" if value > 0 else "(-INFINITY)"
-    text = repr(value)
-    return f"({text})" if text.startswith("-") else text
+        return Var("INFINITY") if value > 0 else -Var("INFINITY")
+    return Literal(value)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._checks import (check_in_range, check_pos, check_sibling_order, check_unique_unordered, expand_ranges, new_runs,
                       path_repeats, siblings)
+from ..codegen.c_ast import Expr, Var
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -156,8 +157,8 @@ class Compressed(Level):
             return Validated(nchildren=len(crd), repeats=np.zeros(len(crd), dtype=bool))
         return Validated(nchildren=len(crd), repeats=path_repeats(parent, parent_repeats, crd))
 
-    def position_range(self, arrays, begin, end) -> tuple[str, str]:
-        return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"
+    def position_range(self, arrays, begin: Expr, end: Expr) -> tuple[Expr, Expr]:
+        return Var(arrays["pos"])[begin], Var(arrays["pos"])[end]
 
-    def coordinate(self, arrays, position) -> str:
-        return f"{arrays['crd']}[{position}]"
+    def coordinate(self, arrays, position: Expr) -> Expr:
+        return Var(arrays["crd"])[position]

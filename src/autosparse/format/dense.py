@@ -7,6 +7,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..codegen.c_ast import Expr, Literal
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -55,10 +56,8 @@ class Dense(Level):
     def validate(self, arrays, nparents, dim, parent_repeats) -> Validated:
         return Validated(nchildren=nparents * dim, repeats=None)
 
-    def locate(self, arrays, parent, coordinate, dim) -> str:
-        if parent == "0":
-            return coordinate
-        return f"{parent if parent.isidentifier() else f'({parent})'} * {dim} + {coordinate}"
+    def locate(self, arrays, parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
+        return coordinate if parent == Literal(0) else parent * dim + coordinate
 
     @property
     def locate_may_miss(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..codegen.c_ast import Expr, Prelude, Var, call, lt
 from ..errors import FormatError
 from ._checks import check_in_range, check_pos, expand_ranges, new_runs
 from .compressed import pos_from_counts
@@ -140,34 +141,22 @@ class Hashed(Level):
             raise FormatError(f"Expected coordinate {crd[s]} in slot {s} to be reachable by probing from its "
                               f"home slot {home[bad[0]]}, but an empty slot lies between")
 
-    def position_range(self, arrays, begin, end) -> tuple[str, str]:
-        return f"{arrays['pos']}[{begin}]", f"{arrays['pos']}[{end}]"
+    def position_range(self, arrays, begin: Expr, end: Expr) -> tuple[Expr, Expr]:
+        return Var(arrays["pos"])[begin], Var(arrays["pos"])[end]
 
-    def coordinate(self, arrays, position) -> str:
-        return f"{arrays['crd']}[{position}]"
+    def coordinate(self, arrays, position: Expr) -> Expr:
+        return Var(arrays["crd"])[position]
 
-    def vacant(self, arrays, position) -> str | None:
-        return f"{arrays['crd']}[{position}] < 0"
+    def vacant(self, arrays, position: Expr) -> Expr | None:
+        return lt(Var(arrays["crd"])[position], 0)
 
-    def locate(self, arrays, parent, coordinate, dim) -> str:
-        return f"{_find_helper(arrays['@type'])}({arrays['pos']}, {arrays['crd']}, {parent}, {coordinate})"
+    def locate(self, arrays, parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
+        return call(_find_helper(arrays["@type"]), Var(arrays["pos"]), Var(arrays["crd"]), parent, coordinate)
 
-    def c_helpers(self, index_type: str) -> str:
+    def c_helpers(self, index_type: str) -> Prelude:
         """Linear probing from the home slot of HASH_MULTIPLIER (the layout this module defines)."""
-        return f"""
-static inline int64_t {_find_helper(index_type)}(const {index_type} *pos, const {index_type} *crd,
-                                            int64_t parent, int64_t c) {{
-    if (parent < 0) return -1;
-    int64_t base = pos[parent], size = pos[parent + 1] - base;
-    if (size == 0) return -1;
-    uint64_t slot = (((uint64_t)c * {int(HASH_MULTIPLIER)}ULL) >> 32) & (uint64_t)(size - 1);
-    while (crd[base + slot] != ({index_type})c) {{
-        if (crd[base + slot] < 0) return -1;
-        slot = (slot + 1) & (uint64_t)(size - 1);
-    }}
-    return base + (int64_t)slot;
-}}
-"""
+        return Prelude("hashed_level_find", (("name", _find_helper(index_type)), ("index_type", index_type),
+                                             ("multiplier", str(int(HASH_MULTIPLIER)))))
 
 
 def _find_helper(index_type: str) -> str:

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..codegen.c_ast import Expr, TopLevel
 from ..errors import ScheduleError
 
 
@@ -178,23 +179,24 @@ class Level(ABC):
         shift (when `cuts_as_ranges`); `root`: the level is the first, below one parent."""
         raise NotImplementedError(f"level {self.spelling!r} does not join as ranges")
 
-    # C fragments that lowering splices into kernels (LOWERING.md §1). `arrays` maps this level's array
-    # names to their C identifiers; positions and coordinates are C expressions. A level implements those
-    # its capabilities promise; a plug-in that leaves one out can store tensors but not be compiled for,
-    # and says so with a ScheduleError.
+    # C fragments that lowering splices into kernels (LOWERING.md §1), as nodes of codegen's C AST, as
+    # TACO's ModeFormatImpl answers in IR: `arrays` maps this level's array names to their C identifiers;
+    # positions, coordinates and extents come and go as expressions (`c_ast.Expr`). A level implements
+    # those its capabilities promise; a plug-in that leaves one out can store tensors but not be compiled
+    # for, and says so with a ScheduleError.
 
     def _no_code(self, what: str):
         return ScheduleError(f"Expected level {self.letter!r} to give the C code to {what}, but it gives none")
 
-    def position_range(self, arrays: Mapping[str, str], begin: str, end: str) -> tuple[str, str]:
+    def position_range(self, arrays: Mapping[str, str], begin: Expr, end: Expr) -> tuple[Expr, Expr]:
         """[first, last) positions below the parent positions [begin, end) (POSITION_ITERATION)."""
         raise self._no_code("iterate its positions")
 
-    def coordinate(self, arrays: Mapping[str, str], position: str) -> str:
+    def coordinate(self, arrays: Mapping[str, str], position: Expr) -> Expr:
         """The coordinate stored at `position` (POSITION_ITERATION)."""
         raise self._no_code("read a stored coordinate")
 
-    def segment_base(self, arrays: Mapping[str, str], parent: str) -> str | None:
+    def segment_base(self, arrays: Mapping[str, str], parent: Expr) -> Expr | None:
         """For a level whose coordinate is its position minus a per-segment base (a packed triangle),
         that base below `parent`; kernels declare it once per segment as `arrays["@base"]`, which
         `coordinate` then reads. None: coordinates need no base."""
@@ -204,11 +206,11 @@ class Level(ABC):
         """Why this level cannot be level `depth` of a format with `levels`, or None when it can."""
         return None
 
-    def vacant(self, arrays: Mapping[str, str], position: str) -> str | None:
+    def vacant(self, arrays: Mapping[str, str], position: Expr) -> Expr | None:
         """A condition true when `position` holds no coordinate, or None when every position holds one."""
         return None
 
-    def locate(self, arrays: Mapping[str, str], parent: str, coordinate: str, dim: str) -> str:
+    def locate(self, arrays: Mapping[str, str], parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
         """The position of `coordinate` below `parent`, or -1 when absent (LOCATE)."""
         raise self._no_code("locate a coordinate")
 
@@ -217,9 +219,9 @@ class Level(ABC):
         """Whether `locate` can answer -1."""
         return True
 
-    def c_helpers(self, index_type: str) -> str:
+    def c_helpers(self, index_type: str) -> "TopLevel | None":
         """C functions the fragments call, for arrays of `index_type`; defined once per kernel."""
-        return ""
+        return None
 
     def __str__(self) -> str:
         return self.spelling

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ._checks import check_in_range, check_sibling_order, path_repeats
+from ..codegen.c_ast import Expr, Var
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -72,8 +73,8 @@ class Singleton(Level):
         repeats = None if self.unique else path_repeats(np.arange(nparents), parent_repeats, crd)
         return Validated(nchildren=nparents, repeats=repeats)
 
-    def position_range(self, arrays, begin, end) -> tuple[str, str]:
+    def position_range(self, arrays, begin: Expr, end: Expr) -> tuple[Expr, Expr]:
         return begin, end
 
-    def coordinate(self, arrays, position) -> str:
-        return f"{arrays['crd']}[{position}]"
+    def coordinate(self, arrays, position: Expr) -> Expr:
+        return Var(arrays["crd"])[position]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ._checks import expand_ranges
+from ..codegen.c_ast import Expr, Var, ge, le, ternary
 from .level import Capability, Level, LevelProperties, Packed, Unpacked, Validated
 
 
@@ -98,20 +99,20 @@ class Triangular(Level):
 
     # --- C ----------------------------------------------------------------------------------------------
 
-    def _start(self, row: str, n: str) -> str:
-        row = row if row.isidentifier() else f"({row})"
-        return f"({row} * {n} - {row} * ({row} - 1) / 2)" if self.upper else f"({row} * ({row} + 1) / 2)"
+    def _start(self, row: Expr, n: Expr | None) -> Expr:
+        """The first position of `row` (`n` the dimension; the lower triangle needs none)."""
+        return row * n - row * (row - 1) // 2 if self.upper else row * (row + 1) // 2
 
-    def position_range(self, arrays, begin, end) -> tuple[str, str]:
-        return self._start(begin, arrays["@dim"]), self._start(end, arrays["@dim"])
+    def position_range(self, arrays, begin: Expr, end: Expr) -> tuple[Expr, Expr]:
+        return self._start(begin, Var(arrays["@dim"])), self._start(end, Var(arrays["@dim"]))
 
-    def segment_base(self, arrays, parent: str) -> str | None:
-        return f"({self._start(parent, arrays['@dim'])} - {parent})" if self.upper else self._start(parent, "")
+    def segment_base(self, arrays, parent: Expr) -> Expr | None:
+        return self._start(parent, Var(arrays["@dim"])) - parent if self.upper else self._start(parent, None)
 
-    def coordinate(self, arrays, position) -> str:
-        return f"({position} - {arrays['@base']})"
+    def coordinate(self, arrays, position: Expr) -> Expr:
+        return position - Var(arrays["@base"])
 
-    def locate(self, arrays, parent, coordinate, dim) -> str:
+    def locate(self, arrays, parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
         if self.upper:
-            return f"({coordinate} >= {parent} ? {self._start(parent, dim)} + {coordinate} - {parent} : -1)"
-        return f"({coordinate} <= {parent} ? {self._start(parent, dim)} + {coordinate} : -1)"
+            return ternary(ge(coordinate, parent), self._start(parent, dim) + coordinate - parent, -1)
+        return ternary(le(coordinate, parent), self._start(parent, dim) + coordinate, -1)

@@ -27,6 +27,8 @@ from typing import Callable, Mapping
 from ..cin.ast import Coiteration, Strategy
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import (Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, decrement, eq,
+                             ge, gt, increment, lt, ne, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import lattice as lat
@@ -124,13 +126,13 @@ def sought(roles: Roles, lattice: lat.Lattice, number: int) -> list[lat.Iterator
 class Finder:
     """The C code that finds coordinates of one iterator's current segment, for one pass.
 
-    `position`/`end` are the iterator's position variable and segment end (declared by the loop);
-    `begin` is its segment's first position as a C expression; `ident` names what this finder declares."""
+    `position`/`end` name the iterator's position variable and segment end (declared by the loop);
+    `begin` is its segment's first position; `ident` names what this finder declares."""
 
     strategy: Strategy
     level: ReadLevel
     position: str
-    begin: str
+    begin: Expr
     end: str
     ident: str
     index: IndexVar  # the loop's
@@ -142,12 +144,19 @@ class Finder:
     def table(self) -> str:
         return f"{self.ident}_{self.strategy.value}"
 
+    def _own(self, part: str) -> Var:
+        """A variable this finder declares."""
+        return Var(f"{self.ident}_{part}")
+
+    def _table(self, part: str) -> Var:
+        """The table, or one of its bookkeeping variables."""
+        return Var(f"{self.table}_{part}" if part else self.table)
+
     def prepare(self, tables: Tables, parallel: bool, b: CBuilder) -> None:
         """Before the pass: rewind a search, or make the segment's table current."""
-        lo = f"{self.ident}_lo"
-        b.line(f"const int64_t {lo} = {self.begin};")
+        lo = b.decl("const int64_t", self._own("lo").name, self.begin)
         if self.strategy in (Strategy.MERGE, Strategy.GALLOP):
-            b.line(f"{self.position} = {lo if self._forwards else f'{self.end} - 1'};")
+            b.assign(Var(self.position), lo if self._forwards else Var(self.end) - 1)
         elif self.strategy in (Strategy.HASH, Strategy.BITMAP):
             if parallel:
                 raise ScheduleError(f"{self.label}: a {self.strategy.value} table is built once for the kernel, and "
@@ -160,120 +169,163 @@ class Finder:
         """Whether a resuming search moves up the positions (the level's order meets the driver's)."""
         return order_of(self.level) * self.driver_order > 0
 
-    def _before(self, coordinate: str, index: str) -> str:
+    def _before(self, coordinate: Expr, index: Expr) -> Expr:
         """`coordinate` comes before `index` in the order the driver visits coordinates."""
-        return f"{coordinate} < {index}" if self.driver_order > 0 else f"{coordinate} > {index}"
+        return lt(coordinate, index) if self.driver_order > 0 else gt(coordinate, index)
 
-    def _inside(self, q: str) -> str:
-        return f"{q} < {self.end}" if self._forwards else f"{q} >= {self.ident}_lo"
+    def _inside(self, q: Expr) -> Expr:
+        return lt(q, Var(self.end)) if self._forwards else ge(q, self._own("lo"))
+
+    def _ahead(self, q: Expr, by) -> Expr:
+        """`by` positions on from `q`, in the direction the search moves."""
+        return q + by if self._forwards else q - by
 
     def find(self, index: str, b: CBuilder) -> str:
-        """Declare and return a variable holding the position of coordinate `index` (-1 when absent)."""
-        found, crd = f"{self.ident}_at", self.level.coordinate
-        q = self.position
+        """Declare and return (by name) a variable holding the position of coordinate `index` (-1 when
+        absent)."""
+        index, found, crd = as_expr(index), self._own("at").name, self.level.coordinate
+        q = Var(self.position)
         if self.strategy is Strategy.MERGE:
-            with b.block(f"while ({self._inside(q)} && {self._before(crd(q), index)})"):
+            with b.while_(and_(self._inside(q), self._before(crd(q), index))):
                 self.count("scan")
-                b.line(f"{q}{'++' if self._forwards else '--'};")
+                b.expr(increment(q) if self._forwards else decrement(q))
         elif self.strategy is Strategy.GALLOP:
             self._gallop(index, b)
         elif self.strategy is Strategy.BINARY:
-            first, past, middle = f"{self.ident}_a", f"{self.ident}_z", f"{self.ident}_m"
-            sooner = "<" if order_of(self.level) > 0 else ">"
-            b.line(f"int64_t {first} = {self.ident}_lo, {past} = {self.end};")
-            with b.block(f"while ({first} < {past})"):
-                self.count("bisect")
-                b.line(f"const int64_t {middle} = {first} + ({past} - {first}) / 2;")
-                b.line(f"if ({crd(middle)} {sooner} {index}) {first} = {middle} + 1; else {past} = {middle};")
-            b.line(f"const int64_t {found} = {first} < {self.end} && {crd(first)} == {index} ? {first} : -1;")
+            self._bisect(index, found, b)
             return found
         elif self.strategy is Strategy.BITMAP:
-            b.line(f"const int64_t {found} = {self.table}[{index}] - 1;")
+            b.decl("const int64_t", found, Var(self.table)[index] - 1)
             return found
         else:
             self._probe(index, found, b)
             return found
-        b.line(f"const int64_t {found} = {self._inside(q)} && {crd(q)} == {index} ? {q} : -1;")
+        b.decl("const int64_t", found, ternary(and_(self._inside(q), eq(crd(q), index)), q, -1))
         return found
 
-    def _gallop(self, index: str, b: CBuilder) -> None:
+    def _bisect(self, index: Expr, found: str, b: CBuilder) -> None:
+        """Bisect the whole segment for the first position not before `index`."""
+        crd, end = self.level.coordinate, Var(self.end)
+        sooner = lt if order_of(self.level) > 0 else gt
+        first = b.decl("int64_t", self._own("a").name, self._own("lo"))
+        past = b.decl("int64_t", self._own("z").name, end)
+        with b.while_(lt(first, past)):
+            self.count("bisect")
+            middle = b.decl("const int64_t", self._own("m").name, first + (past - first) // 2)
+            with b.if_(sooner(crd(middle), index)):
+                b.assign(first, middle + 1)
+            with b.else_():
+                b.assign(past, middle)
+        b.decl("const int64_t", found, ternary(and_(lt(first, end), eq(crd(first), index)), first, -1))
+
+    def _gallop(self, index: Expr, b: CBuilder) -> None:
         """Leap 1, 2, 4, ... positions while they still come before `index`, then bisect the last leap."""
-        q, crd, step = self.position, self.level.coordinate, "+" if self._forwards else "-"
-        last, probe, leap, middle = (f"{self.ident}_{n}" for n in ("last", "probe", "leap", "m"))
-        with b.block(f"if ({self._inside(q)} && {self._before(crd(q), index)})"):
-            b.line(f"int64_t {last} = {q}, {leap} = 1, {probe} = {q} {step} 1;")
-            with b.block(f"while ({self._inside(probe)} && {self._before(crd(probe), index)})"):
+        q, crd = Var(self.position), self.level.coordinate
+        with b.if_(and_(self._inside(q), self._before(crd(q), index))):
+            last = b.decl("int64_t", self._own("last").name, q)
+            leap = b.decl("int64_t", self._own("leap").name, 1)
+            probe = b.decl("int64_t", self._own("probe").name, self._ahead(q, 1))
+            with b.while_(and_(self._inside(probe), self._before(crd(probe), index))):
                 self.count("leap")
-                b.line(f"{last} = {probe}; {leap} <<= 1; {probe} = {last} {step} {leap};")
-            bound = self.end if self._forwards else f"{self.ident}_lo - 1"
-            b.line(f"if (!({self._inside(probe)})) {probe} = {bound};")
-            with b.block(f"while ({probe} - {last} > 1 || {last} - {probe} > 1)"):
+                b.assign(last, probe)
+                b.assign(leap, 1, "<<=")
+                b.assign(probe, self._ahead(last, leap))
+            with b.if_(not_(self._inside(probe))):
+                b.assign(probe, Var(self.end) if self._forwards else self._own("lo") - 1)
+            with b.while_(or_(gt(probe - last, 1), gt(last - probe, 1))):
                 self.count("bisect")
-                b.line(f"const int64_t {middle} = {last} + ({probe} - {last}) / 2;")
-                b.line(f"if ({self._before(crd(middle), index)}) {last} = {middle}; else {probe} = {middle};")
-            b.line(f"{q} = {probe};")
+                middle = b.decl("const int64_t", self._own("m").name, last + (probe - last) // 2)
+                with b.if_(self._before(crd(middle), index)):
+                    b.assign(last, middle)
+                with b.else_():
+                    b.assign(probe, middle)
+            b.assign(q, probe)
 
     # --- tables -----------------------------------------------------------------------------------------
 
-    def _build(self, lo: str, b: CBuilder) -> None:
+    def _build(self, lo: Var, b: CBuilder) -> None:
         """Make the table hold the segment [lo, end), unless it already does."""
-        table, crd = self.table, self.level.coordinate
-        with b.block(f"if ({lo} != {table}_lo || {self.end} != {table}_hi)"):
-            vacant = lambda q: f"if ({self.level.vacant(q)}) continue;" if self.level.vacant(q) else None
+        table, end, q = Var(self.table), Var(self.end), Var("q")
+        with b.if_(or_(ne(lo, self._table("lo")), ne(end, self._table("hi")))):
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
-                with b.block(f"for (int64_t q = {table}_lo; q < {table}_hi; q++)"):
-                    if vacant("q"):
-                        b.line(vacant("q"))
-                    b.line(f"{table}[{crd('q')}] = 0;")
+                with b.for_range(q.name, self._table("lo"), self._table("hi")):
+                    self._skip_vacant(q, b)
+                    b.assign(table[self.level.coordinate(q)], 0)
             else:
-                b.line(f"const int64_t length = {self.end} - {lo};")
-                b.line("int64_t slots = 16; while (slots < 2 * length) slots <<= 1;")
-                with b.block(f"if (slots > {table}_capacity)"):
-                    b.line(f"free({table});")
-                    b.line(f"{table} = malloc((size_t)slots * 2 * sizeof(int64_t));")
-                    b.line(f"{table}_capacity = {table} ? slots : 0;")
-                    b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
-                b.line(f"{table}_mask = slots - 1;")
-                b.line(f"memset({table}, 0xff, (size_t)slots * 2 * sizeof(int64_t));")
-            with b.block(f"for (int64_t q = {lo}; q < {self.end}; q++)"):
-                if vacant("q"):
-                    b.line(vacant("q"))
+                self._size_table(lo, b)
+            with b.for_range(q.name, lo, end):
+                self._skip_vacant(q, b)
                 self.count("build")
                 if self.strategy is Strategy.BITMAP:
-                    b.line(f"{table}[{crd('q')}] = q + 1;")
+                    b.assign(table[self.level.coordinate(q)], q + 1)
                 else:
-                    b.line(f"uint64_t slot = hash64({crd('q')}) & {table}_mask;")
-                    b.line(f"while ({table}[2 * slot] >= 0) slot = (slot + 1) & {table}_mask;")
-                    b.line(f"{table}[2 * slot] = {crd('q')}; {table}[2 * slot + 1] = q;")
-            b.line(f"{table}_lo = {lo}; {table}_hi = {self.end};")
+                    self._insert(q, b)
+            b.assign(self._table("lo"), lo)
+            b.assign(self._table("hi"), end)
 
-    def _probe(self, index: str, found: str, b: CBuilder) -> None:
-        table, slot = self.table, f"{self.ident}_slot"
-        b.line(f"int64_t {found} = -1;")
-        b.line(f"uint64_t {slot} = hash64({index}) & {table}_mask;")
-        with b.block(f"while ({table}[2 * {slot}] >= 0)"):
+    def _skip_vacant(self, q: Var, b: CBuilder) -> None:
+        vacant = self.level.vacant(q)
+        if vacant is not None:
+            with b.if_(vacant):
+                b.continue_()
+
+    def _size_table(self, lo: Var, b: CBuilder) -> None:
+        """A hash table of twice the segment's length (a power of two), emptied."""
+        table, capacity = Var(self.table), self._table("capacity")
+        length = b.decl("const int64_t", "length", Var(self.end) - lo)
+        slots = b.decl("int64_t", "slots", 16)
+        with b.while_(lt(slots, 2 * length)):
+            b.assign(slots, 1, "<<=")
+        table_bytes = cast("size_t", slots) * 2 * SizeOf("int64_t")
+        with b.if_(gt(slots, capacity)):
+            b.expr(call("free", table))
+            b.assign(table, call("malloc", table_bytes))
+            b.assign(capacity, ternary(table, slots, 0))
+            b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
+        b.assign(self._table("mask"), slots - 1)
+        b.expr(call("memset", table, Literal(0xff), table_bytes))
+
+    def _insert(self, q: Var, b: CBuilder) -> None:
+        """Position `q`'s coordinate into the hash table: probe linearly from its home slot."""
+        table, mask, crd = Var(self.table), self._table("mask"), self.level.coordinate(q)
+        slot = b.decl("uint64_t", "slot", call("hash64", crd) & mask)
+        with b.while_(ge(table[2 * slot], 0)):
+            b.assign(slot, (slot + 1) & mask)
+        b.assign(table[2 * slot], crd)
+        b.assign(table[2 * slot + 1], q)
+
+    def _probe(self, index: Expr, found: str, b: CBuilder) -> None:
+        table, mask = Var(self.table), self._table("mask")
+        at = b.decl("int64_t", found, -1)
+        slot = b.decl("uint64_t", self._own("slot").name, call("hash64", index) & mask)
+        with b.while_(ge(table[2 * slot], 0)):
             self.count("probe")
-            b.line(f"if ({table}[2 * {slot}] == {index}) {{ {found} = {table}[2 * {slot} + 1]; break; }}")
-            b.line(f"{slot} = ({slot} + 1) & {table}_mask;")
+            with b.if_(eq(table[2 * slot], index)):
+                b.assign(at, table[2 * slot + 1])
+                b.break_()
+            b.assign(slot, (slot + 1) & mask)
 
 
-HASH_HELPER = """static inline uint64_t hash64(int64_t key) {
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29);
-}"""
+#: hash64, the mix of the hash strategy's tables.
+HASH_HELPER = Prelude("hash64")
 
 
 def declare_tables(tables: Tables, b: CBuilder) -> None:
     """The kernel's tables, empty (no segment held), before its loops."""
     for name, (strategy, index) in tables.items():
         if strategy is Strategy.BITMAP:
-            b.line(f"int64_t *restrict {name} = calloc((size_t){names.extent(index)} + 1, sizeof(int64_t));")
-            b.fail(f"!{name}", ReturnCode.OUT_OF_MEMORY)
+            table = b.decl("int64_t *restrict", name,
+                           call("calloc", cast("size_t", Var(names.extent(index))) + 1, SizeOf("int64_t")))
+            b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
         else:
-            b.line(f"int64_t *{name} = NULL, {name}_capacity = 0, {name}_mask = 0;")
-        b.line(f"int64_t {name}_lo = -1, {name}_hi = -1;  /* the segment it holds: none yet */")
+            b.decl("int64_t *", name, Var("NULL"))
+            b.decl("int64_t", f"{name}_capacity", 0)
+            b.decl("int64_t", f"{name}_mask", 0)
+        b.comment("the segment it holds: none yet")
+        b.decl("int64_t", f"{name}_lo", -1)
+        b.decl("int64_t", f"{name}_hi", -1)
 
 
 def release_tables(tables: Tables, b: CBuilder) -> None:
     for name in tables:
-        b.line(f"free({name});")
+        b.expr(call("free", Var(name)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Mapping
 
 import numpy as np
@@ -11,14 +11,20 @@ import numpy as np
 from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, Strategy, TensorVar, accesses,
                        assignments, tensors, unnest, walk)
 from ..codegen import names
+from ..codegen import printer
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import (Block, Define, Function, Include, Param, TopLevel, Unit, Var, call, cast,
+                             not_)
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Bound, Provenance, Split, split_relations
 from ..notation.ast import IndexVar, Neg, factors
 from ..runtime.abi import SYMBOL, KernelSource, Slot, Types, WorkspaceSize
 from . import finds, keyed
-from .lower import Plan, Scope, ceil_div, count_iteration, lower, temporaries_inside, thread_temporaries
+from .context import Logs, Phase, Plan, Scope, count_iteration
+from .derived import ceil_div
+from .lower import lower
+from .parallel import temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
 from .writes import HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Target
@@ -98,19 +104,20 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
 
     tables: finds.Tables = {}  # every phase's, built once per segment for the whole call
 
-    def body(target: Target, counting: bool, bounding: bool = False) -> str:
+    def body(target: Target, phase: Phase) -> Block:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value,
-                    names.Fresh(), None if counting else counters, counting, bounding, num_threads, region, tables)
-        out = CBuilder(depth=0)
-        bounded = frozenset({result.name} if bounding and target.bounds else ())
-        with out.failing_to(_FAILED, f"{plan.phase}_end") if region is not None else nullcontext():
-            lower(stmt, plan, Scope(bounded=bounded), out)
-        return out.text()
+        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value, phase,
+                    num_threads, region)
+        logs = Logs(names.Fresh(), None if phase.counting else counters, tables)
+        out = CBuilder()
+        bounded = frozenset({result.name} if phase is Phase.BOUND and target.bounds else ())
+        with out.failing_to(_FAILED, f"{phase.value}_end") if region is not None else nullcontext():
+            lower(stmt, plan, logs, Scope(bounded=bounded), out)
+        return out.statements()
 
-    counting = body(result_target, counting=True) if two_phase else None
-    bounding = body(result_target, counting=True, bounding=True) if two_phase else None
-    filling = body(replace(result_target, filling=True) if two_phase else result_target, counting=False)
+    counting = body(result_target, Phase.COUNT) if two_phase else None
+    bounding = body(result_target, Phase.BOUND) if two_phase else None
+    filling = body(replace(result_target, filling=True) if two_phase else result_target, Phase.FILL)
 
     slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
     slots += [Slot(n, -1, "vals") for n in operands]
@@ -118,76 +125,73 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
 
     openmp = any(isinstance(n, Forall) and n.parallel is not None for n in walk(stmt))
-    b = CBuilder(depth=0)
-    if openmp:
-        b.line("#include <omp.h>")
-    b.lines(_preamble(variables, types))
+    top: list[TopLevel] = [Include("omp.h")] if openmp else []
+    top += _preamble(variables, types)
     if any(isinstance(w, (ListWorkspace, HashedWorkspace)) for w in workspaces.values()):
-        b.lines(ORDER_HELPER)
+        top.append(ORDER_HELPER)
     for workspace in workspaces.values():
-        b.lines(workspace.helpers())
+        top += workspace.helpers()
     if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
-        b.lines(finds.HASH_HELPER)
+        top.append(finds.HASH_HELPER)
     for width in sorted({access.tensor.order for access in keyed_tables}):
-        b.lines(keyed.helpers(width))
-    with b.block(f"int {SYMBOL}(void **restrict args, const int64_t *restrict dims, int64_t *restrict sizes, "
-                 f"int64_t *restrict counters)"):
-        for k, index in enumerate(indices):
-            b.line(f"const int64_t {extent[index]} = dims[{k}];")
-        for k, slot in enumerate(slots):
-            if assembled and slot.tensor == result.name:
-                continue
-            ctype = value_c[slot.tensor] if slot.level < 0 else names.index_type(types.indices[slot.tensor])
-            const = "" if slot.tensor == result.name else "const "
-            ident = names.vals(slot.tensor) if slot.level < 0 else names.array(slot.tensor, slot.level, slot.array)
-            b.line(f"{const}{ctype} *restrict {ident} = ({const}{ctype} *)args[{k}];")
-        if assembled:
-            result_target.allocate(b)
-        for name, workspace in workspaces.items():
-            if name not in threaded:
-                workspace.allocate(b)
-        finds.declare_tables(tables, b)
-        for access, table in keyed_tables.items():
-            keyed.build(access, tensor_levels(access), table, lambda label: count_iteration(counters, b, label), b)
-        if region is not None:
-            phases = (bounding if bounding != counting else None, counting, filling)
-            _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
-        elif two_phase and bounding != counting:  # some loop was replaced by its trip count
-            b.comment("bound")
-            b.lines(bounding)
-            result_target.allocate_bounded(b)
-            with b.block(f"if (!{result_target.bounded})"):
-                result_target.rewind(b)
-                b.comment("count")
-                b.lines(counting)
-                result_target.allocate_entries(b)
-        elif two_phase:
-            b.comment("count")
-            b.lines(counting)
-            result_target.allocate_entries(b)
-        if two_phase and region is None:
+        top += keyed.helpers(width)
+
+    b = CBuilder()
+    for k, index in enumerate(indices):
+        b.decl("const int64_t", extent[index], Var("dims")[k])
+    for k, slot in enumerate(slots):
+        if assembled and slot.tensor == result.name:
+            continue
+        ctype = value_c[slot.tensor] if slot.level < 0 else names.index_type(types.indices[slot.tensor])
+        const = "" if slot.tensor == result.name else "const "
+        b.decl(f"{const}{ctype} *restrict", _slot_ident(slot), cast(f"{const}{ctype} *", Var("args")[k]))
+    if assembled:
+        result_target.allocate(b)
+    for name, workspace in workspaces.items():
+        if name not in threaded:
+            workspace.allocate(b)
+    finds.declare_tables(tables, b)
+    for access, table in keyed_tables.items():
+        keyed.build(access, tensor_levels(access), table, lambda label: count_iteration(counters, b, label), b)
+    if region is not None:
+        phases = (bounding if bounding != counting else None, counting, filling)
+        _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
+    elif two_phase and bounding != counting:  # some loop was replaced by its trip count
+        b.comment("bound")
+        b.extend(bounding)
+        result_target.allocate_bounded(b)
+        with b.if_(not_(Var(result_target.bounded))):
             result_target.rewind(b)
-            b.comment("fill")
-        if region is None:
-            b.lines(filling)
-        for name, workspace in workspaces.items():
-            if name not in threaded:
-                workspace.release(b)
-        finds.release_tables(tables, b)
-        for table in keyed_tables.values():
-            keyed.release(table, b)
-        if assembled:
-            result_target.finish(b)
-            lengths = result_target.lengths()
-            for k, slot in enumerate(slots):
-                if slot.tensor == result.name:
-                    ident = names.vals(slot.tensor) if slot.level < 0 else names.array(slot.tensor, slot.level, slot.array)
-                    b.line(f"args[{k}] = {ident};")
-                    b.line(f"sizes[{k}] = {lengths[slot]};")
-        b.line("return 0;")
+            b.comment("count")
+            b.extend(counting)
+            result_target.allocate_entries(b)
+    elif two_phase:
+        b.comment("count")
+        b.extend(counting)
+        result_target.allocate_entries(b)
+    if two_phase and region is None:
+        result_target.rewind(b)
+        b.comment("fill")
+    if region is None:
+        b.extend(filling)
+    for name, workspace in workspaces.items():
+        if name not in threaded:
+            workspace.release(b)
+    finds.release_tables(tables, b)
+    for table in keyed_tables.values():
+        keyed.release(table, b)
+    if assembled:
+        result_target.finish(b)
+        lengths = result_target.lengths()
+        for k, slot in enumerate(slots):
+            if slot.tensor == result.name:
+                b.assign(Var("args")[k], Var(_slot_ident(slot)))
+                b.assign(Var("sizes")[k], lengths[slot])
+    b.return_(0)
+    top.append(Function("int", SYMBOL, _PARAMS, b.statements()))
     bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
     result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == result.name)
-    return KernelSource(b.text() + "\n", operands, result.name, tuple(slots), assembled, indices,
+    return KernelSource(printer.unit(Unit(tuple(top))), operands, result.name, tuple(slots), assembled, indices,
                         tuple(counters) if counters is not None else None,
                         result_indices=result_lhs.indices, result_level_indices=result_lhs.level_indices,
                         workspaces=_workspace_sizes(stmt, types.values[result.name]),
@@ -202,6 +206,15 @@ def _workspace_sizes(stmt: Stmt, value_dtype: np.dtype) -> tuple[WorkspaceSize, 
     return tuple(WorkspaceSize(name, next(a.lhs.indices for a in assignments(stmt) if a.lhs.tensor.name == name),
                                value_dtype.itemsize + (ListWorkspace.BYTES_PER_COORDINATE if var.order == 1 else 0))
                  for name, var in tensors(stmt).items() if var.temporary and var.format.is_dense)
+
+
+#: The kernel's signature: the ABI of runtime.abi.
+_PARAMS = (Param("void **restrict", "args"), Param("const int64_t *restrict", "dims"),
+           Param("int64_t *restrict", "sizes"), Param("int64_t *restrict", "counters"))
+
+
+def _slot_ident(slot: Slot) -> str:
+    return names.vals(slot.tensor) if slot.level < 0 else names.array(slot.tensor, slot.level, slot.array)
 
 
 _FAILED = "failed"  # the flag of the kernel's parallel region
@@ -219,8 +232,8 @@ def _chunking_loop(stmt: Stmt, target: Target) -> IndexVar | None:
     return loop.index if lhs.level_indices[:1] == (loop.index,) else None
 
 
-def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[str | None, str, str],
-                   num_threads: int | None, b: CBuilder) -> None:
+def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[Block | None, Block, Block],
+                    num_threads: int | None, b: CBuilder) -> None:
     """The phases of an assembly by threads in one parallel region, so threads start once and keep their
     temporaries (AppendedResult's chunks): each thread bounds its chunk, one sizes the arrays at the
     bounds; when those do not fit, each counts its chunk exactly and one sizes the arrays again; each
@@ -228,37 +241,39 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
     region's flag; the phases after it are skipped by all threads alike, and the kernel returns the flag
     once the region ends."""
     bounding, counting, filling = phases
-    b.line(f"const int threads = {num_threads or 'omp_get_max_threads()'};")
-    b.line(f"int {_FAILED} = 0, team = 1;")
+    failed = Var(_FAILED)
+    b.decl("const int", "threads", num_threads or call("omp_get_max_threads"))
+    b.decl("int", _FAILED, 0)
+    b.decl("int", "team", 1)
     target.allocate_chunks("threads", b)
-    b.line("#pragma omp parallel num_threads(threads)")
+    b.pragma("omp parallel num_threads(threads)")
     with b.block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
-        b.line("const int thread = omp_get_thread_num();")
+        b.decl("const int", "thread", call("omp_get_thread_num"))
         target.declare_chunk_sizes(b)
 
-        def phase(name: str, text: str, allocate) -> None:
+        def phase(name: str, statements: Block, allocate) -> None:
             """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
-            with b.block(f"if ({b.agreed(_FAILED, f'{name}ready')})"):
+            with b.if_(b.agreed(_FAILED, f"{name}ready")):
                 b.comment(name)
-                b.lines(text)
+                b.extend(statements)
             target.count_chunk("thread", b)
-            b.line("#pragma omp barrier")
-            b.line("#pragma omp single")
-            with b.block(), b.failing_to(_FAILED, f"{name}_sized"), b.block(f"if (!{_FAILED})"):
-                b.line("team = omp_get_num_threads();")
+            b.pragma("omp barrier")
+            b.pragma("omp single")
+            with b.block(), b.failing_to(_FAILED, f"{name}_sized"), b.if_(not_(failed)):
+                b.assign(Var("team"), call("omp_get_num_threads"))
                 target.sum_chunks("team", b)
                 allocate(b)
         if bounding is not None:
             phase("bound", bounding, target.allocate_bounded)
-        with b.scope(f"if (!{target.bounded})" if bounding is not None else ""):
+        with b.when(not_(Var(target.bounded)) if bounding is not None else None):
             target.rewind(b)
             phase("count", counting, target.allocate_entries)
-        with b.block(f"if ({b.agreed(_FAILED, 'fillready')})"):
+        with b.if_(b.agreed(_FAILED, "fillready")):
             b.comment("fill")
             target.start_chunk("thread", b)
-            b.lines(filling)
+            b.extend(filling)
             target.end_chunk("thread", b)
-    b.fail(_FAILED, _FAILED)
+    b.fail(failed, failed)
     target.compact("team", b)
 
 
@@ -377,14 +392,11 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
     raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 
 
-def _preamble(variables: Mapping[str, TensorVar], types: Types) -> str:
+def _preamble(variables: Mapping[str, TensorVar], types: Types) -> list[TopLevel]:
     helpers = dict.fromkeys(
         level.c_helpers(names.index_type(types.indices[name]))
         for name, var in variables.items() if not var.temporary
         for level in var.format.levels)
-    return "\n".join([
-        "#define _DEFAULT_SOURCE  /* madvise under -std=c11 */",
-        "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <complex.h>",
-        "#include <math.h>", "#include <sys/mman.h>",
-        HELPERS, *(h for h in helpers if h),
-    ])
+    return [Define("_DEFAULT_SOURCE", "madvise under -std=c11"),
+            *(Include(header) for header in ("stdint.h", "stdlib.h", "string.h", "complex.h", "math.h", "sys/mman.h")),
+            HELPERS, *(h for h in helpers if h)]

@@ -22,9 +22,11 @@ from typing import Callable
 from ..cin.ast import Access, Forall, Stmt, Strategy, accesses, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import (Block, Decl, Expr, Function, Literal, Param, Return, SizeOf, Var, and_, call,
+                             cast, eq, ge, increment, lt, not_)
 from ..errors import ScheduleError
 from ..runtime.abi import ReturnCode
-from .reads import Position, ReadLevel, TensorLevel
+from .reads import ROOT, Position, ReadLevel, TensorLevel
 
 def keyed_accesses(stmt: Stmt, scattered) -> dict[Access, str]:
     """The accesses a loop over their last index finds by `hash` although their levels cannot be found
@@ -51,14 +53,14 @@ class KeyLevel(ReadLevel):
     unique = True
     steppable = False
 
-    def range(self, parent: Position) -> tuple[str, str]:
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
         raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
 
-    def coordinate(self, q: str) -> str:
+    def coordinate(self, q: Expr) -> Expr:
         raise ScheduleError("a hashed unsorted COO's levels are located, never stepped")
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
-        return Position("0")
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
+        return ROOT
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,10 @@ class KeyedLevel(KeyLevel):
 
     full = False
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         width = len(self.coordinates)
-        return Position(f"keyedfind{width}({self.table}, {self.table}_mask, {', '.join(self.coordinates)})",
-                        may_miss=True)
+        return Position(call(f"keyedfind{width}", Var(self.table), Var(f"{self.table}_mask"),
+                             *(Var(c) for c in self.coordinates)), may_miss=True)
 
 
 def view(access: Access, levels: tuple[TensorLevel, ...], table: str) -> tuple[ReadLevel, ...]:
@@ -96,48 +98,70 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     """Before the loops: the table of every entry of the access's tensor, (coordinates) -> position
     (`count` instruments each insertion)."""
     width = len(levels)
-    first, last = levels[0].range(Position("0"))
+    first, last = levels[0].range(ROOT)
+    table_var, mask, q = Var(table), Var(f"{table}_mask"), Var("q")
+    table_bytes = cast("size_t", mask + 1) * (width + 1) * SizeOf("int64_t")
     b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
-    b.line(f"int64_t {table}_mask = 15;")
-    b.line(f"while ({table}_mask + 1 < 2 * ({last} - {first})) {table}_mask = 2 * {table}_mask + 1;")
-    b.line(f"int64_t *{table} = malloc((size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    b.fail(f"!{table}", ReturnCode.OUT_OF_MEMORY)
-    b.line(f"memset({table}, 0xff, (size_t)({table}_mask + 1) * {width + 1} * sizeof(int64_t));")
-    with b.block(f"for (int64_t q = {first}; q < {last}; q++)"):
+    b.decl("int64_t", mask.name, 15)
+    with b.while_(lt(mask + 1, 2 * (last - first))):
+        b.assign(mask, 2 * mask + 1)
+    b.decl("int64_t *", table, call("malloc", table_bytes))
+    b.fail(not_(table_var), ReturnCode.OUT_OF_MEMORY)
+    b.expr(call("memset", table_var, Literal(0xff), table_bytes))
+    with b.for_(Decl("int64_t", "q", first), lt(q, last), increment(q)):
         count(f"hash {access.tensor.name} by coordinates")
-        coordinates = ", ".join(level.coordinate("q") for level in levels)
-        with b.block(f"if (!keyedinsert{width}({table}, {table}_mask, q, {coordinates}))"):
-            b.line(f"free({table});")
-            b.line(f"return {ReturnCode.DUPLICATE:d};")
+        coordinates = (level.coordinate(q) for level in levels)
+        with b.if_(not_(call(f"keyedinsert{width}", table_var, mask, q, *coordinates))):
+            b.expr(call("free", table_var))
+            b.return_(int(ReturnCode.DUPLICATE))
 
 
 def release(table: str, b: CBuilder) -> None:
-    b.line(f"free({table});")
+    b.expr(call("free", Var(table)))
 
 
-def helpers(width: int) -> str:
+def helpers(width: int) -> tuple[Function, ...]:
     """Insert and find for tables of `width` coordinates a slot (then the position; -1 marks a free
     slot), probing linearly from a hash of all the coordinates."""
-    params = ", ".join(f"int64_t c{k}" for k in range(width))
-    mix = " ".join(f"h = (h ^ (uint64_t)c{k}) * 0x9E3779B97F4A7C15ull;" for k in range(width))
-    same = " && ".join(f"slot[{k}] == c{k}" for k in range(width))
-    stores = " ".join(f"slot[{k}] = c{k};" for k in range(width))
-    return f"""static inline int64_t *keyedslot{width}(int64_t *table, int64_t mask, {params}) {{
-    uint64_t h = 0; {mix}
-    int64_t *slot = table + (size_t)((h ^ (h >> 29)) & (uint64_t)mask) * {width + 1};
-    while (slot[0] >= 0 && !({same})) {{
-        slot += {width + 1};
-        if (slot == table + (size_t)(mask + 1) * {width + 1}) slot = table;
-    }}
-    return slot;
-}}
-static inline int64_t keyedfind{width}(const int64_t *table, int64_t mask, {params}) {{
-    return keyedslot{width}((int64_t *)table, mask, {", ".join(f"c{k}" for k in range(width))})[{width}];
-}}
-/* 0 when the coordinates are already there */
-static inline int keyedinsert{width}(int64_t *table, int64_t mask, int64_t q, {params}) {{
-    int64_t *slot = keyedslot{width}(table, mask, {", ".join(f"c{k}" for k in range(width))});
-    if (slot[0] >= 0) return 0;
-    {stores} slot[{width}] = q;
-    return 1;
-}}"""
+    coordinates = tuple(Var(f"c{k}") for k in range(width))
+    params = tuple(Param("int64_t", c.name) for c in coordinates)
+    table, mask, slot, q = Var("table"), Var("mask"), Var("slot"), Var("q")
+    slot_of = call(f"keyedslot{width}", table, mask, *coordinates)
+    return (Function("int64_t *", f"keyedslot{width}", (Param("int64_t *", "table"), Param("int64_t", "mask"), *params),
+                     _slot_body(width, coordinates), "static inline"),
+            Function("int64_t", f"keyedfind{width}", (Param("const int64_t *", "table"), Param("int64_t", "mask"),
+                                                      *params),
+                     Block((Return(call(f"keyedslot{width}", cast("int64_t *", table), mask, *coordinates)[width]),)),
+                     "static inline"),
+            Function("int", f"keyedinsert{width}", (Param("int64_t *", "table"), Param("int64_t", "mask"),
+                                                    Param("int64_t", "q"), *params),
+                     _insert_body(width, coordinates, slot_of, slot, q), "static inline"))
+
+
+def _slot_body(width: int, coordinates: tuple[Var, ...]) -> Block:
+    table, mask, slot, h = Var("table"), Var("mask"), Var("slot"), Var("h")
+    b = CBuilder()
+    b.decl("uint64_t", "h", 0)
+    for c in coordinates:
+        b.assign(h, (h ^ cast("uint64_t", c)) * Literal(0x9E3779B97F4A7C15, "ull"))
+    b.decl("int64_t *", "slot", table + cast("size_t", (h ^ (h >> 29)) & cast("uint64_t", mask)) * (width + 1))
+    same = and_(*(eq(slot[k], c) for k, c in enumerate(coordinates)))
+    with b.while_(and_(ge(slot[0], 0), not_(same))):
+        b.assign(slot, width + 1, "+=")
+        with b.if_(eq(slot, table + cast("size_t", mask + 1) * (width + 1))):
+            b.assign(slot, table)
+    b.return_(slot)
+    return b.statements()
+
+
+def _insert_body(width: int, coordinates: tuple[Var, ...], slot_of: Expr, slot: Var, q: Var) -> Block:
+    """0 when the coordinates are already there."""
+    b = CBuilder()
+    b.decl("int64_t *", "slot", slot_of)
+    with b.if_(ge(slot[0], 0)):
+        b.return_(0)
+    for k, c in enumerate(coordinates):
+        b.assign(slot[k], c)
+    b.assign(slot[width], q)
+    b.return_(1)
+    return b.statements()

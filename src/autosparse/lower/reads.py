@@ -1,7 +1,7 @@
 """How a kernel reads one storage level: the uniform face that lowering sees of a tensor's level plug-in
 or of a workspace being consumed.
 
-A `ReadLevel` answers in C expressions: the positions below a parent segment, the coordinate at a
+A `ReadLevel` answers in C expressions (codegen's `c_ast.Expr`): the positions below a parent segment, the coordinate at a
 position, the position a coordinate leads to (for the level below and the values), and `locate`.
 Positions come as segments [begin, end): below a unique level a segment is one position; below a
 non-unique level (COO rows) it spans the entries that share a coordinate.
@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..codegen.c_ast import Expr, Literal, as_expr, lt, ternary
 from ..format.level import Level
 
 
@@ -21,16 +22,20 @@ class Position:
     """Where an access stands at one level: position `begin`, or the segment [begin, end) of a
     non-unique level; `may_miss` when a locate above may have found nothing (begin is then -1)."""
 
-    begin: str
-    end: str | None = None
+    begin: Expr
+    end: Expr | None = None
     may_miss: bool = False
 
     @property
-    def last(self) -> str:
-        return self.end if self.end is not None else f"{self.begin} + 1"
+    def last(self) -> Expr:
+        return self.end if self.end is not None else self.begin + 1
+
+    def unless_missed(self, value, missed) -> Expr:
+        """`value`, or `missed` where a locate above found nothing (when it may have)."""
+        return ternary(lt(self.begin, 0), missed, value) if self.may_miss else as_expr(value)
 
 
-ROOT = Position("0")
+ROOT = Position(Literal(0))
 
 
 class ReadLevel(ABC):
@@ -41,27 +46,27 @@ class ReadLevel(ABC):
     steppable: bool = True  # False: a view whose levels are only located (keyed.py)
 
     @abstractmethod
-    def range(self, parent: Position) -> tuple[str, str]:
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
         """[first, last) positions below `parent`."""
 
     @abstractmethod
-    def coordinate(self, q: str) -> str:
+    def coordinate(self, q: Expr) -> Expr:
         """The coordinate at position `q`."""
 
-    def vacant(self, q: str) -> str | None:
+    def vacant(self, q: Expr) -> Expr | None:
         return None
 
-    def base(self, parent: Position) -> tuple[str, str] | None:
+    def base(self, parent: Position) -> tuple[str, Expr] | None:
         """(name, value) of the variable a segment below `parent` declares for `coordinate` to read, if
         the level needs one (Level.segment_base)."""
         return None
 
-    def stepped(self, q: str, coordinate: str) -> str:
+    def stepped(self, q: Expr, coordinate: Expr) -> Expr:
         """The position that stepping to `q` (holding `coordinate`) leads to."""
-        return q
+        return as_expr(q)
 
     @abstractmethod
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         """The position of `coordinate` below `parent` (may miss: see Position.may_miss)."""
 
 
@@ -92,25 +97,22 @@ class TensorLevel(ReadLevel):
     def descending(self) -> bool:
         return self.level.properties.descending and not self.unsorted
 
-    def range(self, parent: Position) -> tuple[str, str]:
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
         begin, end = self.level.position_range(self.arrays, parent.begin, parent.last)
-        if parent.may_miss:
-            return f"({parent.begin} < 0 ? 0 : {begin})", f"({parent.begin} < 0 ? 0 : {end})"
-        return begin, end
+        return parent.unless_missed(begin, 0), parent.unless_missed(end, 0)
 
-    def coordinate(self, q: str) -> str:
-        return self.level.coordinate(self.arrays, q)
+    def coordinate(self, q: Expr) -> Expr:
+        return self.level.coordinate(self.arrays, as_expr(q))
 
-    def vacant(self, q: str) -> str | None:
-        return self.level.vacant(self.arrays, q)
+    def vacant(self, q: Expr) -> Expr | None:
+        return self.level.vacant(self.arrays, as_expr(q))
 
-    def base(self, parent: Position) -> tuple[str, str] | None:
+    def base(self, parent: Position) -> tuple[str, Expr] | None:
         value = self.level.segment_base(self.arrays, parent.begin)
         return None if value is None else (self.arrays["@base"], value)
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
-        found = self.level.locate(self.arrays, parent.begin, coordinate, self.dim)
-        may_miss = self.level.locate_may_miss or parent.may_miss
-        if parent.may_miss and not self.level.locate_may_miss:
-            found = f"({parent.begin} < 0 ? -1 : {found})"
-        return Position(f"({found})", may_miss=may_miss)
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
+        found = self.level.locate(self.arrays, parent.begin, as_expr(coordinate), as_expr(self.dim))
+        if self.level.locate_may_miss:
+            return Position(found, may_miss=True)
+        return Position(parent.unless_missed(found, -1), may_miss=parent.may_miss)

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import (Expr, Initializer, Literal, Prelude, SizeOf, Var, address_of, and_, as_expr, call,
+                             cast, eq, gt, increment, lt, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
-from .writes import Target
+from .writes import Target, block_size, free_arrays, located
 
 
 class Workspace(Target):
@@ -30,6 +32,9 @@ class Workspace(Target):
     def _ident(self, part: str) -> str:
         """The C name of one of the workspace's arrays or counters."""
         return names.user(self.name, part)
+
+    def _var(self, part: str) -> Var:
+        return Var(self._ident(part))
 
     @property
     def count(self) -> str:
@@ -40,9 +45,9 @@ class Workspace(Target):
     def read_level(self, level: int) -> ReadLevel:
         """How the consumer reads level `level`."""
 
-    def helpers(self) -> str:
+    def helpers(self) -> tuple[Prelude, ...]:
         """C definitions this workspace's code calls, placed before the kernel."""
-        return ""
+        return ()
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """Make the produced entries readable (in coordinate order unless `ordered` is False)."""
@@ -59,26 +64,26 @@ class DenseWorkspace(Workspace):
     dims: tuple[str, ...]
     value_type: str
 
-    def _size(self) -> str:
-        return " * ".join(("1", *self.dims))
+    def _size(self) -> Expr:
+        return cast("size_t", block_size(self.dims))
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} *{names.vals(self.name)} = calloc((size_t)({self._size()}), "
-               f"sizeof({self.value_type}));")
-        b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
+        vals = b.decl(f"{self.value_type} *", names.vals(self.name),
+                      call("calloc", self._size(), SizeOf(self.value_type)))
+        b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(Dense(), parent, coordinate, self.dims[level])
 
     def read_level(self, level: int) -> ReadLevel:
         return TensorLevel(Dense(), {}, self.dims[level])
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"memset({names.vals(self.name)}, 0, (size_t)({self._size()}) * sizeof({self.value_type}));")
+            b.expr(call("memset", Var(names.vals(self.name)), 0, self._size() * SizeOf(self.value_type)))
 
     def release(self, b: CBuilder) -> None:
-        b.line(f"free({names.vals(self.name)});")
+        free_arrays(b, names.vals(self.name))
 
 
 @dataclass(frozen=True)
@@ -87,11 +92,11 @@ class ScalarWorkspace(DenseWorkspace):
     compiler keeps in a register; private to each thread of a parallel region it is declared in."""
 
     def allocate(self, b: CBuilder) -> None:
-        b.line(f"{self.value_type} {names.vals(self.name)}[1] = {{0}};")
+        b.decl(self.value_type, names.vals(self.name), Initializer((Literal(0),)), length=1)
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.line(f"{names.vals(self.name)}[0] = 0;")
+            b.assign(Var(names.vals(self.name))[0], 0)
 
     def release(self, b: CBuilder) -> None:
         pass
@@ -104,21 +109,22 @@ class _ListLevel(ReadLevel):
     ordered = True
     unique = True
 
-    def range(self, parent: Position) -> tuple[str, str]:
-        return "0", self.workspace.count
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
+        return Literal(0), Var(self.workspace.count)
 
-    def coordinate(self, q: str) -> str:
-        return f"{self.workspace.list}[{q}]"
+    def coordinate(self, q: Expr) -> Expr:
+        return Var(self.workspace.list)[q]
 
-    def stepped(self, q: str, coordinate: str) -> str:
-        return coordinate
+    def stepped(self, q: Expr, coordinate: Expr) -> Expr:
+        return as_expr(coordinate)
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         """Values at coordinates this producer did not touch are stale, and read as missing, unless the
         workspace keeps them zero."""
+        coordinate = as_expr(coordinate)
         if self.workspace.located:
             return Position(coordinate)
-        return Position(f"({self.workspace.touched(coordinate)} ? {coordinate} : -1)", may_miss=True)
+        return Position(ternary(self.workspace.touched(coordinate), coordinate, -1), may_miss=True)
 
 
 @dataclass(frozen=True)
@@ -141,140 +147,69 @@ class ListWorkspace(Workspace):
     def list(self) -> str:
         return self._ident("list")
 
-    def touched(self, coordinate: str) -> str:
-        return f"{self._ident('mark')}[{coordinate}] == {self._ident('gen')}"
+    def touched(self, coordinate: Expr) -> Expr:
+        return eq(self._var("mark")[coordinate], self._var("gen"))
 
     def allocate(self, b: CBuilder) -> None:
-        vals, mark, spare, bits = (names.vals(self.name), self._ident("mark"), self._ident("spare"),
-                                   self._ident("bits"))
-        if self.located:
-            b.line(f"{self.value_type} *{vals} = calloc((size_t){self.dim} + 1, sizeof({self.value_type}));")
-        else:
-            b.line(f"{self.value_type} *{vals} = malloc((size_t){self.dim} * sizeof({self.value_type}) + 1);")
-        b.line(f"int64_t *{mark} = calloc((size_t){self.dim} + 1, sizeof(int64_t));")
-        b.line(f"int64_t *{self.list} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"int64_t *{spare} = malloc(((size_t){self.dim} + 1) * sizeof(int64_t));")
-        b.line(f"uint64_t *{bits} = calloc(((size_t){self.dim} >> 6) + ((size_t){self.dim} >> 12) + 2, "
-               f"sizeof(uint64_t));")
-        b.line(f"int64_t {self.count} = 0, {self._ident('gen')} = 1;")
-        b.fail(f"!{vals} || !{mark} || !{self.list} || !{spare} || !{bits}", ReturnCode.OUT_OF_MEMORY)
+        vt, dim = self.value_type, cast("size_t", as_expr(self.dim))
+        vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located
+                     else call("malloc", dim * SizeOf(vt) + 1))
+        arrays = (b.decl(f"{vt} *", names.vals(self.name), vals_size),
+                  b.decl("int64_t *", self._ident("mark"), call("calloc", dim + 1, SizeOf("int64_t"))),
+                  b.decl("int64_t *", self.list, call("malloc", (dim + 1) * SizeOf("int64_t"))),
+                  b.decl("int64_t *", self._ident("spare"), call("malloc", (dim + 1) * SizeOf("int64_t"))),
+                  b.decl("uint64_t *", self._ident("bits"),
+                         call("calloc", (dim >> 6) + (dim >> 12) + 2, SizeOf("uint64_t"))))
+        b.decl("int64_t", self.count, 0)
+        b.decl("int64_t", self._ident("gen"), 1)
+        b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(coordinate)
+        return Position(as_expr(coordinate))
 
-    def _first_touch(self, coordinate: str, b: CBuilder) -> None:
-        b.line(f"{self._ident('mark')}[{coordinate}] = {self._ident('gen')};")
-        b.line(f"{self.list}[{self.count}++] = {coordinate};")
+    def _first_touch(self, coordinate: Expr, b: CBuilder) -> None:
+        b.assign(self._var("mark")[coordinate], self._var("gen"))
+        b.assign(Var(self.list)[increment(Var(self.count))], coordinate)
 
-    def count_at_most(self, amount: str, b: CBuilder) -> None:
+    def count_at_most(self, amount, b: CBuilder) -> None:
         """The count alone, above the list's length: the bound phase's consumer reads nothing else."""
-        b.line(f"{self.count} += {amount};")
+        b.assign(Var(self.count), amount, "+=")
 
     def mark(self, position: Position, b: CBuilder) -> None:
-        with b.block(f"if (!({self.touched(position.begin)}))"):
+        with b.if_(not_(self.touched(position.begin))):
             self._first_touch(position.begin, b)
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        j, vals, v = position.begin, names.vals(self.name), self._ident("v")
+    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
+        j, vals = position.begin, Var(names.vals(self.name))
         with b.block():
-            b.line(f"const {self.value_type} {v} = {value};")
-            with b.block(f"if (!({self.touched(j)}))"):
+            v = b.decl(f"const {self.value_type}", self._ident("v"), value)
+            with b.if_(not_(self.touched(j))):
                 self._first_touch(j, b)
-                b.line(f"{vals}[{j}] = {v};")
-            b.line(f"else {vals}[{j}] {op} {v};")
+                b.assign(vals[j], v)
+            with b.else_():
+                b.assign(vals[j], v, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
 
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         if ordered:
-            b.line(f"ordertouched({self.list}, {self.count}, {self._ident('spare')}, {self._ident('bits')}, "
-                   f"{self.dim});")
+            b.expr(call("ordertouched", Var(self.list), Var(self.count), self._var("spare"), self._var("bits"),
+                        as_expr(self.dim)))
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if self.located and values:
-            with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-                b.line(f"{names.vals(self.name)}[{self.list}[q]] = 0;")
-        b.line(f"{self._ident('gen')}++;")
-        b.line(f"{self.count} = 0;")
+            with b.for_range("q", 0, Var(self.count)):
+                b.assign(Var(names.vals(self.name))[Var(self.list)[Var("q")]], 0)
+        b.expr(increment(self._var("gen")))
+        b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        for array in (names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits")):
-            b.line(f"free({array});")
+        free_arrays(b, names.vals(self.name), self._ident("mark"), self.list, self._ident("spare"), self._ident("bits"))
 
 
-ORDER_HELPER = """
-/* Sort n coordinates ascending. Short lists: insertion sort. Otherwise an LSD radix sort of the offsets
-   from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits for
-   short lists, 11-bit ones for long). */
-static void sortcoordinates(int64_t *list, int64_t n, int64_t *spare) {
-    if (n <= 32) {
-        for (int64_t k = 1; k < n; k++) {
-            int64_t v = list[k], m = k - 1;
-            while (m >= 0 && list[m] > v) { list[m + 1] = list[m]; m--; }
-            list[m + 1] = v;
-        }
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    const int digit = n < 4096 ? 8 : 11;
-    const int64_t buckets = (int64_t)1 << digit, mask = buckets - 1;
-    int64_t counts[2049];
-    int64_t *from = list, *to = spare;
-    for (int64_t k = 0; k < n; k++) list[k] -= lo;
-    for (int shift = 0; shift < 64 && ((hi - lo) >> shift) > 0; shift += digit) {
-        memset(counts, 0, (size_t)(buckets + 1) * sizeof(int64_t));
-        for (int64_t k = 0; k < n; k++) counts[((from[k] >> shift) & mask) + 1]++;
-        for (int64_t d = 0; d < buckets; d++) counts[d + 1] += counts[d];
-        for (int64_t k = 0; k < n; k++) to[counts[(from[k] >> shift) & mask]++] = from[k];
-        int64_t *t = from; from = to; to = t;
-    }
-    for (int64_t k = 0; k < n; k++) list[k] = from[k] + lo;
-}
-/* Put the n touched coordinates of `list` (all below `dim`) in ascending order. Lists whose range spans
-   fewer summary words than entries: set their bits in a two-level bitmap (`bits`: a bit per coordinate
-   below `dim`, then a bit per word of those) and read the nonzero words back in order, clearing them as
-   they go. Otherwise (short lists, or few entries spread wide) sortcoordinates. */
-static void ordertouched(int64_t *list, int64_t n, int64_t *spare, uint64_t *bits, int64_t dim) {
-    if (n <= 32) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t k = 1; k < n; k++) {
-        lo = list[k] < lo ? list[k] : lo;
-        hi = list[k] > hi ? list[k] : hi;
-    }
-    if ((hi >> 12) - (lo >> 12) >= n) {
-        sortcoordinates(list, n, spare);
-        return;
-    }
-    uint64_t *summary = bits + (dim >> 6) + 1;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t j = list[k];
-        bits[j >> 6] |= (uint64_t)1 << (j & 63);
-        summary[j >> 12] |= (uint64_t)1 << ((j >> 6) & 63);
-    }
-    int64_t m = 0;
-    for (int64_t s = lo >> 12; s <= hi >> 12; s++) {
-        uint64_t words = summary[s];
-        summary[s] = 0;
-        while (words) {
-            int64_t at = (s << 6) + __builtin_ctzll(words);
-            words &= words - 1;
-            uint64_t w = bits[at];
-            bits[at] = 0;
-            const int64_t base = at << 6;
-            list[m++] = base + __builtin_ctzll(w);
-            for (w &= w - 1; w; w &= w - 1) list[m++] = base + __builtin_ctzll(w);
-        }
-    }
-}
-"""
+#: sortcoordinates and ordertouched, which put a workspace's touched coordinates in order.
+ORDER_HELPER = Prelude("order_touched")
 
 
 @dataclass(frozen=True)
@@ -291,14 +226,14 @@ class _SortedLevel(ReadLevel):
     def unique(self) -> bool:
         return self.level == len(self.workspace.dims) - 1
 
-    def range(self, parent: Position) -> tuple[str, str]:
-        return ("0", self.workspace.count) if self.level == 0 else (parent.begin, parent.last)
+    def range(self, parent: Position) -> tuple[Expr, Expr]:
+        return (Literal(0), Var(self.workspace.count)) if self.level == 0 else (parent.begin, parent.last)
 
-    def coordinate(self, q: str) -> str:
-        stride = " * ".join(("1", *self.workspace.dims[self.level + 1:]))
-        return f"(({self.workspace.keys}[{q}] / ({stride})) % {self.workspace.dims[self.level]})"
+    def coordinate(self, q: Expr) -> Expr:
+        stride = block_size(self.workspace.dims[self.level + 1:])
+        return Var(self.workspace.keys)[q] // stride % as_expr(self.workspace.dims[self.level])
 
-    def locate(self, parent: Position, coordinate: str) -> Position:
+    def locate(self, parent: Position, coordinate: Expr) -> Position:
         raise ScheduleError(f"Expected the hashed workspace {self.workspace.name} to be stepped by its consumer, "
                             f"but it is located: drop the @locate protocol")
 
@@ -320,69 +255,42 @@ class HashedWorkspace(Workspace):
         return self._ident("keys")
 
     def allocate(self, b: CBuilder) -> None:
-        t, vt = self._ident, self.value_type
-        b.line(f"int64_t {t('cap')} = 16, {self.count} = 0, {t('sorted_cap')} = 0;")
-        b.line(f"{t('entry')} *{t('table')} = malloc(16 * sizeof({t('entry')}));")
-        b.line(f"int64_t *{t('slots')} = malloc(16 * sizeof(int64_t));")
-        b.line(f"int64_t *{self.keys} = NULL;")
-        b.line(f"{vt} *{names.vals(self.name)} = NULL;")
-        b.fail(f"!{t('table')} || !{t('slots')}", ReturnCode.OUT_OF_MEMORY)
-        b.line(f"for (int64_t s = 0; s < 16; s++) {t('table')}[s].key = -1;")
+        entry = self._ident("entry")
+        b.decl("int64_t", self._ident("cap"), 16)
+        b.decl("int64_t", self.count, 0)
+        b.decl("int64_t", self._ident("sorted_cap"), 0)
+        table = b.decl(f"{entry} *", self._ident("table"), call("malloc", 16 * SizeOf(entry)))
+        slots = b.decl("int64_t *", self._ident("slots"), call("malloc", 16 * SizeOf("int64_t")))
+        b.decl("int64_t *", self.keys, Var("NULL"))
+        b.decl(f"{self.value_type} *", names.vals(self.name), Var("NULL"))
+        b.fail(or_(not_(table), not_(slots)), ReturnCode.OUT_OF_MEMORY)
+        with b.for_range("s", 0, 16):
+            b.assign(table[Var("s")].field("key"), -1)
 
-    def helpers(self) -> str:
-        t, vt = self._ident, self.value_type
-        return f"""
-typedef struct {{ int64_t key; {vt} val; }} {t('entry')};
-/* The slot holding `key` in a table of `cap` slots, or the empty one where it would go. */
-static inline uint64_t {t('probe')}(const {t('entry')} *table, int64_t cap, int64_t key) {{
-    uint64_t mask = (uint64_t)cap - 1, s = (((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while (table[s].key != key && table[s].key >= 0) s = (s + 1) & mask;
-    return s;
-}}
-/* The slot of `key` in the workspace table, inserted (its value zero) if new, growing the table past
-   half full; -1 when memory runs out. */
-static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap, int64_t *count, int64_t key) {{
-    uint64_t s = {t('probe')}(*table, *cap, key);
-    if ((*table)[s].key == key) return (int64_t)s;
-    if (2 * (*count + 1) > *cap) {{
-        int64_t grown = 2 * *cap;
-        {t('entry')} *t2 = malloc((size_t)grown * sizeof({t('entry')}));
-        int64_t *s2 = malloc((size_t)grown * sizeof(int64_t));
-        if (!t2 || !s2) return -1;
-        for (int64_t k = 0; k < grown; k++) t2[k].key = -1;
-        for (int64_t k = 0; k < *count; k++) {{
-            const {t('entry')} old = (*table)[(*slots)[k]];
-            uint64_t h = {t('probe')}(t2, grown, old.key);
-            t2[h] = old;
-            s2[k] = (int64_t)h;
-        }}
-        free(*table); free(*slots);
-        *table = t2; *slots = s2; *cap = grown;
-        return {t('insert')}(table, slots, cap, count, key);
-    }}
-    (*table)[s] = ({t('entry')}){{key, 0}};
-    (*slots)[(*count)++] = (int64_t)s;
-    return (int64_t)s;
-}}
-"""
+    def helpers(self) -> tuple[Prelude, ...]:
+        t = self._ident
+        return (Prelude("hashed_workspace", (("entry", t("entry")), ("probe", t("probe")), ("insert", t("insert")),
+                                             ("value_type", self.value_type))),)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(Dense().locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(Dense(), parent, coordinate, self.dims[level])
 
-    def _insert(self, position: Position, b: CBuilder) -> None:
-        t = self._ident
-        b.line(f"int64_t slot = {t('insert')}(&{t('table')}, &{t('slots')}, &{t('cap')}, &{self.count}, "
-               f"{position.begin});")
-        b.fail("slot < 0", ReturnCode.OUT_OF_MEMORY)
+    def _insert(self, position: Position, b: CBuilder) -> Var:
+        """The slot of the position's key, inserted when new."""
+        slot = b.decl("int64_t", "slot", call(self._ident("insert"), address_of(self._var("table")),
+                                               address_of(self._var("slots")), address_of(self._var("cap")),
+                                               address_of(Var(self.count)), position.begin))
+        b.fail(lt(slot, 0), ReturnCode.OUT_OF_MEMORY)
+        return slot
 
     def mark(self, position: Position, b: CBuilder) -> None:
         with b.block():
             self._insert(position, b)
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
         with b.block():
-            self._insert(position, b)
-            b.line(f"{self._ident('table')}[slot].val {op} {value};")
+            slot = self._insert(position, b)
+            b.assign(self._var("table")[slot].field("val"), value, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)
@@ -390,26 +298,25 @@ static int64_t {t('insert')}({t('entry')} **table, int64_t **slots, int64_t *cap
     def prepare_read(self, b: CBuilder, ordered: bool = True) -> None:
         """The keys sorted (sortcoordinates, the second half of `keys` its spare), then each one's value
         found in the table again: one probe per entry, as the gather of an entry sort's values would be."""
-        t, vt, vals = self._ident, self.value_type, names.vals(self.name)
-        with b.block(f"if ({self.count} > {t('sorted_cap')})"):
-            b.line(f"free({self.keys}); free({vals});")
-            b.line(f"{self.keys} = malloc((size_t)(4 * {self.count}) * sizeof(int64_t));")
-            b.line(f"{vals} = malloc((size_t)(2 * {self.count}) * sizeof({vt}));")
-            b.line(f"{t('sorted_cap')} = {self.keys} && {vals} ? 2 * {self.count} : 0;")
-            b.fail(f"!{self.keys} || !{vals}", ReturnCode.OUT_OF_MEMORY)
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self.keys}[q] = {t('table')}[{t('slots')}[q]].key;")
-        b.line(f"sortcoordinates({self.keys}, {self.count}, {self.keys} + {self.count});")
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{vals}[q] = {t('table')}[{t('probe')}({t('table')}, {t('cap')}, {self.keys}[q])].val;")
+        keys, vals, count, q = Var(self.keys), Var(names.vals(self.name)), Var(self.count), Var("q")
+        table, sorted_cap = self._var("table"), self._var("sorted_cap")
+        with b.if_(gt(count, sorted_cap)):
+            free_arrays(b, self.keys, vals.name)
+            b.assign(keys, call("malloc", cast("size_t", 4 * count) * SizeOf("int64_t")))
+            b.assign(vals, call("malloc", cast("size_t", 2 * count) * SizeOf(self.value_type)))
+            b.assign(sorted_cap, ternary(and_(keys, vals), 2 * count, 0))
+            b.fail(or_(not_(keys), not_(vals)), ReturnCode.OUT_OF_MEMORY)
+        with b.for_range("q", 0, count):
+            b.assign(keys[q], table[self._var("slots")[q]].field("key"))
+        b.expr(call("sortcoordinates", keys, count, keys + count))
+        with b.for_range("q", 0, count):
+            b.assign(vals[q], table[call(self._ident("probe"), table, self._var("cap"), keys[q])].field("val"))
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         """Every slot this producer filled is emptied (its value zeroed when it is filled again)."""
-        with b.block(f"for (int64_t q = 0; q < {self.count}; q++)"):
-            b.line(f"{self._ident('table')}[{self._ident('slots')}[q]].key = -1;")
-        b.line(f"{self.count} = 0;")
+        with b.for_range("q", 0, Var(self.count)):
+            b.assign(self._var("table")[self._var("slots")[Var("q")]].field("key"), -1)
+        b.assign(Var(self.count), 0)
 
     def release(self, b: CBuilder) -> None:
-        for part in ("table", "slots", "keys"):
-            b.line(f"free({self._ident(part)});")
-        b.line(f"free({names.vals(self.name)});")
+        free_arrays(b, *(self._ident(part) for part in ("table", "slots", "keys")), names.vals(self.name))

@@ -24,6 +24,8 @@ from typing import Mapping
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
+from ..codegen.c_ast import (Decl, Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, gt,
+                             increment, le, lt, ne, not_, or_)
 from ..format.level import Level
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
@@ -32,26 +34,37 @@ from .reads import Position
 #: Where each (access, level) stands inside the loops: the positions the lowering has reached.
 Reads = Mapping[tuple[Access, int], Position]
 
-HELPERS = """
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-/* An array of a result, count + 1 elements (zeroed or not). Large ones are advised onto transparent huge
-   pages, as numpy advises its own arrays: a fresh 24 MB result otherwise faults in 6,000 pages. */
-static void *resultarray(int64_t count, size_t size, int zeroed) {
-    size_t bytes = ((size_t)count + 1) * size;
-    void *p = zeroed ? calloc((size_t)count + 1, size) : malloc(bytes);
-#ifdef MADV_HUGEPAGE
-    if (p && bytes >= ((size_t)1 << 22)) {
-        uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = (uintptr_t)p + bytes;
-        if (start < end) madvise((void *)start, end - start, MADV_HUGEPAGE);
-    }
-#endif
-    return p;
-}
-"""
+#: The helpers every kernel defines (min64, resultarray), in codegen's prelude.
+HELPERS = Prelude("result_arrays")
 
 
-def _allocation(length: str, ctype: str, zeroed: bool) -> str:
-    return f"resultarray({length}, sizeof({ctype}), {int(zeroed)})"
+def _allocation(length: Expr, ctype: str, zeroed: bool) -> Expr:
+    return call("resultarray", length, SizeOf(ctype), int(zeroed))
+
+
+def block_size(dims) -> Expr:
+    """1 * dims[0] * ...: how many positions dense levels of extents `dims` give one parent."""
+    size: Expr = Literal(1)
+    for dim in dims:
+        size = size * as_expr(dim)
+    return size
+
+
+def free_arrays(b: CBuilder, *arrays: str) -> None:
+    for array in arrays:
+        b.expr(call("free", Var(array)))
+
+
+def _team_loop(team: str):
+    """`for (int t = 0; t < team; t++)`: over the threads of a region."""
+    t = Var("t")
+    return Decl("int", t.name, Literal(0)), lt(t, as_expr(team)), increment(t)
+
+
+def located(level: Level, parent: Position, coordinate, dim) -> Position:
+    """The position `coordinate` (a C expression; `dim` the level's extent) leads to below `parent` at a level
+    the kernel locates, as a result's and a workspace's dense levels are."""
+    return Position(level.locate({}, parent.begin, as_expr(coordinate), as_expr(dim)))
 
 
 class Target(ABC):
@@ -71,17 +84,17 @@ class Target(ABC):
         own positions (no counts, no appends, no shared list)."""
         return False
 
-    def reduction_size(self) -> str | None:
+    def reduction_size(self) -> Expr | None:
         """How many values a thread's private copy holds when parallel iterations add into the same
         positions (`temporary`); None when no two iterations store at one position."""
         return None
 
     def allocate(self, b: CBuilder) -> None: ...
 
-    def bind(self, level: int, coordinate: str, b: CBuilder) -> None: ...
+    def bind(self, level: int, coordinate: Expr, b: CBuilder) -> None: ...
 
     @abstractmethod
-    def enter(self, level: int, coordinate: str, parent: Position, reads: Reads, b: CBuilder) -> Position:
+    def enter(self, level: int, coordinate: Expr, parent: Position, reads: Reads, b: CBuilder) -> Position:
         """The position that `coordinate` at `level` below `parent` leads to, with any C it needs (`reads`:
         where the operands stand at this point of the loops)."""
 
@@ -92,13 +105,13 @@ class Target(ABC):
         """The flag a store below a tentative position at `level` sets; None when positions are final."""
         return None
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
-        b.line(f"{names.vals(self.name)}[{position.begin}] {op} {value};")
+    def store(self, position: Position, op: str, value: Expr, b: CBuilder) -> None:
+        b.assign(Var(names.vals(self.name))[position.begin], value, op)
 
     def mark(self, position: Position, b: CBuilder) -> None:
         """What a store does in the count phase of a two-phase assembly, where no value is computed."""
 
-    def count_at_most(self, amount: str, b: CBuilder) -> None:
+    def count_at_most(self, amount: Expr, b: CBuilder) -> None:
         """Bound phase: a loop making at most `amount` new entries here, replaced by the count. Only
         targets that set `bounds` are ever bounded (lowering checks it), so reaching this is a bug."""
         raise AssertionError(f"{type(self).__name__} sets no `bounds`, yet the bound phase replaced a loop storing "
@@ -118,13 +131,13 @@ class DenseResult(Target):
     overwrites: bool = True
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+        return located(self.levels[level], parent, coordinate, self.dims[level])
 
     def parallel_safe(self) -> bool:
         return True
 
-    def reduction_size(self) -> str | None:
-        return " * ".join(("1", *self.dims))
+    def reduction_size(self) -> Expr | None:
+        return block_size(self.dims)
 
 
 @dataclass(frozen=True)
@@ -145,29 +158,29 @@ class AssembledResult(Target):
             level -= 1
         return level
 
-    def _count(self, level: int) -> str:
+    def _count(self, level: int) -> Expr:
         """The number of positions of `level` (-1: the root's one)."""
         if level < 0:
-            return "1"
+            return Literal(1)
         if self.levels[level].properties.full:
-            return f"({self._count(level - 1)} * {self.dims[level]})"
-        return names.size(self.name, self._head(level))
+            return self._count(level - 1) * as_expr(self.dims[level])
+        return Var(names.size(self.name, self._head(level)))
 
     def _array(self, level: int, array: str) -> str:
         return names.array(self.name, level, array)
 
-    def _limit(self) -> str:
-        return "INT32_MAX" if self.index_type == "int32_t" else "INT64_MAX"
+    def _limit(self) -> Var:
+        return Var("INT32_MAX" if self.index_type == "int32_t" else "INT64_MAX")
 
-    def _length(self, level: int, array: str) -> str:
+    def _length(self, level: int, array: str) -> Expr:
         """The length of one of `level`'s arrays: a pos array has one entry per parent position, and one more."""
-        return self._count(level - 1) + " + 1" if array == "pos" else self._count(level)
+        return self._count(level - 1) + 1 if array == "pos" else self._count(level)
 
     def slots(self) -> list[Slot]:
         out = [Slot(self.name, level, array) for level, lv in enumerate(self.levels) for array in lv.array_names]
         return out + [Slot(self.name, -1, "vals")]
 
-    def lengths(self) -> dict[Slot, str]:
+    def lengths(self) -> dict[Slot, Expr]:
         lengths = {Slot(self.name, level, array): self._length(level, array)
                    for level, lv in enumerate(self.levels) for array in lv.array_names}
         lengths[Slot(self.name, -1, "vals")] = self._count(len(self.levels) - 1)
@@ -221,7 +234,7 @@ class AppendedResult(AssembledResult):
         return [names.size(self.name, level) for level, lv in enumerate(self.levels)
                 if not lv.properties.full and not lv.properties.branchless]
 
-    def _entries(self) -> list[tuple[str, str, str, bool]]:
+    def _entries(self) -> list[tuple[str, Expr, str, bool]]:
         """The arrays sized by counting: (C name, length, element type, zeroed)."""
         out = []
         for level, lv in enumerate(self.levels):
@@ -236,52 +249,52 @@ class AppendedResult(AssembledResult):
         """Before counting: the pos arrays of known length and the size counters."""
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names and self._sized(level):
-                ident = self._array(level, "pos")
-                b.line(f"{self.index_type} *{ident} = {_allocation(self._count(level - 1), self.index_type, True)};")
-                b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
+                pos = b.decl(f"{self.index_type} *", self._array(level, "pos"),
+                             _allocation(self._count(level - 1), self.index_type, True))
+                b.fail(not_(pos), ReturnCode.OUT_OF_MEMORY)
         for size in self._counters():
-            b.line(f"int64_t {size} = 0;")
+            b.decl("int64_t", size, 0)
         for ident, _, ctype, _ in self._entries():
-            b.line(f"{ctype} *{ident} = NULL;")
-        b.line(f"int {self.bounded} = 0;")
+            b.decl(f"{ctype} *", ident, Var("NULL"))
+        b.decl("int", self.bounded, 0)
 
     def allocate_bounded(self, b: CBuilder) -> None:
         """After the bound phase: the arrays at the bounds, when they fit the index type and memory."""
         entries = self._entries()
-        with b.block(f"if ({' && '.join(f'{size} <= {self._limit()}' for size in self._counters())})"):
+        with b.if_(and_(*(le(Var(size), self._limit()) for size in self._counters()))):
             for ident, length, ctype, zeroed in entries:
-                b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
-            b.line(f"{self.bounded} = {' && '.join(ident for ident, *_ in entries)};")
-            with b.block(f"if (!{self.bounded})"):
+                b.assign(Var(ident), _allocation(length, ctype, zeroed))
+            b.assign(Var(self.bounded), and_(*(Var(ident) for ident, *_ in entries)))
+            with b.if_(not_(Var(self.bounded))):
                 for ident, _, ctype, _ in entries:
-                    b.line(f"free({ident});")
-                    b.line(f"{ident} = NULL;")
+                    free_arrays(b, ident)
+                    b.assign(Var(ident), Var("NULL"))
 
     def allocate_entries(self, b: CBuilder) -> None:
         """After the count phase: every array at its exact size."""
         for size in self._counters():
-            b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
+            b.fail(gt(Var(size), self._limit()), ReturnCode.INDEX_OVERFLOW)
         for ident, length, ctype, zeroed in self._entries():
-            b.line(f"{ident} = {_allocation(length, ctype, zeroed)};")
-            b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
+            b.assign(Var(ident), _allocation(length, ctype, zeroed))
+            b.fail(not_(Var(ident)), ReturnCode.OUT_OF_MEMORY)
 
     def rewind(self, b: CBuilder) -> None:
         """Before the fill: the sizes count again from zero."""
         for size in self._counters():
-            b.line(f"{size} = 0;")
+            b.assign(Var(size), 0)
 
-    def count_at_most(self, amount: str, b: CBuilder) -> None:
-        b.line(f"{names.size(self.name, self._head(len(self.levels) - 1))} += {amount};")
+    def count_at_most(self, amount: Expr, b: CBuilder) -> None:
+        b.assign(Var(names.size(self.name, self._head(len(self.levels) - 1))), amount, "+=")
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
-            return Position(lv.locate({}, parent.begin, coordinate, self.dims[level]))
+            return located(lv, parent, coordinate, self.dims[level])
         if not self._is_group_end(level):
             return parent
-        p = names.position(names.access(self.name), level)
-        b.line(f"int64_t {p} = {names.size(self.name, self._head(level))};")
-        b.line(f"int {self.flag(level)} = 0;")
+        p = b.decl("int64_t", names.position(names.access(self.name), level),
+                   Var(names.size(self.name, self._head(level))))
+        b.decl("int", self.flag(level), 0)
         return Position(p)
 
     def flag(self, level: int) -> str | None:
@@ -291,27 +304,27 @@ class AppendedResult(AssembledResult):
         if not self._is_group_end(level):
             return
         head = self._head(level)
-        with b.block(f"if ({self.flag(level)})"):
+        with b.if_(Var(self.flag(level))):
             if self.filling:
                 for k in range(head, level + 1):
-                    b.line(f"{self._array(k, 'crd')}[{position.begin}] = {self._coordinate_var(k)};")
-                b.line(f"{self._array(head, 'pos')}[{parent.begin} + 1]++;")
-            b.line(f"{names.size(self.name, head)}++;")
+                    b.assign(Var(self._array(k, "crd"))[position.begin], Var(self._coordinate_var(k)))
+                b.expr(increment(Var(self._array(head, "pos"))[parent.begin + 1]))
+            b.expr(increment(Var(names.size(self.name, head))))
             if parent_flag:
-                b.line(f"{parent_flag} = 1;")
+                b.assign(Var(parent_flag), 1)
 
     def finish(self, b: CBuilder) -> None:
         """Prefix sums close the pos arrays; arrays allocated at bounds are trimmed to their sizes."""
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names:
-                pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
-        with b.block(f"if ({self.bounded})"):
+                _prefix_sum(Var(self._array(level, "pos")), self._count(level - 1), b)
+        with b.if_(Var(self.bounded)):
             for ident, length, ctype, _ in self._entries():
                 with b.block():
-                    b.line(f"void *trimmed = realloc({ident}, ((size_t)({length}) + 1) * sizeof({ctype}));")
-                    b.line(f"if (trimmed) {ident} = trimmed;")
+                    trimmed = b.decl("void *", "trimmed",
+                                     call("realloc", Var(ident), (cast("size_t", length) + 1) * SizeOf(ctype)))
+                    with b.if_(trimmed):
+                        b.assign(Var(ident), trimmed)
 
     # --- chunks: threads assembling it in one parallel region (kernel.py) ---------------------------------
     #
@@ -327,41 +340,42 @@ class AppendedResult(AssembledResult):
         return [(size, f"{size}_chunks", f"{size}_ends") for size in self._counters()]
 
     def allocate_chunks(self, threads: str, b: CBuilder) -> None:
+        length = cast("size_t", as_expr(threads)) + 1
         for _, starts, ends in self._chunk_arrays():
-            b.line(f"int64_t *{starts} = calloc((size_t){threads} + 1, sizeof(int64_t));")
-            b.line(f"int64_t *{ends} = calloc((size_t){threads} + 1, sizeof(int64_t));")
-            b.fail(f"!{starts} || !{ends}", ReturnCode.OUT_OF_MEMORY)
+            arrays = [b.decl("int64_t *", name, call("calloc", length, SizeOf("int64_t"))) for name in (starts, ends)]
+            b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
 
     def declare_chunk_sizes(self, b: CBuilder) -> None:
         """In the region: this thread's sizes, which the phases' code counts (shadowing the totals)."""
         for size in self._counters():
-            b.line(f"int64_t {size} = 0;")
+            b.decl("int64_t", size, 0)
 
     def count_chunk(self, thread: str, b: CBuilder) -> None:
         """After a count (or bound) phase: this thread's counts."""
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{starts}[{thread}] = {size};")
+            b.assign(Var(starts)[as_expr(thread)], Var(size))
 
     def sum_chunks(self, team: str, b: CBuilder) -> None:
         """By one thread: the chunks' counts become their starts; its own sizes become the totals, which
         the arrays are then allocated at."""
+        t = Var("t")
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{size} = 0;")
-            with b.block(f"for (int t = 0; t < {team}; t++)"):
-                b.line(f"const int64_t n = {starts}[t];")
-                b.line(f"{starts}[t] = {size};")
-                b.line(f"{size} += n;")
+            b.assign(Var(size), 0)
+            with b.for_(*_team_loop(team)):
+                n = b.decl("const int64_t", "n", Var(starts)[t])
+                b.assign(Var(starts)[t], Var(size))
+                b.assign(Var(size), n, "+=")
 
     def start_chunk(self, thread: str, b: CBuilder) -> None:
         """Before the fill: this thread's sizes start at its chunk's start."""
         for size, starts, _ in self._chunk_arrays():
-            b.line(f"{size} = {starts}[{thread}];")
+            b.assign(Var(size), Var(starts)[as_expr(thread)])
 
     def end_chunk(self, thread: str, b: CBuilder) -> None:
         for size, _, ends in self._chunk_arrays():
-            b.line(f"{ends}[{thread}] = {size};")
+            b.assign(Var(ends)[as_expr(thread)], Var(size))
 
-    def _anchor(self, level: int) -> tuple[str, str] | None:
+    def _anchor(self, level: int) -> tuple[str, Expr] | None:
         """The size counting the positions that index `level`'s, and how many of `level`'s each has (dense
         levels below a sparse one multiply them); None when no sparse level is at or above `level`."""
         scale = []
@@ -370,9 +384,9 @@ class AppendedResult(AssembledResult):
             level -= 1
         if level < 0:
             return None
-        return names.size(self.name, self._head(level)), " * ".join(("1", *scale))
+        return names.size(self.name, self._head(level)), block_size(scale)
 
-    def _positioned(self) -> list[tuple[str, str, tuple[str, str] | None, int]]:
+    def _positioned(self) -> list[tuple[str, str, tuple[str, Expr] | None, int]]:
         """Every array indexed by positions: (C name, element type, anchor, offset): a pos array holds its
         parent positions' counts one element on."""
         out = []
@@ -385,28 +399,29 @@ class AppendedResult(AssembledResult):
     def compact(self, team: str, b: CBuilder) -> None:
         """After the region: each chunk's entries moved down to where the chunks before it end (memmove,
         in thread order: a chunk never moves up); the sizes become the totals."""
+        t = Var("t")
         for size, starts, ends in self._chunk_arrays():
-            b.line(f"{size} = 0;")
-            with b.block(f"for (int t = 0; t < {team}; t++)"):
-                b.line(f"const int64_t from = {starts}[t], n = {ends}[t] - from;")
-                with b.block(f"if (n > 0 && from != {size})"):
+            b.assign(Var(size), 0)
+            with b.for_(*_team_loop(team)):
+                start = b.decl("const int64_t", "from", Var(starts)[t])
+                n = b.decl("const int64_t", "n", Var(ends)[t] - start)
+                with b.if_(and_(gt(n, 0), ne(start, Var(size)))):
                     for ident, ctype, anchor, offset in self._positioned():
                         if anchor is None or anchor[0] != size:
                             continue
-                        scale = anchor[1]
-                        b.line(f"memmove({ident} + {size} * {scale} + {offset}, {ident} + from * {scale} + {offset}, "
-                               f"(size_t)(n * {scale}) * sizeof({ctype}));")
-                b.line(f"{size} += n;")
-            b.line(f"free({starts});")
-            b.line(f"free({ends});")
+                        array, scale = Var(ident), anchor[1]
+                        b.expr(call("memmove", array + Var(size) * scale + offset, array + start * scale + offset,
+                                    cast("size_t", n * scale) * SizeOf(ctype)))
+                b.assign(Var(size), n, "+=")
+            free_arrays(b, starts, ends)
 
     def _coordinate_var(self, level: int) -> str:
         return names.user(self.name, f"c{level + 1}")
 
-    def bind(self, level: int, coordinate: str, b: CBuilder) -> None:
+    def bind(self, level: int, coordinate: Expr, b: CBuilder) -> None:
         """Remember the coordinate of a grouped level until its group commits (COO rows)."""
         if self.filling and not self.levels[level].properties.full:
-            b.line(f"const int64_t {self._coordinate_var(level)} = {coordinate};")
+            b.decl("const int64_t", self._coordinate_var(level), coordinate)
 
 
 @dataclass(frozen=True)
@@ -452,58 +467,63 @@ class SharedPatternResult(AssembledResult):
         """Whether `level`'s pos array is counted in the loops rather than copied."""
         return "pos" in self.levels[level].array_names and not self._mirrored(level - 1)
 
-    def _source_count(self, level: int) -> str:
+    def _source_count(self, level: int) -> Expr:
         if level < 0:
-            return "1"
+            return Literal(1)
         if self.source_levels[level].properties.full:
-            return f"({self._source_count(level - 1)} * {self.dims[level]})"
+            return self._source_count(level - 1) * as_expr(self.dims[level])
         parents = self._source_count(level - 1)
-        return self.source_levels[level].position_range(self.source_arrays[level], "0", parents)[1]
+        return self.source_levels[level].position_range(self.source_arrays[level], Literal(0), parents)[1]
 
     def allocate(self, b: CBuilder) -> None:
         for level, lv in enumerate(self.levels):
             if not lv.properties.full and not lv.properties.branchless:
-                size = names.size(self.name, level)
-                b.line(f"const int64_t {size} = {self._source_count(level)};")
-                b.fail(f"{size} > {self._limit()}", ReturnCode.INDEX_OVERFLOW)
+                size = b.decl("const int64_t", names.size(self.name, level), self._source_count(level))
+                b.fail(gt(size, self._limit()), ReturnCode.INDEX_OVERFLOW)
             for array in lv.array_names:
-                ident, length = self._array(level, array), self._length(level, array)
+                length = self._length(level, array)
                 counted = array == "pos" and self._counted(level)
-                b.line(f"{self.index_type} *{ident} = {_allocation(length, self.index_type, counted)};")
-                b.fail(f"!{ident}", ReturnCode.OUT_OF_MEMORY)
+                copy = b.decl(f"{self.index_type} *", self._array(level, array),
+                              _allocation(length, self.index_type, counted))
+                b.fail(not_(copy), ReturnCode.OUT_OF_MEMORY)
                 if array != "crd" and not counted:
-                    with b.block(f"for (int64_t p = 0; p < {length}; p++)"):
-                        b.line(f"{ident}[p] = {self.source_arrays[level][array]}[p];")
-        count, vals = self._count(len(self.levels) - 1), names.vals(self.name)
+                    with b.for_range("p", 0, length):
+                        b.assign(copy[Var("p")], Var(self.source_arrays[level][array])[Var("p")])
+        count = self._count(len(self.levels) - 1)
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
         zeroed = self._suffix or not self._mirrored(len(self.levels) - 1)
-        b.line(f"{self.value_type} *{vals} = {_allocation(count, self.value_type, zeroed)};")
-        b.fail(f"!{names.vals(self.name)}", ReturnCode.OUT_OF_MEMORY)
+        vals = b.decl(f"{self.value_type} *", names.vals(self.name), _allocation(count, self.value_type, zeroed))
+        b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         if level >= len(self.source_levels):
-            return Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+            return located(self.levels[level], parent, coordinate, self.dims[level])
         source = reads[(self.source, level)]
         if self._mirrored(level):
             if "crd" in self.levels[level].array_names:
-                b.line(f"{self._array(level, 'crd')}[{source.begin}] = {coordinate};")
+                b.assign(Var(self._array(level, "crd"))[source.begin], coordinate)
             return source
-        position = Position(self.levels[level].locate({}, parent.begin, coordinate, self.dims[level]))
+        position = located(self.levels[level], parent, coordinate, self.dims[level])
         below = level + 1
         if below < len(self.source_levels) and self._counted(below):
             begin, end = self.source_levels[below].position_range(self.source_arrays[below], source.begin,
                                                                   source.last)
-            b.line(f"{self._array(below, 'pos')}[{position.begin} + 1] = {end} - {begin};")
+            b.assign(Var(self._array(below, "pos"))[position.begin + 1], end - begin)
         return position
 
-    def store(self, position: Position, op: str, value: str, b: CBuilder) -> None:
+    def store(self, position: Position, op: str, value: Expr, b: CBuilder) -> None:
         """A shared position is stored once (a reduction below it is summed in a register first); a
         position of the dense levels below may take a sum."""
-        b.line(f"{names.vals(self.name)}[{position.begin}] {op if self._suffix else '='} {value};")
+        b.assign(Var(names.vals(self.name))[position.begin], value, op if self._suffix else "=")
 
     def finish(self, b: CBuilder) -> None:
         for level in range(len(self.levels)):
             if self._counted(level):
-                pos = self._array(level, "pos")
-                with b.block(f"for (int64_t p = 0; p < {self._count(level - 1)}; p++)"):
-                    b.line(f"{pos}[p + 1] += {pos}[p];")
+                _prefix_sum(Var(self._array(level, "pos")), self._count(level - 1), b)
+
+
+def _prefix_sum(pos: Var, parents: Expr, b: CBuilder) -> None:
+    """Close a pos array whose entries counted each parent's children: pos[p + 1] += pos[p]."""
+    p = Var("p")
+    with b.for_range(p.name, 0, parents):
+        b.assign(pos[p + 1], pos[p], "+=")

@@ -1,0 +1,105 @@
+"""A forall, lowered (LOWERING.md §3): it chooses the loop a `∀i` becomes — a dense `for` over the
+dimension that checks the sparse iterators at each coordinate, the merge loops of co-iteration, a loop
+over derived variables, the body at a coordinate the loops around fixed, or (in the bound phase) no
+loop at all, its trip count instead — and puts a hoisted reduction's register and a parallel region
+around it. The loops themselves are in coiteration.py, derived.py and parallel.py.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+from ..cin.ast import Forall
+from ..codegen import names
+from ..codegen.c_ast import Decl, Expr, Literal, Var, call, increment, lt
+from . import lattice as lat
+from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load, loop_lattice,
+                          parallel_sparse_loop, point_cases, require_ordered, sparse_iterators, survey)
+from .context import Lowering, Scope
+from .derived import blocked_loop, check_appends, derived_forall, fixed_forall, indexes_levels
+from .outputs import bounded_target, hoisting
+from .parallel import iteration, parallel_region
+
+
+def forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
+    if stmt.index in scope.fixed:
+        fixed_forall(cx, stmt, scope)
+        return
+    bound = None
+    relation = scope.provenance.defining(stmt.index)
+    if relation is not None:
+        if not indexes_levels(stmt):
+            derived_forall(cx, stmt, scope)
+            return
+        stmt, scope, bound = blocked_loop(cx, stmt, relation, scope)
+    loop = survey(cx, stmt, scope)
+    check_appends(loop, scope)
+    lattice = loop_lattice(stmt.body, loop, {})
+    bounded = bounded_target(cx, stmt, scope)
+    if bounded is not None:
+        _count_trips(cx, loop, lattice, bounded, scope)
+        return
+    with cx.b.block(), hoisting(cx, stmt, scope) as (stmt, scope):
+        declare_iterators(cx, lattice, scope)
+        if lat.dense_loop(lattice):
+            _dense_loop(cx, stmt, loop, lattice, scope, bound)
+        elif stmt.parallel is not None:
+            parallel_sparse_loop(cx, stmt, loop, lattice, scope)
+        else:
+            coiterate(cx, stmt, loop, lattice, scope)
+
+
+def _count_trips(cx: Lowering, loop: Loop, lattice: lat.Lattice, name: str, scope: Scope) -> None:
+    """The bound phase's stand-in for a loop: its target gets as many entries as the loop would run
+    iterations, at most. A merge runs at most the summed lengths of the lattice's bottom points (each
+    coordinate it visits is in every iterator of some bottom point), the shortest iterator of each;
+    every loop runs at most its dimension."""
+    extent = Var(names.extent(loop.index))
+    with cx.b.block():
+        declare_iterators(cx, lattice, scope)
+        if lat.dense_loop(lattice):
+            trips = extent
+        else:
+            bottoms = [p for p in lattice if not any(q.sparse < p.sparse for q in lattice)]
+            terms = [_smallest([Var(end) - Var(q) for q, end, _, _ in (iterator_names(cx, it)
+                                                                      for it in sorted(point.sparse, key=str))])
+                     for point in bottoms]
+            trips = _smallest([sum(terms[1:], terms[0]), extent])
+        trips = cx.b.decl("const int64_t", "trips", trips)
+        cx.plan.targets[name].count_at_most(trips, cx.b)
+        if scope.flags.get(name):
+            with cx.b.if_(trips):
+                cx.b.assign(Var(scope.flags[name]), 1)
+
+
+def _smallest(terms: list[Expr]) -> Expr:
+    smallest = terms[0]
+    for term in terms[1:]:
+        smallest = call("min64", smallest, term)
+    return smallest
+
+
+def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope,
+                bound: Expr | None = None) -> None:
+    """for (i = 0; i < N; i++) { if (A at i && B at i) {...} else if (A at i) {...} else {...}; advance }
+    (to `bound` instead of the dimension, for a blocked loop)."""
+    sparse = sparse_iterators(lattice)
+    require_ordered(cx, sparse, loop)
+    parallel = parallel_region(cx, stmt, sparse, scope) if stmt.parallel is not None else nullcontext(scope)
+    with parallel as scope:
+        if stmt.unroll:
+            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+        _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or Var(names.extent(loop.index)))
+
+
+def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
+               bound: Expr) -> None:
+    index = Var(names.coordinate(loop.index))
+    with cx.b.for_(Decl("int64_t", index.name, Literal(0)), lt(index, bound), increment(index)), \
+            iteration(cx, stmt):
+        cx.count(f"∀{loop.index} dense")
+        for it in sparse:
+            load(cx, it, guard=True, index=index)
+        point_cases(cx, stmt, loop, lattice, lattice, scope)
+        for it in sparse:
+            advance(cx, it, index)

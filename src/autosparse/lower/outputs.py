@@ -1,0 +1,226 @@
+"""The leaves of lowering: stores into targets, the expressions they store, and the temporaries of
+`where`s (CIN -> C: `target[p] (op)= value;`, LOWERING.md §4, §6).
+
+A store goes to the position its target's levels were entered at (or located, for a target written at
+random); a reduction nest sums into a register stored once after it (`hoisting`); counting phases only
+mark where a store goes. Nothing here opens a loop: statements nested in a `where` are lowered through
+`cx.lower`.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, Where, assignments, nest, results, unnest, unnest_loops
+from ..cin.provenance import Provenance
+from ..codegen import names
+from ..codegen.c_ast import Binary, Decl, Expr, Var, as_expr, increment, lt, ternary
+from ..codegen.literals import c_literal
+from ..notation.ast import Add, Literal, Mul, Neg, Sub, factors, product
+from .context import Lowering, Phase, Scope
+from .reads import ROOT, Position
+
+
+def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
+    """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
+    temporaries = results(stmt.producer)
+    copied = cx.plan.counting and _copied_to_last_level(stmt.consumer)
+    producing = replace(scope, atomic=False)  # the temporaries are this thread's own
+    if copied and bounded_target(cx, stmt.consumer, scope):
+        # the consumer only counts the entries: the producer may count them at most too
+        producing = replace(producing, bounded=scope.bounded | {n for n in temporaries if cx.plan.targets[n].bounds})
+    cx.b.comment(f"produce {', '.join(temporaries)}")
+    cx.lower(stmt.producer, producing)
+    for name in temporaries:
+        cx.plan.targets[name].prepare_read(cx.b, ordered=not copied)
+    cx.b.comment(f"consume {', '.join(temporaries)}")
+    cx.lower(stmt.consumer, scope)
+    for name in temporaries:
+        cx.plan.targets[name].reset(cx.b, values=not cx.plan.counting)
+
+
+def _copied_to_last_level(consumer: Stmt) -> bool:
+    """Whether the consumer only copies a one-index temporary into the result's last level
+    (`∀j C(i,j) = w(j)`): counting its entries per row then needs them in no particular order."""
+    if not isinstance(consumer, Forall) or not isinstance(consumer.body, Assign):
+        return False
+    rhs, lhs = consumer.body.rhs, consumer.body.lhs
+    return (isinstance(rhs, Access) and rhs.tensor.temporary and rhs.indices == (consumer.index,)
+            and lhs.level_indices[-1:] == (consumer.index,))
+
+
+def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
+    """target[p] (op)= value; raise the flag of a tentative position; or add into a hoisted register.
+    Counting, no value is computed: the store only marks where it goes."""
+    name = stmt.lhs.tensor.name
+    if name in scope.accumulators:
+        register, stored = scope.accumulators[name]
+        if not cx.plan.counting:
+            value = _expr(cx, stmt.rhs, scope)
+            if scope.atomic:
+                cx.b.pragma("omp atomic")
+            cx.b.assign(Var(register), value, "+=")
+        if stored:
+            cx.b.assign(Var(stored), 1)
+        return
+    position = target_position(cx, stmt.lhs, scope)
+    if cx.plan.counting:
+        cx.plan.targets[name].mark(position, cx.b)
+    else:
+        value = _expr(cx, stmt.rhs, scope)
+        store(cx, name, position, _operator(cx, stmt.lhs, stmt.accumulate, scope), value, scope)
+    if scope.flags.get(name):
+        cx.b.assign(Var(scope.flags[name]), 1)
+
+
+def store(cx: Lowering, name: str, position: Position, op: str, value: Expr, scope: Scope) -> None:
+    """A store, atomic when iterations of a parallel loop add into the same position."""
+    if scope.atomic and op == "+=":
+        cx.b.pragma("omp atomic")
+    cx.plan.targets[name].store(position, op, value, cx.b)
+
+
+def _operator(cx: Lowering, lhs: Access, accumulate: bool, scope: Scope) -> str:
+    """`+=` for a store that adds, unless it is the only one its position will get (no enclosing loop
+    leaves the position unchanged, and the target is not written elsewhere): then `=`, which writes a
+    fresh page without reading it first (LOWERING.md §4)."""
+    around = {root for index in scope.loops for root in scope.provenance.roots(index)}
+    once = cx.plan.targets[lhs.tensor.name].overwrites and around <= set(lhs.indices) and not scope.revisits
+    return "+=" if accumulate and not once else "="
+
+
+def target_position(cx: Lowering, lhs: Access, scope: Scope) -> Position:
+    """Where the store goes: for a target written at random, located from all its coordinates (in any
+    loop order); for an appended one, the position its innermost level's loop entered."""
+    target = cx.plan.targets[lhs.tensor.name]
+    if not target.random_access:
+        return scope.writes.get((lhs.tensor.name, lhs.tensor.order - 1), ROOT)
+    position = ROOT
+    for level, index in enumerate(lhs.level_indices):
+        position = target.enter(level, Var(names.coordinate(index)), position, scope.reads, cx.b)
+    return position
+
+
+def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
+    if isinstance(expr, _Register):
+        return Var(expr.name)
+    if isinstance(expr, Access):
+        return _read(cx, expr, scope)
+    if isinstance(expr, Literal):
+        return as_expr(c_literal(expr.value, cx.plan.value_type))
+    if isinstance(expr, Neg):
+        return -_expr(cx, expr.operand, scope)
+    symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
+    return Binary(symbol, _expr(cx, expr.left, scope), _expr(cx, expr.right, scope))
+
+
+def dense_operand(access: Access) -> bool:
+    """A dense operand is read at random, from all its coordinates, in whatever order the loops bind
+    them: it never limits the iteration space (it acts as the loop's whole range) nor the loop order.
+    So is a dense temporary read by locating every coordinate (a SparseAuto temporary, read in the
+    consumer's loop order, whatever order the producer wrote it in)."""
+    if not access.tensor.format.is_dense:
+        return False
+    return not access.tensor.temporary or all(p is Protocol.LOCATE for p in access.protocols)
+
+
+def _read(cx: Lowering, access: Access, scope: Scope) -> Expr:
+    """vals[p]; 0 when a locate found nothing; the sum over a non-unique leaf's segment (a COO vector)."""
+    position = scope.reads.get((access, access.tensor.order - 1), ROOT)
+    if dense_operand(access):
+        for level, (index, read_level) in enumerate(zip(access.level_indices, cx.plan.read_levels(access))):
+            position = read_level.locate(position, Var(names.coordinate(index)))
+    vals, begin = Var(cx.plan.vals(access)), as_expr(position.begin)
+    if position.end is not None:
+        total = cx.b.decl(cx.plan.value_types[access.tensor.name], cx.fresh("v"), 0)
+        q = Var("q")
+        with cx.b.for_(Decl("int64_t", q.name, begin), lt(q, as_expr(position.end)), increment(q)):
+            cx.b.assign(total, vals[q], "+=")
+        return total
+    if position.may_miss:
+        return ternary(lt(begin, 0), 0, vals[begin])
+    return vals[begin]
+
+
+@dataclass(frozen=True)
+class _Register:
+    """A C variable standing in an expression: the sum a hoisted reduction leaves."""
+
+    name: str
+
+
+@contextmanager
+def hoisting(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[tuple[Forall, Scope]]:
+    """Around a reduction nest, a register that the nest sums into and that is stored once after it
+    (LOWERING.md §6); yields the nest (its invariant factors taken out) and the scope of its body."""
+    hoisted = _hoistable(cx, stmt, scope)
+    if hoisted is None:
+        yield stmt, scope
+        return
+    name, register, stored = hoisted
+    stmt, invariant = _split_invariant(stmt, scope.provenance)
+    if not cx.plan.counting:
+        cx.b.decl(cx.plan.value_types[name], register, 0)
+    if stored:
+        cx.b.decl("int", stored, 0)
+    # the register is this block's own: only iterations of this very loop can race on it
+    yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
+    total = product([*invariant, _Register(register)]) if invariant else _Register(register)
+    _store_hoisted(cx, stmt, name, total, stored, scope)
+
+
+def bounded_target(cx: Lowering, stmt: Forall, scope: Scope) -> str | None:
+    """In the bound phase, the target this loop makes at most one entry of per iteration, if it may be
+    replaced by its trip count: every store below it goes to that target, at the coordinate of the loop
+    as the target's last level (the loops inside reduce)."""
+    if cx.plan.phase is not Phase.BOUND:
+        return None
+    lhs = {a.lhs.tensor.name: a.lhs for a in assignments(stmt.body)}
+    if len(lhs) != 1:
+        return None
+    (name, access), = lhs.items()
+    if name not in scope.bounded or access.level_indices[-1:] != (stmt.index,):
+        return None
+    return name
+
+
+def _hoistable(cx: Lowering, stmt: Forall, scope: Scope) -> tuple[str, str, str | None] | None:
+    """A reduction nest (foralls over indices the output lacks, around one `+=`) sums into a register
+    (LOWERING.md §6): returns (tensor, register, stored-flag)."""
+    loops, body = unnest(stmt)
+    if not isinstance(body, Assign) or not body.accumulate:
+        return None
+    name = body.lhs.tensor.name
+    if any(root in body.lhs.indices for index in loops for root in scope.provenance.roots(index)) \
+            or name in scope.accumulators:
+        return None
+    dense = cx.plan.targets[name].flag_free
+    return name, cx.fresh("acc"), None if dense else cx.fresh("stored")
+
+
+def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list]:
+    """Take the factors of a reduced product that none of the reduction's loops changes out of it, to
+    multiply the sum once: Σ_k b·c(k)·d(k) = b·Σ_k c(k)·d(k) (SDDMM's B(i,j)). At least one factor stays."""
+    loops, body = unnest_loops(stmt)
+    indices = {index for loop in loops for index in (loop.index, *provenance.roots(loop.index))}
+    terms = factors(body.rhs)
+    invariant = [t for t in terms
+                 if isinstance(t, Literal) or isinstance(t, Access) and not set(t.indices) & indices]
+    if not invariant or len(invariant) == len(terms):
+        return stmt, []
+    variant = [t for t in terms if not any(t is f for f in invariant)]
+    return nest(loops, replace(body, rhs=product(variant))), invariant
+
+
+def _store_hoisted(cx: Lowering, stmt: Forall, name: str, total, stored: str | None, scope: Scope) -> None:
+    lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
+    position = target_position(cx, lhs, scope)
+    with cx.b.when(Var(stored) if stored else None):
+        if cx.plan.counting:
+            cx.plan.targets[name].mark(position, cx.b)
+        else:
+            store(cx, name, position, _operator(cx, lhs, True, scope), _expr(cx, total, scope), scope)
+        if scope.flags.get(name):
+            cx.b.assign(Var(scope.flags[name]), 1)

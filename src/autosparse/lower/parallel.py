@@ -1,0 +1,153 @@
+"""OpenMP regions around parallel loops (`parallelize(i, unit, race)`): the pragma and its clauses,
+the per-thread copies a `temporary` race strategy sums after the loop, each thread's own `where`
+temporaries, and the failure protocol inside a region (no code may leave one, so a failure raises the
+region's flag and skips to the end of the iteration).
+
+It decides only what surrounds a loop; the loop itself is emitted by its caller inside the yielded scope.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Iterator
+
+from ..cin.ast import Forall, ParallelUnit, Race, Where, assignments, walk
+from ..codegen import names
+from ..codegen.builder import CBuilder
+from ..codegen.c_ast import Decl, Literal, SizeOf, Var, as_expr, call, cast, increment, lt, not_
+from ..errors import ScheduleError
+from ..runtime.abi import ReturnCode
+from .context import Lowering, Scope
+from .writes import Target
+
+
+@contextmanager
+def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
+                    schedule: str = "schedule(static)") -> Iterator[Scope]:
+    """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
+
+    Iterations share what is declared outside the loop: the results, and the registers of reductions
+    around it (this loop's own, when it is the reduction). `no_races` promises they do not race, so a
+    register that every iteration adds into is refused; `ignore_races` leaves them alone;
+    `atomics` makes every sum into them atomic; `temporary` gives each thread (or SIMD lane) zeroed
+    copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
+    one heap copy per thread, added into the result one thread at a time. The temporaries of `where`s
+    inside are each thread's own, allocated when its region begins. A result assembled by appending is
+    written in parallel only by the loop whose threads assemble it in chunks (`cx.plan.region`; the kernel
+    opens the region around all phases). Loops co-iterating a sparse operand (its position carries from iteration
+    to iteration) are refused."""
+    command = f"parallelize({stmt.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
+    unit, race = stmt.parallel.unit, stmt.parallel.race
+    if unit is ParallelUnit.CPU_VECTOR and race is Race.ATOMICS:
+        raise ScheduleError(f"{command}: SIMD lanes have no atomics (use temporary)")
+    if sparse:
+        raise ScheduleError(f"{command}: the loop co-iterates {sparse[0].access}, whose position carries from one "
+                            f"iteration to the next")
+    threaded = temporaries_inside(stmt)
+    if threaded and unit is ParallelUnit.CPU_VECTOR:
+        raise ScheduleError(f"{command}: a where inside a SIMD loop would share its temporary between lanes")
+    chunked = cx.plan.region == stmt.index
+    registers = {n: r for n, (r, _) in scope.accumulators.items()}
+    written = dict.fromkeys(a.lhs.tensor.name for a in assignments(stmt.body) if a.lhs.tensor.name not in threaded)
+    for name in written:
+        if name not in registers and not cx.plan.targets[name].parallel_safe() and not chunked:
+            raise ScheduleError(f"{command}: {name} is assembled by appending, which threads assemble only in "
+                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first level, "
+                                f"and that level dense (rows of CSR)")
+    shared = [registers[n] for n in written if n in registers]
+    if race is Race.NO_RACES and shared and not cx.plan.counting:
+        raise ScheduleError(f"{command}: every iteration over {stmt.index} adds into one register ({shared[0]}, "
+                            f"a sum), so they would race: use atomics or temporary (ignore_races accepts a wrong sum)")
+    # a count phase sums no values: its registers are not even declared
+    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not cx.plan.counting else []
+    flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
+    clauses = ([f"reduction(+: {', '.join(summed)})"] if summed else []) + \
+              ([f"reduction(|: {', '.join(flags)})"] if flags else [])
+    copied = [n for n in written if n not in registers and cx.plan.targets[n].reduction_size() is not None
+              and race is Race.TEMPORARY]
+    if unit is ParallelUnit.CPU_VECTOR:
+        if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
+            sections = (f"{names.vals(n)}[0:{cx.plan.targets[n].reduction_size()}]" for n in copied)
+            clauses.append(f"reduction(+: {', '.join(sections)})")
+        cx.b.pragma(f"omp {' '.join(['simd', *clauses])}")
+        yield replace(scope, parallel=True)
+        return
+    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
+    if chunked:  # inside the kernel's region, which made the temporaries
+        cx.b.pragma(f"omp {' '.join(['for schedule(static)', *clauses])}")
+        yield atomic
+        return
+    threads = [f"num_threads({cx.plan.num_threads})"] if cx.plan.num_threads is not None else []
+    if not copied and not threaded:
+        cx.b.pragma(f"omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
+        yield atomic
+        return
+    failed = cx.fresh("failed")
+    with cx.b.block():
+        threads = cx.b.decl("const int", "threads", cx.plan.num_threads or call("omp_get_max_threads"))
+        cx.b.decl("int", failed, 0)
+        for name in copied:
+            ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
+            copies = cx.b.decl(f"{ctype} *", _copies(name), call("calloc", cast("size_t", threads) * size, SizeOf(ctype)))
+            cx.b.fail(not_(copies), ReturnCode.OUT_OF_MEMORY)
+            cx.b.decl(f"{ctype} *restrict", _shared(name), Var(names.vals(name)))
+        cx.b.pragma(f"omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+        with cx.b.block():
+            for name in copied:  # shadows the result: the body stores into this thread's copy
+                ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
+                cx.b.decl(f"{ctype} *restrict", names.vals(name),
+                          Var(_copies(name)) + cast("size_t", call("omp_get_thread_num")) * size)
+            with thread_temporaries([cx.plan.targets[n] for n in threaded], failed, cx.fresh("allocated"), cx.b):
+                with cx.b.if_(cx.b.agreed(failed, cx.fresh("ready"))), cx.b.failing_to(failed, cx.fresh("done")):
+                    cx.b.pragma(f"omp for {schedule}")
+                    yield atomic
+                if copied:
+                    cx.b.pragma("omp critical")
+                    with cx.b.block():
+                        for name in copied:
+                            p, size = Var("p"), as_expr(cx.plan.targets[name].reduction_size())
+                            with cx.b.for_(Decl("int64_t", p.name, Literal(0)), lt(p, size), increment(p)):
+                                cx.b.assign(Var(_shared(name))[p], Var(names.vals(name))[p], "+=")
+        for name in copied:
+            cx.b.expr(call("free", Var(_copies(name))))
+        cx.b.fail(Var(failed), Var(failed))
+
+
+def _copies(result: str) -> str:
+    """The threads' zeroed copies of a dense result (parallelize with `temporary`)."""
+    return names.user(result, "copies")
+
+
+def _shared(result: str) -> str:
+    """The result itself, while its name holds the running thread's copy."""
+    return names.user(result, "shared")
+
+
+@contextmanager
+def thread_temporaries(workspaces: list[Target], flag: str, label: str, b: CBuilder) -> Iterator[None]:
+    """Inside a parallel region: each thread's own temporaries, allocated before the body (a failure
+    raising `flag`) and released after it."""
+    with b.failing_to(flag, label):
+        for workspace in workspaces:
+            workspace.allocate(b)
+    yield
+    for workspace in workspaces:
+        workspace.release(b)
+
+
+def temporaries_inside(stmt: Forall) -> tuple[str, ...]:
+    """The temporaries of the `where`s inside a loop: a parallel loop gives each thread its own."""
+    return tuple(dict.fromkeys(a.lhs.tensor.name for node in walk(stmt.body) if isinstance(node, Where)
+                               for a in assignments(node.producer)))
+
+
+@contextmanager
+def iteration(cx: Lowering, stmt: Forall) -> Iterator[None]:
+    """The body of a loop's iteration; a failure in a parallel one skips to its end (no code may leave
+    an OpenMP region), the region's flag raised."""
+    if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or cx.b.failure_flag is None:
+        yield
+        return
+    with cx.b.failing_to(cx.b.failure_flag, cx.fresh(f"{cx.plan.phase.value}next")):
+        yield
