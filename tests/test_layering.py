@@ -144,9 +144,6 @@ def test_imports_inside_functions_and_relative_imports_are_edges(tmp_path):
                                       "errors": {"lower", "api"}}
 
 
-@pytest.mark.xfail(strict=False, reason="waits for the other branches of issue 27: autosched (schedule and "
-                                        "autoschedule import upward, the cycle through api), bench (benchmarks "
-                                        "leave the package) and codegen's literals reading tensor.dtypes")
 def test_no_package_imports_above_its_floor_or_in_a_circle():
     found = violations(package_graph())
     assert not found, "layering violations:\n  " + "\n  ".join(found)
