@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -30,6 +30,68 @@ from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorks
 from .writes import HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Target
 
 def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: int | None = None) -> KernelSource:
+    """The kernel of `stmt` for `types`: survey the statement, decide how each tensor is read and written,
+    lower each phase of the loops, then wrap them in the function the ABI calls."""
+    survey = _survey(stmt, types)
+    workspaces = {n: _workspace(v, stmt, survey.extent, survey.result_value)
+                  for n, v in survey.variables.items() if v.temporary}
+    writes = sum(a.lhs.tensor.name == survey.result.name for a in assignments(stmt))
+    target = _result_target(survey.result, stmt, _level_extents(survey.result, stmt, survey.extent), types,
+                            survey.result_value, writes)
+    if not target.random_access and writes > 1:
+        raise ScheduleError(f"Expected one statement appending to the sparse result {survey.result.name} "
+                            f"(format {survey.result.format}), but {writes} write it: use a workspace")
+    reads = _Reads.of(survey, workspaces)
+    region = _chunking_loop(stmt, target)
+    if region is not None:
+        target = replace(target, chunked=True)
+    lowering = _Phases(survey, reads, workspaces, region, num_threads, [] if instrument else None)
+    phases = lowering.all(target)
+    slots = _slots(survey, target)
+    body = _function_body(survey, reads, workspaces, target, slots, phases, lowering)
+    top = _top_level(survey, reads, workspaces, lowering.tables)
+    top.append(Function("int", SYMBOL, _PARAMS, body))
+    result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == survey.result.name)
+    counters = lowering.counters
+    return KernelSource(printer.unit(Unit(tuple(top))), survey.operands, survey.result.name, slots,
+                        isinstance(target, AssembledResult), survey.indices,
+                        tuple(counters) if counters is not None else None,
+                        result_indices=result_lhs.indices, result_level_indices=result_lhs.level_indices,
+                        workspaces=_workspace_sizes(stmt, types.values[survey.result.name]),
+                        bounds=tuple(r for r in survey.provenance.relations if isinstance(r, Bound)),
+                        openmp=survey.openmp,
+                        bitmaps=tuple(index for strategy, index in lowering.tables.values()
+                                      if strategy is Strategy.BITMAP),
+                        hashed=tuple(sorted({access.tensor.name for access in reads.keyed})))
+
+
+@dataclass(frozen=True)
+class _Survey:
+    """What the kernel is made of, read off the statement before any code: its tensors, the one result,
+    the root indices (one extent each in `dims`), each index's extent in C and each tensor's C value type."""
+
+    stmt: Stmt
+    types: Types
+    variables: Mapping[str, TensorVar]
+    result: TensorVar
+    operands: tuple[str, ...]
+    provenance: Provenance
+    indices: tuple[IndexVar, ...]
+    extent: Mapping[IndexVar, str]
+    value_c: Mapping[str, str]
+    access_ids: Mapping[Access, str]
+
+    @property
+    def result_value(self) -> str:
+        return self.value_c[self.result.name]
+
+    @property
+    def openmp(self) -> bool:
+        """Whether a loop is parallel (the kernel is built with -fopenmp)."""
+        return any(isinstance(n, Forall) and n.parallel is not None for n in walk(self.stmt))
+
+
+def _survey(stmt: Stmt, types: Types) -> _Survey:
     variables = tensors(stmt)
     written = {a.lhs.tensor.name for a in assignments(stmt)}
     results = [n for n in written if not variables[n].temporary]
@@ -47,157 +109,189 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
             extent[relation.outer] = extent[relation.parent] if relation.offset else tiles
             extent[relation.inner] = str(relation.factor)
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}
-    result_value = value_c[result.name]
-    for name, var in variables.items():
-        if var.temporary:
-            value_c[name] = result_value
+    value_c.update({name: value_c[result.name] for name, var in variables.items() if var.temporary})
+    access_ids = _access_ids(list(dict.fromkeys(a for node in walk(stmt) for a in accesses(node))))
+    return _Survey(stmt, types, variables, result, operands, provenance, indices, extent, value_c, access_ids)
 
-    access_list = list(dict.fromkeys(a for node in walk(stmt) for a in accesses(node)))
-    access_ids = _access_ids(access_list)
-    workspaces = {n: _workspace(v, stmt, extent, result_value) for n, v in variables.items() if v.temporary}
-    writes = sum(a.lhs.tensor.name == result.name for a in assignments(stmt))
-    result_target = _result_target(result, stmt, _level_extents(result, stmt, extent), types, result_value, writes)
-    if not result_target.random_access and writes > 1:
-        raise ScheduleError(f"Expected one statement appending to the sparse result {result.name} "
-                            f"(format {result.format}), but {writes} write it: use a workspace")
 
-    def read_levels(access: Access) -> tuple[ReadLevel, ...]:
+@dataclass(frozen=True)
+class _Reads:
+    """How lowering reads each access: a workspace's levels, a keyed view of an operand found by hashing its
+    whole coordinates (`keyed`: those accesses, each with its table), or the operand's own levels."""
+
+    survey: _Survey
+    workspaces: Mapping[str, Workspace]
+    keyed: Mapping[Access, str]
+
+    @classmethod
+    def of(cls, survey: _Survey, workspaces: Mapping[str, Workspace]) -> "_Reads":
+        unkeyed = cls(survey, workspaces, {})
+        keyed_tables = keyed.keyed_accesses(survey.stmt,
+                                            lambda a: a.tensor.name not in workspaces and unkeyed.scattered(a))
+        for access in keyed_tables:
+            keyed.check(access, unkeyed.tensor_levels(access),
+                        f"coiterate({access.level_indices[-1]}, hash, {access.tensor.name})")
+        return cls(survey, workspaces, keyed_tables)
+
+    def levels(self, access: Access) -> tuple[ReadLevel, ...]:
         name = access.tensor.name
-        if name in workspaces:
-            return tuple(workspaces[name].read_level(k) for k in range(access.tensor.order))
-        if access in keyed_tables:
-            return keyed.view(access, tensor_levels(access), keyed_tables[access])
-        return tensor_levels(access)
+        if name in self.workspaces:
+            return tuple(self.workspaces[name].read_level(k) for k in range(access.tensor.order))
+        if access in self.keyed:
+            return keyed.view(access, self.tensor_levels(access), self.keyed[access])
+        return self.tensor_levels(access)
 
-    def tensor_levels(access: Access) -> tuple[TensorLevel, ...]:
+    def tensor_levels(self, access: Access) -> tuple[TensorLevel, ...]:
         name = access.tensor.name
-        itype = names.index_type(types.indices[name])
-        dims = [extent[i] for i in access.level_indices]
+        itype = names.index_type(self.survey.types.indices[name])
+        dims = [self.survey.extent[i] for i in access.level_indices]
         levels = access.tensor.format.levels
         scattered = [any(not p.properties.unique and not p.properties.ordered and not p.properties.descending
                          for p in levels[:k]) for k in range(len(levels))]
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
+        ident = self.survey.access_ids.get(access, names.access(name))
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
-                                         "@dim": dims[k],
-                                         "@base": f"{names.position(access_ids.get(access, names.access(name)), k)}_base"},
-                                 dims[k],
-                                 scattered[k])
+                                         "@dim": dims[k], "@base": f"{names.position(ident, k)}_base"},
+                                 dims[k], scattered[k])
                      for k, level in enumerate(levels))
 
-    def scattered(access: Access) -> bool:
+    def scattered(self, access: Access) -> bool:
         """Whether the access's last level cannot be found alone: a level above it, or it, repeats
         coordinates in no order."""
-        last = tensor_levels(access)[-1]
+        last = self.tensor_levels(access)[-1]
         return last.unsorted or not (last.unique or last.ordered or last.descending)
 
-    keyed_tables = keyed.keyed_accesses(stmt, lambda a: a.tensor.name not in workspaces and scattered(a))
-    for access in keyed_tables:
-        keyed.check(access, tensor_levels(access), f"coiterate({access.level_indices[-1]}, hash, {access.tensor.name})")
 
-    counters: list[str] | None = [] if instrument else None
-    two_phase = isinstance(result_target, AppendedResult)
-    region = _chunking_loop(stmt, result_target)
-    if region is not None:
-        result_target = replace(result_target, chunked=True)
-    threaded = {name for node in walk(stmt) if isinstance(node, Forall) and node.parallel is not None
-                and node.parallel.unit is ParallelUnit.CPU_THREAD for name in temporaries_inside(node)}
+@dataclass
+class _Phases:
+    """Lowers the loops once per phase of the result's assembly. The find tables (built once per segment
+    for the whole call) and the instrumentation counters are shared by all phases and read afterwards."""
 
-    tables: finds.Tables = {}  # every phase's, built once per segment for the whole call
+    survey: _Survey
+    reads: _Reads
+    workspaces: Mapping[str, Workspace]
+    region: IndexVar | None
+    num_threads: int | None
+    counters: list[str] | None
+    tables: finds.Tables = field(default_factory=dict)
 
-    def body(target: Target, phase: Phase) -> Block:
+    def all(self, target: Target) -> tuple[Block | None, Block | None, Block]:
+        """(bound, count, fill): an appended result is bounded and counted before it is filled."""
+        if not isinstance(target, AppendedResult):
+            return None, None, self.phase(target, Phase.FILL)
+        counting = self.phase(target, Phase.COUNT)  # first: the phases share the find tables, in this order
+        return self.phase(target, Phase.BOUND), counting, self.phase(replace(target, filling=True), Phase.FILL)
+
+    def phase(self, target: Target, phase: Phase) -> Block:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
-        plan = Plan(read_levels, {result.name: target, **workspaces}, access_ids, value_c, result_value, phase,
-                    num_threads, region)
-        logs = Logs(names.Fresh(), None if phase.counting else counters, tables)
+        survey = self.survey
+        plan = Plan(self.reads.levels, {survey.result.name: target, **self.workspaces}, survey.access_ids,
+                    survey.value_c, survey.result_value, phase, self.num_threads, self.region)
+        logs = Logs(names.Fresh(), None if phase.counting else self.counters, self.tables)
         out = CBuilder()
-        bounded = frozenset({result.name} if phase is Phase.BOUND and target.bounds else ())
-        with out.failing_to(_FAILED, f"{phase.value}_end") if region is not None else nullcontext():
-            lower(stmt, plan, logs, Scope(bounded=bounded), out)
+        bounded = frozenset({survey.result.name} if phase is Phase.BOUND and target.bounds else ())
+        with out.failing_to(_FAILED, f"{phase.value}_end") if self.region is not None else nullcontext():
+            lower(survey.stmt, plan, logs, Scope(bounded=bounded), out)
         return out.statements()
 
-    counting = body(result_target, Phase.COUNT) if two_phase else None
-    bounding = body(result_target, Phase.BOUND) if two_phase else None
-    filling = body(replace(result_target, filling=True) if two_phase else result_target, Phase.FILL)
 
-    slots = [Slot(n, k, a) for n in operands for k, lv in enumerate(variables[n].format.levels) for a in lv.array_names]
-    slots += [Slot(n, -1, "vals") for n in operands]
-    assembled = isinstance(result_target, AssembledResult)
-    slots += result_target.slots() if assembled else [Slot(result.name, -1, "vals")]
+def _slots(survey: _Survey, target: Target) -> tuple[Slot, ...]:
+    """The ABI's argument slots: every operand's level arrays, their values, then the result's."""
+    variables = survey.variables
+    slots = [Slot(n, k, a) for n in survey.operands for k, lv in enumerate(variables[n].format.levels)
+             for a in lv.array_names]
+    slots += [Slot(n, -1, "vals") for n in survey.operands]
+    slots += target.slots() if isinstance(target, AssembledResult) else [Slot(survey.result.name, -1, "vals")]
+    return tuple(slots)
 
-    openmp = any(isinstance(n, Forall) and n.parallel is not None for n in walk(stmt))
-    top: list[TopLevel] = [Include("omp.h")] if openmp else []
-    top += _preamble(variables, types)
+
+def _top_level(survey: _Survey, reads: _Reads, workspaces: Mapping[str, Workspace],
+               tables: finds.Tables) -> list[TopLevel]:
+    """Includes and the static helpers the kernel's function calls."""
+    top: list[TopLevel] = [Include("omp.h")] if survey.openmp else []
+    top += _preamble(survey.variables, survey.types)
     if any(isinstance(w, (ListWorkspace, HashedWorkspace)) for w in workspaces.values()):
         top.append(ORDER_HELPER)
     for workspace in workspaces.values():
         top += workspace.helpers()
     if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
         top.append(finds.HASH_HELPER)
-    for width in sorted({access.tensor.order for access in keyed_tables}):
+    for width in sorted({access.tensor.order for access in reads.keyed}):
         top += keyed.helpers(width)
+    return top
 
+
+def _function_body(survey: _Survey, reads: _Reads, workspaces: Mapping[str, Workspace], target: Target,
+                   slots: tuple[Slot, ...], phases: tuple[Block | None, Block | None, Block],
+                   lowering: _Phases) -> Block:
+    """The kernel function's statements: unpack the arguments, allocate, run the phases, release, and
+    hand an assembled result's arrays back through `args` and `sizes`."""
+    result, assembled = survey.result, isinstance(target, AssembledResult)
+    threaded = {name for node in walk(survey.stmt) if isinstance(node, Forall) and node.parallel is not None
+                and node.parallel.unit is ParallelUnit.CPU_THREAD for name in temporaries_inside(node)}
     b = CBuilder()
-    for k, index in enumerate(indices):
-        b.decl("const int64_t", extent[index], Var("dims")[k])
+    for k, index in enumerate(survey.indices):
+        b.decl("const int64_t", survey.extent[index], Var("dims")[k])
     for k, slot in enumerate(slots):
         if assembled and slot.tensor == result.name:
             continue
-        ctype = value_c[slot.tensor] if slot.level < 0 else names.index_type(types.indices[slot.tensor])
+        ctype = survey.value_c[slot.tensor] if slot.level < 0 else names.index_type(survey.types.indices[slot.tensor])
         const = "" if slot.tensor == result.name else "const "
         b.decl(f"{const}{ctype} *restrict", _slot_ident(slot), cast(f"{const}{ctype} *", Var("args")[k]))
     if assembled:
-        result_target.allocate(b)
+        target.allocate(b)
     for name, workspace in workspaces.items():
         if name not in threaded:
             workspace.allocate(b)
-    finds.declare_tables(tables, b)
-    for access, table in keyed_tables.items():
-        keyed.build(access, tensor_levels(access), table, lambda label: count_iteration(counters, b, label), b)
-    if region is not None:
-        phases = (bounding if bounding != counting else None, counting, filling)
-        _chunked_phases(result_target, [workspaces[n] for n in threaded], phases, num_threads, b)
-    elif two_phase and bounding != counting:  # some loop was replaced by its trip count
-        b.comment("bound")
-        b.extend(bounding)
-        result_target.allocate_bounded(b)
-        with b.if_(not_(Var(result_target.bounded))):
-            result_target.rewind(b)
-            b.comment("count")
-            b.extend(counting)
-            result_target.allocate_entries(b)
-    elif two_phase:
-        b.comment("count")
-        b.extend(counting)
-        result_target.allocate_entries(b)
-    if two_phase and region is None:
-        result_target.rewind(b)
-        b.comment("fill")
-    if region is None:
-        b.extend(filling)
+    finds.declare_tables(lowering.tables, b)
+    for access, table in reads.keyed.items():
+        keyed.build(access, reads.tensor_levels(access), table,
+                    lambda label: count_iteration(lowering.counters, b, label), b)
+    _run_phases(target, phases, [workspaces[n] for n in threaded], lowering, b)
     for name, workspace in workspaces.items():
         if name not in threaded:
             workspace.release(b)
-    finds.release_tables(tables, b)
-    for table in keyed_tables.values():
+    finds.release_tables(lowering.tables, b)
+    for table in reads.keyed.values():
         keyed.release(table, b)
     if assembled:
-        result_target.finish(b)
-        lengths = result_target.lengths()
+        target.finish(b)
+        lengths = target.lengths()
         for k, slot in enumerate(slots):
             if slot.tensor == result.name:
                 b.assign(Var("args")[k], Var(_slot_ident(slot)))
                 b.assign(Var("sizes")[k], lengths[slot])
     b.return_(0)
-    top.append(Function("int", SYMBOL, _PARAMS, b.statements()))
-    bitmaps = tuple(index for strategy, index in tables.values() if strategy is Strategy.BITMAP)
-    result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == result.name)
-    return KernelSource(printer.unit(Unit(tuple(top))), operands, result.name, tuple(slots), assembled, indices,
-                        tuple(counters) if counters is not None else None,
-                        result_indices=result_lhs.indices, result_level_indices=result_lhs.level_indices,
-                        workspaces=_workspace_sizes(stmt, types.values[result.name]),
-                        bounds=tuple(r for r in provenance.relations if isinstance(r, Bound)),
-                        openmp=openmp, bitmaps=bitmaps,
-                        hashed=tuple(sorted({access.tensor.name for access in keyed_tables})))
+    return b.statements()
+
+
+def _run_phases(target: Target, phases: tuple[Block | None, Block | None, Block], threaded: list[Workspace],
+                lowering: _Phases, b: CBuilder) -> None:
+    """The phases in order: in one parallel region when threads assemble the result in chunks; else a
+    bound phase (when some loop was replaced by its trip count) whose arrays are kept unless they do not
+    fit, a count phase, then the fill."""
+    bounding, counting, filling = phases
+    if lowering.region is not None:
+        _chunked_phases(target, threaded, (bounding if bounding != counting else None, counting, filling),
+                        lowering.num_threads, b)
+        return
+    if counting is not None:
+        if bounding != counting:
+            b.comment("bound")
+            b.extend(bounding)
+            target.allocate_bounded(b)
+            with b.if_(not_(Var(target.bounded))):
+                target.rewind(b)
+                b.comment("count")
+                b.extend(counting)
+                target.allocate_entries(b)
+        else:
+            b.comment("count")
+            b.extend(counting)
+            target.allocate_entries(b)
+        target.rewind(b)
+        b.comment("fill")
+    b.extend(filling)
 
 
 def _workspace_sizes(stmt: Stmt, value_dtype: np.dtype) -> tuple[WorkspaceSize, ...]:
