@@ -120,7 +120,8 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
     with cx.b.block():
-        cx.b.decl("const int64_t", names.coordinate(collapsed.outer), Var(row) if first.full else first.coordinate(Var(row)))
+        cx.b.decl("const int64_t", names.coordinate(collapsed.outer),
+                  Var(row) if first.full else first.coordinate(Var(row)))
         store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", Var(register), scope)
 
 
@@ -325,9 +326,9 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
                                 f"loops fixed, and its level there has no order to search")
         q, end, _, _ = iterator_names(cx, it)
         begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-        finder = finds.Finder(Strategy.BINARY, level, q, begin, end, names.level_stem(cx.plan.access_ids[it.access], it.level),
-                              stmt.index, 1, lambda what: cx.count(f"∀{stmt.index} {what} {it.access}"),
-                              str(rule))
+        finder = finds.Finder(Strategy.BINARY, level, q, begin, end,
+                              names.level_stem(cx.plan.access_ids[it.access], it.level), stmt.index, 1,
+                              lambda what: cx.count(f"∀{stmt.index} {what} {it.access}"), str(rule))
         finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:

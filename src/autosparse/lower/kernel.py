@@ -77,10 +77,9 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
         scattered = [any(not p.properties.unique and not p.properties.ordered and not p.properties.descending
                          for p in levels[:k]) for k in range(len(levels))]
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
+        stem = access_ids.get(access, names.access(name))
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
-                                         "@dim": dims[k],
-                                         "@base": names.part(names.position(access_ids.get(access, names.access(name)), k),
-                                                             "base")},
+                                         "@dim": dims[k], "@base": names.part(names.position(stem, k), "base")},
                                  dims[k],
                                  scattered[k])
                      for k, level in enumerate(levels))

@@ -126,15 +126,15 @@ def helpers(width: int) -> tuple[Function, ...]:
     coordinates = tuple(Var(names.generated("c", k)) for k in range(width))
     params = tuple(Param("int64_t", c.name) for c in coordinates)
     table, mask, slot, q = Var("table"), Var("mask"), Var("slot"), Var("q")
-    slot_of = call(names.generated("keyedslot", width), table, mask, *coordinates)
-    return (Function("int64_t *", names.generated("keyedslot", width), (Param("int64_t *", "table"), Param("int64_t", "mask"), *params),
+    slotter, finder, inserter = (names.generated(stem, width) for stem in ("keyedslot", "keyedfind", "keyedinsert"))
+    slot_of = call(slotter, table, mask, *coordinates)
+    return (Function("int64_t *", slotter, (Param("int64_t *", "table"), Param("int64_t", "mask"), *params),
                      _slot_body(width, coordinates), "static inline"),
-            Function("int64_t", names.generated("keyedfind", width), (Param("const int64_t *", "table"), Param("int64_t", "mask"),
-                                                      *params),
-                     Block((Return(call(names.generated("keyedslot", width), cast("int64_t *", table), mask, *coordinates)[width]),)),
+            Function("int64_t", finder, (Param("const int64_t *", "table"), Param("int64_t", "mask"), *params),
+                     Block((Return(call(slotter, cast("int64_t *", table), mask, *coordinates)[width]),)),
                      "static inline"),
-            Function("int", names.generated("keyedinsert", width), (Param("int64_t *", "table"), Param("int64_t", "mask"),
-                                                    Param("int64_t", "q"), *params),
+            Function("int", inserter, (Param("int64_t *", "table"), Param("int64_t", "mask"),
+                                       Param("int64_t", "q"), *params),
                      _insert_body(width, coordinates, slot_of, slot, q), "static inline"))
 
 

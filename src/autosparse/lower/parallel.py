@@ -54,14 +54,15 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
     for name in written:
         if name not in registers and not cx.plan.targets[name].parallel_safe() and not chunked:
             raise ScheduleError(f"{command}: {name} is assembled by appending, which threads assemble only in "
-                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first level, "
-                                f"and that level dense (rows of CSR)")
+                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first "
+                                f"level, and that level dense (rows of CSR)")
     shared = [registers[n] for n in written if n in registers]
     if race is Race.NO_RACES and shared and not cx.plan.counting:
         raise ScheduleError(f"{command}: every iteration over {stmt.index} adds into one register ({shared[0]}, "
                             f"a sum), so they would race: use atomics or temporary (ignore_races accepts a wrong sum)")
     # a count phase sums no values: its registers are not even declared
-    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not cx.plan.counting else []
+    summing = race is Race.TEMPORARY and not cx.plan.counting
+    summed = [registers[n] for n in written if n in registers] if summing else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
     clauses = ([Reduction("+", tuple(map(Var, summed)))] if summed else []) + \
               ([Reduction("|", tuple(map(Var, flags)))] if flags else [])

@@ -1,8 +1,9 @@
 """How a kernel reads one storage level: the uniform face that lowering sees of a tensor's level plug-in
 or of a workspace being consumed.
 
-A `ReadLevel` answers in C expressions (codegen's `c_ast.Expr`): the positions below a parent segment, the coordinate at a
-position, the position a coordinate leads to (for the level below and the values), and `locate`.
+A `ReadLevel` answers in C expressions (codegen's `c_ast.Expr`): the positions below a parent segment,
+the coordinate at a position, the position a coordinate leads to (for the level below and the values),
+and `locate`.
 Positions come as segments [begin, end): below a unique level a segment is one position; below a
 non-unique level (COO rows) it spans the entries that share a coordinate.
 """
