@@ -7,9 +7,6 @@ Nested statements land in the innermost open block, so lowering code reads like 
 `fail` is how generated code gives up (out of memory, an index type outgrown): a `return` in serial
 code; inside an OpenMP region, which no code may leave, it raises the region's flag and jumps to the end
 of what it was doing.
-
-The `bridge_*` methods are the temporary bridge for lower/lower.py, which still writes C text; they go
-once it builds nodes.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from . import printer
-from .c_ast import (Assign, Block, BridgeBlock, BridgeLine, Break, Comment, Continue, Decl, Expr, ExprStmt, For, Goto, If, Label,
-                    Pragma, Return, Stmt, Var, While, as_expr, increment, lt, not_)
+from .c_ast import (Assign, Block, Break, Comment, Continue, CType, Decl, Directive, Expr, ExprStmt, For, Goto, If,
+                    Label, OmpAtomic, OmpBarrier, Return, Stmt, Var, While, as_expr, increment, lt, not_)
 
 
 class CBuilder:
@@ -36,7 +33,7 @@ class CBuilder:
         """The statements of `block`, spliced here (another builder's body)."""
         self.add(*block.body)
 
-    def decl(self, ctype: str, name: str, init=None, length: int | None = None) -> Var:
+    def decl(self, ctype: "CType | str", name: str, init=None, length: int | None = None) -> Var:
         """Declare `name` (an array of `length` when given); returns the variable, to use in what follows."""
         self.add(Decl(ctype, name, None if init is None else as_expr(init), length))
         return Var(name)
@@ -50,8 +47,8 @@ class CBuilder:
     def comment(self, text: str) -> None:
         self.add(Comment(text))
 
-    def pragma(self, text: str) -> None:
-        self.add(Pragma(text))
+    def pragma(self, directive: Directive) -> None:
+        self.add(directive)
 
     def return_(self, value=None) -> None:
         self.add(Return(None if value is None else as_expr(value)))
@@ -133,14 +130,14 @@ class CBuilder:
 
     def fail(self, condition, code) -> None:
         """Give up with `code` (nonzero: a ReturnCode, or the variable holding one) when `condition` holds."""
-        code = as_expr(code if isinstance(code, (str, Expr)) else int(code))
+        code = code if isinstance(code, Expr) else as_expr(int(code))
         if not self._failures:
             with self.if_(condition):
                 self.return_(code)
             return
         flag, label = self._failures[-1]
         with self.if_(condition):
-            self.pragma("omp atomic write")
+            self.pragma(OmpAtomic("write"))
             self.assign(Var(flag), code)
             self.goto(label)
 
@@ -149,9 +146,9 @@ class CBuilder:
         needs): that nothing raised `flag` so far. Each thread reads the flag into `name`, then all wait,
         so no failure after the reads can split them."""
         self.decl("int", name)
-        self.pragma("omp atomic read")
+        self.pragma(OmpAtomic("read"))
         self.assign(Var(name), Var(flag))
-        self.pragma("omp barrier")
+        self.pragma(OmpBarrier())
         return not_(Var(name))
 
     @property
@@ -178,31 +175,3 @@ class CBuilder:
 
     def text(self, depth: int = 0) -> str:
         return "\n".join(printer.statements(stmt, depth) for stmt in self.statements().body)
-
-    # --- bridge for lower/lower.py, which still writes C text (goes when it builds nodes) ---
-
-    def bridge_line(self, text: str) -> None:
-        self.add(BridgeLine(text))
-
-    def bridge_lines(self, text: str) -> None:
-        for line in text.strip("\n").splitlines():
-            self.bridge_line(line)
-
-    @contextmanager
-    def bridge_block(self, header: str = "") -> Iterator[None]:
-        if not header:
-            with self.block():
-                yield
-            return
-        with self._nested() as body:
-            yield
-        self.add(BridgeBlock(header, Block(tuple(body))))
-
-    @contextmanager
-    def bridge_scope(self, header: str) -> Iterator[None]:
-        """A block when `header` says what it is for (if, else, ...); nothing around the body otherwise."""
-        if header:
-            with self.bridge_block(header):
-                yield
-        else:
-            yield

@@ -2,14 +2,15 @@
 
 Expressions, statements and top-level declarations are frozen dataclasses holding tuples only, so a
 fragment can be shared, compared and hashed (a level plug-in's `locate` answers with one). It holds just
-what kernels need; types are C type names as text (`"const int64_t *restrict"`), as TACO's `Datatype`
-would be, since nothing inspects them.
+what kernels need.
+
+No node holds C text: every name is checked to be a C identifier when its node is made, every operator
+to be one of C's, a type is a `CType` (a scalar or typedef'd name, const, pointers), an OpenMP pragma
+a `Directive` with typed clauses, and a comment cannot close itself. So whatever lowering does with
+strings, the only C text of a kernel is what `printer` writes.
 
 Expressions combine with Python operators where C has the same one (`vals[p] * 2 + x`); comparisons and
 logic, which Python cannot overload to build nodes, are functions (`lt(i, n)`, `and_(a, b)`).
-
-`BridgeText` and `as_expr`'s acceptance of `str` are the temporary bridge for `lower/lower.py`, which
-still writes C text: they go once lower.py builds nodes.
 """
 
 from __future__ import annotations
@@ -19,9 +20,89 @@ from dataclasses import dataclass
 from typing import Union
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+    volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert
+    _Thread_local""".split())
+
+
+def identifier(name: str) -> str:
+    """`name`, checked to be a C identifier, not a keyword (what every name a node holds must be)."""
+    if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None or name in _KEYWORDS:
+        raise ValueError(f"Expected a C identifier, but found {name!r}")
+    return name
+
+
+def _one_of(value: str, allowed, what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"Expected {what} (one of {', '.join(sorted(allowed))}), but found {value!r}")
+    return value
+
+
+#: The scalar types kernels use; any other type is a typedef'd name (a workspace's entry struct).
+SCALARS = frozenset({"void", "int", "char", "size_t", "int32_t", "int64_t", "uint64_t", "float", "double",
+                     "double _Complex"})
+_TYPE = re.compile(r"(const )?(double _Complex|[A-Za-z_][A-Za-z_0-9]*)(?: (\*+)(restrict)?)?")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CType:
+    """A C type as kernels write one: `const`, a scalar or typedef'd `base`, then `pointers` stars, the
+    outermost `restrict` when asked (`const int64_t *restrict`, `void **restrict`)."""
+
+    base: str
+    const: bool = False
+    pointers: int = 0
+    restrict: bool = False
+
+    def __post_init__(self):
+        if self.base not in SCALARS:
+            identifier(self.base)
+        if self.pointers < 0 or (self.restrict and not self.pointers):
+            raise ValueError(f"Expected restrict only on a pointer, but found {self!r}")
+
+    def _key(self) -> tuple:
+        return self.base, self.const, self.pointers, self.restrict
+
+    def __eq__(self, other) -> bool:
+        """Equal to the same type; comparing with text is a mistake left from when types were text."""
+        if isinstance(other, str):
+            raise TypeError(f"Expected a CType to compare {self!r} with, but found the text {other!r}")
+        return isinstance(other, CType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def pointer(self, restrict: bool = False) -> "CType":
+        """A pointer to this type."""
+        return CType(self.base, self.const, self.pointers + 1, restrict)
+
+    def constant(self) -> "CType":
+        """This type, const (what a pointer to it cannot change)."""
+        return CType(self.base, True, self.pointers, self.restrict)
+
+
+def ctype(value: "CType | str") -> CType:
+    """`value` as a CType: a type's usual spelling (`"const int64_t *restrict"`) is read back into one,
+    anything else refused."""
+    if isinstance(value, CType):
+        return value
+    match = _TYPE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"Expected a C type (const, a scalar or typedef'd name, pointers), but found {value!r}")
+    const, base, stars, restrict = match.groups()
+    return CType(base, const is not None, len(stars or ""), restrict is not None)
+
+
+def _set(node, field: str, value) -> None:
+    """Normalise a field of a frozen node while it is made."""
+    object.__setattr__(node, field, value)
+
+
 class Expr:
-    """A C expression. `str()` prints it (via `printer`) as an operand, in parentheses unless it is a name,
-    a constant, or a postfix expression (`a[i]`, `f(x)`), so it can still meet text safely during the bridge."""
+    """A C expression. `str()` shows it as `printer` writes an operand, for reading and debugging; nothing
+    builds C from that text (a node takes only names, which such text never is)."""
 
     __slots__ = ()
 
@@ -85,6 +166,9 @@ class Var(Expr):
 
     name: str
 
+    def __post_init__(self):
+        identifier(self.name)
+
 
 @dataclass(frozen=True, slots=True)
 class Literal(Expr):
@@ -92,6 +176,11 @@ class Literal(Expr):
 
     value: int | float
     suffix: str = ""
+
+    def __post_init__(self):
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            raise TypeError(f"Expected an int or a float, but found {self.value!r}")
+        _one_of(self.suffix, ("", "u", "ull"), "an integer suffix")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +196,9 @@ class Member(Expr):
     base: Expr
     field: str
 
+    def __post_init__(self):
+        identifier(self.field)
+
 
 @dataclass(frozen=True, slots=True)
 class Initializer(Expr):
@@ -120,6 +212,9 @@ class Call(Expr):
     function: str
     args: tuple[Expr, ...] = ()
 
+    def __post_init__(self):
+        identifier(self.function)
+
 
 @dataclass(frozen=True, slots=True)
 class Unary(Expr):
@@ -129,6 +224,9 @@ class Unary(Expr):
     operand: Expr
     postfix: bool = False
 
+    def __post_init__(self):
+        _one_of(self.op, ("++", "--") if self.postfix else ("-", "!", "*", "&", "~"), "a unary operator")
+
 
 @dataclass(frozen=True, slots=True)
 class Binary(Expr):
@@ -136,16 +234,25 @@ class Binary(Expr):
     left: Expr
     right: Expr
 
+    def __post_init__(self):
+        _one_of(self.op, BINARY_OPERATORS, "a binary operator")
+
 
 @dataclass(frozen=True, slots=True)
 class Cast(Expr):
-    type: str
+    type: CType
     operand: Expr
+
+    def __post_init__(self):
+        _set(self, "type", ctype(self.type))
 
 
 @dataclass(frozen=True, slots=True)
 class SizeOf(Expr):
-    type: str
+    type: CType
+
+    def __post_init__(self):
+        _set(self, "type", ctype(self.type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,19 +262,16 @@ class Ternary(Expr):
     otherwise: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class BridgeText(Expr):
-    """Bridge for lower/lower.py only: an expression it still writes as C text."""
-
-    text: str
+#: C's binary operators kernels use.
+BINARY_OPERATORS = frozenset({"||", "&&", "|", "^", "&", "==", "!=", "<", "<=", ">", ">=", "<<", ">>", "+", "-",
+                              "*", "/", "%"})
 
 
-_ATOM = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|-?[0-9]+")
+ASSIGNMENT_OPERATORS = frozenset({"=", *(op + "=" for op in ("+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"))})
 
 
 def as_expr(value: "Expr | int | float | str") -> Expr:
-    """A node for `value`: numbers become literals, a name a variable; other text (from lower.py, the
-    bridge) is kept as it is."""
+    """A node for `value`: numbers become literals, a name (a C identifier, checked) a variable."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, bool):
@@ -175,15 +279,8 @@ def as_expr(value: "Expr | int | float | str") -> Expr:
     if isinstance(value, (int, float)):
         return Literal(value)
     if isinstance(value, str):
-        if re.fullmatch(r"-?[0-9]+", value):
-            return Literal(int(value))
-        return Var(value) if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", value) else BridgeText(value)
-    raise TypeError(f"Expected a C expression, but found {value!r}")
-
-
-def is_atom_text(text: str) -> bool:
-    """Whether bridged text needs no parentheses as an operand: a name or an integer."""
-    return _ATOM.fullmatch(text) is not None
+        return Var(value)
+    raise TypeError(f"Expected a C expression, a number or a name, but found {value!r}")
 
 
 def lt(left, right) -> Expr:
@@ -237,8 +334,8 @@ def ternary(condition, then, otherwise) -> Ternary:
     return Ternary(as_expr(condition), as_expr(then), as_expr(otherwise))
 
 
-def cast(ctype: str, operand) -> Cast:
-    return Cast(ctype, as_expr(operand))
+def cast(type_: "CType | str", operand) -> Cast:
+    return Cast(ctype(type_), as_expr(operand))
 
 
 def increment(target) -> Unary:
@@ -271,10 +368,16 @@ class Block(Stmt):
 class Decl(Stmt):
     """`type name = init;`, or with a `length` the array `type name[length] = init;`."""
 
-    type: str
+    type: CType
     name: str
     init: Expr | None = None
     length: int | None = None
+
+    def __post_init__(self):
+        _set(self, "type", ctype(self.type))
+        identifier(self.name)
+        if self.init is not None:
+            _set(self, "init", as_expr(self.init))
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +387,9 @@ class Assign(Stmt):
     target: Expr
     value: Expr
     op: str = "="
+
+    def __post_init__(self):
+        _one_of(self.op, ASSIGNMENT_OPERATORS, "an assignment operator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,37 +437,152 @@ class Continue(Stmt):
 class Goto(Stmt):
     label: str
 
+    def __post_init__(self):
+        identifier(self.label)
+
 
 @dataclass(frozen=True, slots=True)
 class Label(Stmt):
     name: str
 
+    def __post_init__(self):
+        identifier(self.name)
 
-@dataclass(frozen=True, slots=True)
-class Pragma(Stmt):
-    """`#pragma text` (`omp parallel for ...`)."""
 
-    text: str
+def _comment(text: str) -> str:
+    if "*/" in text:
+        raise ValueError(f"Expected comment text that does not close the comment, but found {text!r}")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
 class Comment(Stmt):
     text: str
 
+    def __post_init__(self):
+        _comment(self.text)
+
+
+# --- pragmas: `#pragma ...`, each with the clauses kernels use, typed -----------------------------------
+
+
+class Directive(Stmt):
+    """A `#pragma` line."""
+
+    __slots__ = ()
+
 
 @dataclass(frozen=True, slots=True)
-class BridgeLine(Stmt):
-    """Bridge for lower/lower.py only: a line of C it still writes as text."""
+class Unroll(Directive):
+    """`#pragma GCC unroll count`."""
 
-    text: str
+    count: int
+
+    def __post_init__(self):
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
+            raise ValueError(f"Expected a nonnegative unroll count, but found {self.count!r}")
 
 
 @dataclass(frozen=True, slots=True)
-class BridgeBlock(Stmt):
-    """Bridge for lower/lower.py only: `header { body }` with a header it still writes as text."""
+class Section:
+    """`array[0:length]`: an array section in an OpenMP clause (the whole of a dense result)."""
 
-    header: str
-    body: Block
+    array: Var
+    length: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """`reduction(op: items)`: each thread's (or lane's) own zeroed copies of `items`, combined by `op`."""
+
+    op: str
+    items: tuple[Var | Section, ...]
+
+    def __post_init__(self):
+        _one_of(self.op, ("+", "|"), "a reduction operator")
+        if not self.items or not all(isinstance(item, (Var, Section)) for item in self.items):
+            raise ValueError(f"Expected variables or array sections to reduce, but found {self.items!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """`schedule(kind)` or `schedule(kind, chunk)`: how a worksharing loop deals iterations to threads."""
+
+    kind: str = "static"
+    chunk: int | None = None
+
+    def __post_init__(self):
+        _one_of(self.kind, ("static", "dynamic", "guided"), "a loop schedule")
+
+
+def _typed(value, types, what: str) -> None:
+    if not isinstance(value, types):
+        raise ValueError(f"Expected {what}, but found {value!r}")
+
+
+def _reductions(reductions) -> None:
+    if not isinstance(reductions, tuple) or not all(isinstance(r, Reduction) for r in reductions):
+        raise ValueError(f"Expected a tuple of reduction clauses, but found {reductions!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class OmpParallel(Directive):
+    """`omp parallel`: a team of threads runs the next statement; with a `loop` schedule, `omp parallel
+    for`, the team shares the next loop."""
+
+    num_threads: Expr | None = None
+    loop: Schedule | None = None
+    reductions: tuple[Reduction, ...] = ()
+
+    def __post_init__(self):
+        _typed(self.num_threads, (Expr, type(None)), "a thread count")
+        _typed(self.loop, (Schedule, type(None)), "a loop schedule")
+        _reductions(self.reductions)
+
+
+@dataclass(frozen=True, slots=True)
+class OmpFor(Directive):
+    """`omp for`: the threads of the region around share the next loop."""
+
+    schedule: Schedule = Schedule()
+    reductions: tuple[Reduction, ...] = ()
+
+    def __post_init__(self):
+        _typed(self.schedule, Schedule, "a loop schedule")
+        _reductions(self.reductions)
+
+
+@dataclass(frozen=True, slots=True)
+class OmpSimd(Directive):
+    reductions: tuple[Reduction, ...] = ()
+
+    def __post_init__(self):
+        _reductions(self.reductions)
+
+
+@dataclass(frozen=True, slots=True)
+class OmpAtomic(Directive):
+    """`omp atomic` (an update), or `omp atomic read`/`write`."""
+
+    kind: str = ""
+
+    def __post_init__(self):
+        _one_of(self.kind, ("", "read", "write"), "an atomic access")
+
+
+@dataclass(frozen=True, slots=True)
+class OmpBarrier(Directive):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OmpSingle(Directive):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OmpCritical(Directive):
+    pass
 
 
 # --- top level ---------------------------------------------------------------------------------------
@@ -369,19 +590,31 @@ class BridgeBlock(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    type: str
+    type: CType
     name: str
+
+    def __post_init__(self):
+        _set(self, "type", ctype(self.type))
+        identifier(self.name)
+
+
+STORAGE_CLASSES = frozenset({"", "static", "static inline"})
 
 
 @dataclass(frozen=True, slots=True)
 class Function:
     """A function definition; `static inline` for the helpers a kernel defines before itself."""
 
-    return_type: str
+    return_type: CType
     name: str
     params: tuple[Param, ...]
     body: Block
-    storage: str = ""  # "", "static" or "static inline"
+    storage: str = ""
+
+    def __post_init__(self):
+        _set(self, "return_type", ctype(self.return_type))
+        identifier(self.name)
+        _one_of(self.storage, STORAGE_CLASSES, "a storage class")
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,18 +622,35 @@ class Prelude:
     """A section of codegen's C prelude (`prelude.c`), its `${placeholders}` filled from `values`."""
 
     section: str
-    values: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, "str | int | CType"], ...] = ()
+
+    def __post_init__(self):
+        identifier(self.section)
+        for placeholder, value in self.values:
+            identifier(placeholder)
+            if isinstance(value, str):
+                identifier(value)
+            elif isinstance(value, bool) or not isinstance(value, (int, CType)):
+                raise ValueError(f"Expected a name, an integer or a C type for ${{{placeholder}}}, but found {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
 class Include:
     header: str
 
+    def __post_init__(self):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*(/[A-Za-z_][A-Za-z_0-9]*)*\.h", self.header) is None:
+            raise ValueError(f"Expected a system header's path, but found {self.header!r}")
+
 
 @dataclass(frozen=True, slots=True)
 class Define:
     name: str
     why: str = ""
+
+    def __post_init__(self):
+        identifier(self.name)
+        _comment(self.why)
 
 
 TopLevel = Union[Function, Prelude, Include, Define]

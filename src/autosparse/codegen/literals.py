@@ -27,14 +27,15 @@ import numpy as np
 
 from ..errors import RangeError
 from . import names
-from .c_ast import Expr, Literal, Var, call, cast
+from .c_ast import CType, Expr, Literal, Var, call, cast, ctype
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # as tensor.dtypes has them (codegen imports no tensor)
 INT64, FLOAT32, COMPLEX = (names.value_type(t) for t in (np.int64, np.float32, np.complex128))
 
 
-def c_literal(value: int | float | complex, value_type: str) -> Expr:
+def c_literal(value: int | float | complex, value_type: "CType | str") -> Expr:
     """`value` as a C constant of the kernel's `value_type` (a C type from codegen.names)."""
+    value_type = ctype(value_type)
     if isinstance(value, numbers.Integral):
         return _integer(int(value), value_type)
     if value_type == INT64:
@@ -44,7 +45,7 @@ def c_literal(value: int | float | complex, value_type: str) -> Expr:
     return call("CMPLX", _double(value.real), _double(value.imag))
 
 
-def _integer(value: int, value_type: str) -> Expr:
+def _integer(value: int, value_type: CType) -> Expr:
     if value_type != INT64:
         return _real(_as_double(value), value_type)
     if not INT64_MIN <= value <= INT64_MAX:
@@ -67,7 +68,7 @@ def _shown(value: int) -> str:
     return str(value) if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
 
 
-def _real(value: float, value_type: str) -> Expr:
+def _real(value: float, value_type: CType) -> Expr:
     if value_type == COMPLEX:
         return call("CMPLX", _double(value), 0.0)
     return cast("float", _double(value)) if value_type == FLOAT32 else _double(value)

@@ -21,20 +21,27 @@ from __future__ import annotations
 
 import numpy as np
 
-INDEX_TYPES = {np.dtype(np.int32): "int32_t", np.dtype(np.int64): "int64_t"}
+from .c_ast import CType, identifier
+
+INDEX_TYPES = {np.dtype(np.int32): CType("int32_t"), np.dtype(np.int64): CType("int64_t")}
 VALUE_TYPES = {
-    np.dtype(np.float64): "double",
-    np.dtype(np.float32): "float",
-    np.dtype(np.int64): "int64_t",
-    np.dtype(np.complex128): "double _Complex",
+    np.dtype(np.float64): CType("double"),
+    np.dtype(np.float32): CType("float"),
+    np.dtype(np.int64): CType("int64_t"),
+    np.dtype(np.complex128): CType("double _Complex"),
 }
 
 
-def index_type(dtype) -> str:
+def index_type(dtype) -> CType:
     return INDEX_TYPES[np.dtype(dtype)]
 
 
-def value_type(dtype) -> str:
+def largest_index(index_type: CType) -> str:
+    """The constant the headers define for the largest value of an index type (`INT32_MAX`)."""
+    return {"int32_t": "INT32_MAX", "int64_t": "INT64_MAX"}[index_type.base]
+
+
+def value_type(dtype) -> CType:
     return VALUE_TYPES[np.dtype(dtype)]
 
 
@@ -77,11 +84,18 @@ def position(access_stem: str, level: int) -> str:
 
 
 def position_end(access_stem: str, level: int) -> str:
-    return f"{position(access_stem, level)}_end"
+    return part(position(access_stem, level), "end")
 
 
 def segment_end(access_stem: str, level: int) -> str:
-    return f"{position(access_stem, level)}_seg"
+    return part(position(access_stem, level), "seg")
+
+
+def part(name: str, tail: str) -> str:
+    """The identifier of what `tail` names about the variable `name` (a position's end, a table's mask, a
+    counter's chunks): `name_tail`. For a user's name the tail extends the user's tail (`A_p2_end`); for a
+    generated one (`found3_end`, `p1_first`) it holds a `_` the generated namespace never does."""
+    return identifier(f"{identifier(name)}_{identifier(tail)}")
 
 
 def coordinate_of(access_stem: str, level: int) -> str:
@@ -91,6 +105,15 @@ def coordinate_of(access_stem: str, level: int) -> str:
 def level_stem(access_stem: str, level: int) -> str:
     """The stem of the names an access's level keeps while finding coordinates (finds.py)."""
     return f"{access_stem}l{level + 1}"
+
+
+def generated(stem: str, tail: "str | int") -> str:
+    """A generated name made of two parts (`keyedfind2`, `boundready`): letters and digits only, so it
+    stays in the generated namespace."""
+    name = f"{stem}{tail}"
+    if not name.isalnum() or not name.isascii() or name[0].isdigit():
+        raise ValueError(f"Expected a generated name of letters and digits, but found {name!r}")
+    return name
 
 
 class Fresh:

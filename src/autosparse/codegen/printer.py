@@ -11,10 +11,10 @@ from functools import lru_cache, singledispatch
 from pathlib import Path
 from string import Template
 
-from .c_ast import (Assign, Binary, Block, Break, BridgeBlock, BridgeLine, BridgeText, Call, Cast, Comment, Continue,
-                    Decl, Define, Expr, ExprStmt, For, Function, Goto, If, Include, Index, Initializer, Label,
-                    Literal, Member, Prelude, Pragma, Return, SizeOf, Stmt, Ternary, Unary, Unit, Var, While,
-                    is_atom_text)
+from .c_ast import (Assign, Binary, Block, Break, Call, Cast, Comment, Continue, CType, Decl, Define, Expr, ExprStmt,
+                    For, Function, Goto, If, Include, Index, Initializer, Label, Literal, Member, OmpAtomic, OmpBarrier,
+                    OmpCritical, OmpFor, OmpParallel, OmpSimd, OmpSingle, Prelude, Reduction, Return, Schedule,
+                    Section, SizeOf, Stmt, Ternary, Unary, Unit, Unroll, Var, While)
 
 INDENT = "    "
 
@@ -70,23 +70,6 @@ def _(node: Literal):
 
 
 @_expr.register
-def _(node: BridgeText):
-    return node.text, _ATOM if is_atom_text(node.text) or _enclosed(node.text) else 0
-
-
-def _enclosed(text: str) -> bool:
-    """Whether `text` is one parenthesised whole, `( ... )`."""
-    if not text.startswith("(") or not text.endswith(")"):
-        return False
-    depth = 0
-    for k, char in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and k < len(text) - 1:
-            return False
-    return True
-
-
-@_expr.register
 def _(node: Index):
     return f"{_operand(node.base, _POSTFIX)}[{expression(node.index)}]", _POSTFIX
 
@@ -123,12 +106,25 @@ def _(node: Binary):
 
 @_expr.register
 def _(node: Cast):
-    return f"({node.type}){_operand(node.operand, _PREFIX)}", _PREFIX
+    return f"({type_name(node.type)}){_operand(node.operand, _PREFIX)}", _PREFIX
 
 
 @_expr.register
 def _(node: SizeOf):
-    return f"sizeof({node.type})", _PREFIX
+    return f"sizeof({type_name(node.type)})", _PREFIX
+
+
+def type_name(node: CType) -> str:
+    """`const int64_t *restrict`: how a type is written alone (a cast's, a placeholder's)."""
+    const = "const " if node.const else ""
+    stars = f" {'*' * node.pointers}{'restrict' if node.restrict else ''}" if node.pointers else ""
+    return f"{const}{node.base}{stars}"
+
+
+def _declarator(type_: CType, name: str) -> str:
+    """`int64_t *p`, `int64_t *restrict p`, `int64_t n`: a type with the name it declares."""
+    text = type_name(type_)
+    return f"{text}{'' if text.endswith('*') else ' '}{name}"
 
 
 @_expr.register
@@ -168,10 +164,9 @@ def _(node: Decl, depth):
 
 
 def _declaration(node: Decl) -> str:
-    space = "" if node.type.endswith("*") else " "
     length = "" if node.length is None else f"[{node.length}]"
     init = "" if node.init is None else f" = {expression(node.init)}"
-    return f"{node.type}{space}{node.name}{length}{init}"
+    return f"{_declarator(node.type, node.name)}{length}{init}"
 
 
 @_lines.register
@@ -250,23 +245,73 @@ def _(node: Label, depth):
 
 
 @_lines.register
-def _(node: Pragma, depth):
-    return [INDENT * depth + f"#pragma {node.text}"]
-
-
-@_lines.register
 def _(node: Comment, depth):
     return [INDENT * depth + f"/* {node.text} */"]
 
 
-@_lines.register
-def _(node: BridgeLine, depth):
-    return [INDENT * depth + node.text]
+# --- pragmas ---------------------------------------------------------------------------------------------
+
+
+def _pragma(text: str, depth: int) -> list[str]:
+    return [INDENT * depth + f"#pragma {text}"]
+
+
+def _clauses(*clauses: str) -> str:
+    return " ".join(clause for clause in clauses if clause)
+
+
+def _reductions(reductions: tuple[Reduction, ...]) -> str:
+    return " ".join(f"reduction({r.op}: {', '.join(_reduced(item) for item in r.items)})" for r in reductions)
+
+
+def _reduced(item: Var | Section) -> str:
+    return item.name if isinstance(item, Var) else f"{item.array.name}[0:{operand(item.length)}]"
+
+
+def _schedule(node: Schedule) -> str:
+    return f"schedule({node.kind}{'' if node.chunk is None else f', {node.chunk}'})"
 
 
 @_lines.register
-def _(node: BridgeBlock, depth):
-    return _braced(node.header, node.body, depth)
+def _(node: Unroll, depth):
+    return _pragma(f"GCC unroll {node.count}", depth)
+
+
+@_lines.register
+def _(node: OmpParallel, depth):
+    loop = "" if node.loop is None else f"for {_schedule(node.loop)}"
+    threads = "" if node.num_threads is None else f"num_threads({expression(node.num_threads)})"
+    return _pragma(_clauses("omp parallel", loop, threads, _reductions(node.reductions)), depth)
+
+
+@_lines.register
+def _(node: OmpFor, depth):
+    return _pragma(_clauses("omp for", _schedule(node.schedule), _reductions(node.reductions)), depth)
+
+
+@_lines.register
+def _(node: OmpSimd, depth):
+    return _pragma(_clauses("omp simd", _reductions(node.reductions)), depth)
+
+
+@_lines.register
+def _(node: OmpAtomic, depth):
+    return _pragma(_clauses("omp atomic", node.kind), depth)
+
+
+@_lines.register
+def _(node: OmpBarrier, depth):
+    return _pragma("omp barrier", depth)
+
+
+@_lines.register
+def _(node: OmpSingle, depth):
+    return _pragma("omp single", depth)
+
+
+@_lines.register
+def _(node: OmpCritical, depth):
+    return _pragma("omp critical", depth)
 
 
 # --- top level -----------------------------------------------------------------------------------------
@@ -279,8 +324,8 @@ def _top(node) -> str:
 
 @_top.register
 def _(node: Function):
-    params = ", ".join(f"{p.type}{'' if p.type.endswith('*') else ' '}{p.name}" for p in node.params)
-    header = f"{node.storage} {node.return_type} {node.name}({params})".lstrip()
+    params = ", ".join(_declarator(p.type, p.name) for p in node.params)
+    header = f"{node.storage} {type_name(node.return_type)} {node.name}({params})".lstrip()
     return "\n".join(_braced(header, node.body, 0))
 
 
@@ -296,7 +341,8 @@ def _(node: Define):
 
 @_top.register
 def _(node: Prelude):
-    return Template(_prelude_sections()[node.section]).substitute(dict(node.values)).strip("\n")
+    values = {name: type_name(v) if isinstance(v, CType) else str(v) for name, v in node.values}
+    return Template(_prelude_sections()[node.section]).substitute(values).strip("\n")
 
 
 @lru_cache(maxsize=None)

@@ -13,7 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..codegen.c_ast import Expr, Prelude, Var, call, lt
+from ..codegen import names
+from ..codegen.c_ast import CType, Expr, Prelude, Var, call, ctype, lt
 from ..errors import FormatError
 from ._checks import check_in_range, check_pos, expand_ranges, new_runs
 from .compressed import pos_from_counts
@@ -153,12 +154,12 @@ class Hashed(Level):
     def locate(self, arrays, parent: Expr, coordinate: Expr, dim: Expr) -> Expr:
         return call(_find_helper(arrays["@type"]), Var(arrays["pos"]), Var(arrays["crd"]), parent, coordinate)
 
-    def c_helpers(self, index_type: str) -> Prelude:
+    def c_helpers(self, index_type: "CType | str") -> Prelude:
         """Linear probing from the home slot of HASH_MULTIPLIER (the layout this module defines)."""
-        return Prelude("hashed_level_find", (("name", _find_helper(index_type)), ("index_type", index_type),
-                                             ("multiplier", str(int(HASH_MULTIPLIER)))))
+        return Prelude("hashed_level_find", (("name", _find_helper(index_type)), ("index_type", ctype(index_type)),
+                                             ("multiplier", int(HASH_MULTIPLIER))))
 
 
-def _find_helper(index_type: str) -> str:
+def _find_helper(index_type: "CType | str") -> str:
     """The helper that finds a coordinate in tables of `index_type` (generated names hold no `_`)."""
-    return "hashedfind" + index_type.removeprefix("int").removesuffix("_t")
+    return names.generated("hashedfind", ctype(index_type).base.removeprefix("int").removesuffix("_t"))

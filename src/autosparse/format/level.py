@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..codegen.c_ast import Expr, TopLevel
+from ..codegen.c_ast import CType, Expr, TopLevel
 from ..errors import ScheduleError
 
 
@@ -219,7 +219,7 @@ class Level(ABC):
         """Whether `locate` can answer -1."""
         return True
 
-    def c_helpers(self, index_type: str) -> "TopLevel | None":
+    def c_helpers(self, index_type: CType) -> "TopLevel | None":
         """C functions the fragments call, for arrays of `index_type`; defined once per kernel."""
         return None
 

@@ -16,8 +16,8 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
-from ..codegen.c_ast import (Continue, Decl, Expr, Var, and_, as_expr, call, eq, ge, gt, increment, lt, ne,
-                              ternary)
+from ..codegen.c_ast import (Continue, Decl, Expr, Schedule, Unroll, Var, and_, call, eq, ge, gt, increment, lt, ne,
+                             ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
@@ -127,11 +127,11 @@ def declare_iterators(cx: Lowering, lattice: lat.Lattice, scope: Scope) -> None:
         parent = scope.reads.get((it.access, it.level - 1), ROOT)
         level = cx.plan.read_levels(it.access)[it.level]
         begin, last = level.range(parent)
-        cx.b.decl("int64_t", q, as_expr(begin))
-        cx.b.decl("const int64_t", end, as_expr(last))
+        cx.b.decl("int64_t", q, begin)
+        cx.b.decl("const int64_t", end, last)
         if level.base(parent):
             base, value = level.base(parent)
-            cx.b.decl("const int64_t", base, as_expr(value))
+            cx.b.decl("const int64_t", base, value)
 
 
 def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None) -> None:
@@ -139,12 +139,12 @@ def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None)
     the end of the run of entries sharing it."""
     q, end, c, seg = (Var(name) for name in iterator_names(cx, it))
     level = cx.plan.read_levels(it.access)[it.level]
-    coordinate = as_expr(level.coordinate(q))
+    coordinate = level.coordinate(q)
     cx.b.decl("const int64_t", c.name, ternary(lt(q, end), coordinate, -1) if guard else coordinate)
     if not level.unique:
         at = eq(c, c if index is None else index)
         cx.b.decl("int64_t", seg.name, q + at)
-        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(as_expr(level.coordinate(seg)), c))):
+        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(level.coordinate(seg), c))):
             cx.b.expr(increment(seg))
 
 
@@ -192,12 +192,12 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
         else:
             header = cx.b.for_(None, lt(q, end), increment(q)) if level.unique else cx.b.while_(lt(q, end))
         if stmt.unroll:
-            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+            cx.b.pragma(Unroll(stmt.unroll))
         with header, iteration(cx, stmt):
             cx.count(f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
-                with cx.b.if_(as_expr(vacant)):
+                with cx.b.if_(vacant):
                     cx.b.add(Continue())
             load(cx, it, guard=False)
             cx.b.decl("const int64_t", index.name, c)
@@ -278,7 +278,7 @@ def case_body(cx: Lowering, stmt: Forall, loop: Loop, point: lat.Point, scope: S
                 reads[(access, it.level)] = level.locate(parent, Var(index))
             elif it in found:
                 reads[(access, it.level)] = Position(level.stepped(Var(found[it]), Var(index)),
-                                                     None if level.unique else Var(f"{found[it]}_end"))
+                                                     None if level.unique else Var(names.part(found[it], "end")))
             else:
                 q, _, c, seg = iterator_names(cx, it)
                 reads[(access, it.level)] = Position(level.stepped(Var(q), Var(c)), None if level.unique else Var(seg))
@@ -321,7 +321,7 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
     order = finds.order_of(level)
     with cx.b.block():
         if number:  # an earlier pass may have searched through the driver
-            cx.b.assign(q, as_expr(level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0]))
+            cx.b.assign(q, level.range(scope.reads.get((driver.access, driver.level - 1), ROOT))[0])
         finders = {it: _finder(cx, it, roles.strategy[it], order, loop, scope)
                    for it in finds.sought(roles, lattice, number)}
         for finder in finders.values():
@@ -330,7 +330,7 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
             cx.count(f"∀{loop.index} walk {driver.access}")
             vacant = level.vacant(q)
             if vacant:
-                with cx.b.if_(as_expr(vacant)):
+                with cx.b.if_(vacant):
                     cx.b.expr(increment(q))
                     cx.b.add(Continue())
             load(cx, driver, guard=False)
@@ -371,18 +371,18 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
         raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
                             f"not split")
     weight = lambda position: _entries_before(cx, it, position)
-    first = cx.b.decl("const int64_t", f"{q.name}_first", q)
-    parts = cx.b.decl("const int64_t", f"{q.name}_parts", cx.plan.num_threads or call("omp_get_max_threads"))
-    entries = cx.b.decl("const int64_t", f"{q.name}_entries", weight(end) - weight(first))
-    part, span, side = Var(f"{q.name}_part"), Var(f"{q.name}_span"), Var("side")
+    first = cx.b.decl("const int64_t", names.part(q.name, "first"), q)
+    parts = cx.b.decl("const int64_t", names.part(q.name, "parts"), cx.plan.num_threads or call("omp_get_max_threads"))
+    entries = cx.b.decl("const int64_t", names.part(q.name, "entries"), weight(end) - weight(first))
+    part, span, side = Var(names.part(q.name, "part")), Var(names.part(q.name, "span")), Var("side")
     share, low, high, middle = Var("share"), Var("low"), Var("high"), Var("middle")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
     # holding an equal share of the entries below: it writes one stretch of the result, and a skewed
     # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
-    with parallel_region(cx, stmt, [], scope, "schedule(static, 1)") as inner, \
-            cx.b.for_(Decl("int64_t", part.name, as_expr(0)), lt(part, parts), increment(part)):
+    with parallel_region(cx, stmt, [], scope, Schedule("static", 1)) as inner, \
+            cx.b.for_(Decl("int64_t", part.name, 0), lt(part, parts), increment(part)):
         cx.b.decl("int64_t", span.name, length=2)
-        with cx.b.for_(Decl("int", side.name, as_expr(0)), lt(side, 2), increment(side)):
+        with cx.b.for_(Decl("int", side.name, 0), lt(side, 2), increment(side)):
             cx.b.decl("const int64_t", share.name, part + side)
             cx.b.decl("int64_t", low.name, first)
             cx.b.decl("int64_t", high.name, end)
@@ -405,6 +405,6 @@ def _entries_before(cx: Lowering, it: lat.Iterator, position: Expr) -> Expr:
     for level in cx.plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):
             break
-        position = as_expr(level.range(Position(position))[0])
+        position = level.range(Position(position))[0]
         counts.append(position)
     return sum(counts[1:], counts[0]) if counts else position

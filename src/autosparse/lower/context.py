@@ -20,7 +20,7 @@ from ..cin.ast import Access, Stmt
 from ..cin.provenance import Provenance
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import Expr, Var, increment
+from ..codegen.c_ast import CType, Expr, Var, increment
 from ..notation.ast import IndexVar
 from . import finds
 from .reads import Position, ReadLevel
@@ -52,7 +52,7 @@ class Plan:
     targets: Mapping[str, Target]
     access_ids: Mapping[Access, str]
     value_types: Mapping[str, str]
-    value_type: str  # the result's C value type, which its temporaries and the literals take
+    value_type: CType  # the result's C value type, which its temporaries and the literals take
     phase: Phase = Phase.FILL
     num_threads: int | None = None  # the OpenMP thread count of parallel loops (None: OpenMP's default)
     #: The parallel loop whose threads assemble the result in chunks, inside a region the kernel opens

@@ -15,7 +15,7 @@ from typing import Callable
 from ..cin.ast import Access, Assign, Forall, Stmt, Strategy, accesses
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Split
 from ..codegen import names
-from ..codegen.c_ast import Decl, Expr, Var, and_, as_expr, call, eq, ge, gt, increment, le, lt
+from ..codegen.c_ast import Decl, Expr, Literal, Unroll, Var, and_, as_expr, call, eq, ge, gt, increment, le, lt
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import finds
@@ -46,15 +46,15 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     if recovered is not None:
         made, value = recovered
         if _collapsed_pos(made, scope) and stmt.parallel is None:  # search once, then follow the rows
-            track = _search_row(cx, made, value(as_expr(0)), scope)
+            track = _search_row(cx, made, value(Literal(0)), scope)
             if in_order:  # the loop runs over consecutive positions
-                _row_segments(cx, stmt, made, value(as_expr(0)), upper, track, inner)
+                _row_segments(cx, stmt, made, value(Literal(0)), upper, track, inner)
                 return
     parallel = parallel_region(cx, stmt, [], inner) if stmt.parallel is not None else nullcontext(inner)
     with parallel as inner:
         if stmt.unroll:
-            cx.b.pragma(f"GCC unroll {stmt.unroll}")
-        with cx.b.for_(Decl("int64_t", var.name, as_expr(0)), lt(var, upper), increment(var)), iteration(cx, stmt):
+            cx.b.pragma(Unroll(stmt.unroll))
+        with cx.b.for_(Decl("int64_t", var.name, Literal(0)), lt(var, upper), increment(var)), iteration(cx, stmt):
             cx.count(f"∀{index} {relation}")
             if recovered is None:
                 cx.lower(stmt.body, inner)
@@ -79,14 +79,14 @@ def _row_segments(cx: Lowering, stmt: Forall, made: IndexVar, start: Expr, count
                              atomic=False)
     cx.b.decl("int64_t", q.name, Var(scope.ranges[made][0]) + start)
     cx.b.decl("const int64_t", stop.name, q + count)
-    starts, ends = (as_expr(bound) for bound in cx.plan.read_levels(access)[1].range(Position(Var(row))))
+    starts, ends = cx.plan.read_levels(access)[1].range(Position(Var(row)))
     with cx.b.while_(lt(q, stop)):
         with cx.b.while_(le(ends, q)):
             cx.b.expr(increment(Var(row)))
         cx.b.decl("const int64_t", segment.name, call("min64", ends, stop))
         cx.b.decl("const int64_t", first.name, q)
         if stmt.unroll:
-            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+            cx.b.pragma(Unroll(stmt.unroll))
         with cx.b.for_(None, lt(q, segment), increment(q)):
             cx.count(f"∀{stmt.index} {scope.provenance.defining(stmt.index)}")
             _at_row(cx, collapsed, access, row, q, stmt.body, body_scope)
@@ -120,7 +120,8 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
     with cx.b.block():
-        cx.b.decl("const int64_t", names.coordinate(collapsed.outer), Var(row) if first.full else as_expr(first.coordinate(Var(row))))
+        cx.b.decl("const int64_t", names.coordinate(collapsed.outer),
+                  Var(row) if first.full else first.coordinate(Var(row)))
         store(cx, body.lhs.tensor.name, target_position(cx, body.lhs, scope), "+=", Var(register), scope)
 
 
@@ -232,7 +233,7 @@ def _search_row(cx: Lowering, index: IndexVar, offset: Expr, scope: Scope) -> st
         cx.b.decl("int64_t", high.name, Var(first_hi))
         with cx.b.while_(gt(high - row, 1)):
             cx.b.decl("const int64_t", mid.name, row + (high - row) // 2)
-            with cx.b.if_(le(as_expr(starts.range(Position(mid))[0]), Var(lo) + offset)):
+            with cx.b.if_(le(starts.range(Position(mid))[0], Var(lo) + offset)):
                 cx.b.assign(row, mid)
             with cx.b.else_():
                 cx.b.assign(high, mid)
@@ -265,7 +266,7 @@ def _recover(cx: Lowering, index: IndexVar, value: Expr, body: Stmt, scope: Scop
         cx.lower(Forall(relation.index, body), replace(scope, fixed=fixed))
         return
     row = track or _search_row(cx, index, value, scope)
-    ends = as_expr(cx.plan.read_levels(access)[1].range(Position(Var(row)))[1])
+    ends = cx.plan.read_levels(access)[1].range(Position(Var(row)))[1]
     with cx.b.while_(le(ends, q)):
         cx.b.expr(increment(Var(row)))
     _at_row(cx, collapsed, access, row, q, body, scope, in_order)
@@ -325,14 +326,14 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
                                 f"loops fixed, and its level there has no order to search")
         q, end, _, _ = iterator_names(cx, it)
         begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-        finder = finds.Finder(Strategy.BINARY, level, q, begin, end, names.level_stem(cx.plan.access_ids[it.access], it.level),
-                              stmt.index, 1, lambda what: cx.count(f"∀{stmt.index} {what} {it.access}"),
-                              str(rule))
+        finder = finds.Finder(Strategy.BINARY, level, q, begin, end,
+                              names.level_stem(cx.plan.access_ids[it.access], it.level), stmt.index, 1,
+                              lambda what: cx.count(f"∀{stmt.index} {what} {it.access}"), str(rule))
         finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:
-            run_end = cx.b.decl("int64_t", f"{found[it]}_end", Var(found[it]))
-            at = eq(as_expr(level.coordinate(run_end)), Var(names.coordinate(stmt.index)))
+            run_end = cx.b.decl("int64_t", names.part(found[it], "end"), Var(found[it]))
+            at = eq(level.coordinate(run_end), Var(names.coordinate(stmt.index)))
             with cx.b.if_(ge(Var(found[it]), 0)), cx.b.while_(and_(lt(run_end, Var(end)), at)):
                 cx.b.expr(increment(run_end))
     return found

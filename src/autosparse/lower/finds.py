@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 from ..cin.ast import Coiteration, Strategy
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, decrement, eq,
+from ..codegen.c_ast import (Expr, Literal, Prelude, SizeOf, Var, and_, call, cast, decrement, eq,
                              ge, gt, increment, lt, ne, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
@@ -142,15 +142,15 @@ class Finder:
 
     @property
     def table(self) -> str:
-        return f"{self.ident}_{self.strategy.value}"
+        return names.part(self.ident, self.strategy.value)
 
     def _own(self, part: str) -> Var:
         """A variable this finder declares."""
-        return Var(f"{self.ident}_{part}")
+        return Var(names.part(self.ident, part))
 
     def _table(self, part: str) -> Var:
         """The table, or one of its bookkeeping variables."""
-        return Var(f"{self.table}_{part}" if part else self.table)
+        return Var(names.part(self.table, part) if part else self.table)
 
     def prepare(self, tables: Tables, parallel: bool, b: CBuilder) -> None:
         """Before the pass: rewind a search, or make the segment's table current."""
@@ -183,7 +183,7 @@ class Finder:
     def find(self, index: str, b: CBuilder) -> str:
         """Declare and return (by name) a variable holding the position of coordinate `index` (-1 when
         absent)."""
-        index, found, crd = as_expr(index), self._own("at").name, self.level.coordinate
+        index, found, crd = Var(index), self._own("at").name, self.level.coordinate
         q = Var(self.position)
         if self.strategy is Strategy.MERGE:
             with b.while_(and_(self._inside(q), self._before(crd(q), index))):
@@ -319,11 +319,11 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
             b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
         else:
             b.decl("int64_t *", name, Var("NULL"))
-            b.decl("int64_t", f"{name}_capacity", 0)
-            b.decl("int64_t", f"{name}_mask", 0)
+            b.decl("int64_t", names.part(name, "capacity"), 0)
+            b.decl("int64_t", names.part(name, "mask"), 0)
         b.comment("the segment it holds: none yet")
-        b.decl("int64_t", f"{name}_lo", -1)
-        b.decl("int64_t", f"{name}_hi", -1)
+        b.decl("int64_t", names.part(name, "lo"), -1)
+        b.decl("int64_t", names.part(name, "hi"), -1)
 
 
 def release_tables(tables: Tables, b: CBuilder) -> None:

@@ -13,8 +13,8 @@ from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, Str
 from ..codegen import names
 from ..codegen import printer
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Block, Define, Function, Include, Param, TopLevel, Unit, Var, call, cast,
-                             not_)
+from ..codegen.c_ast import (Block, CType, Define, Function, Include, OmpBarrier, OmpParallel, OmpSingle, Param,
+                             TopLevel, Unit, Var, as_expr, call, cast, not_)
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Bound, Provenance, Split, split_relations
@@ -78,11 +78,11 @@ class _Survey:
     provenance: Provenance
     indices: tuple[IndexVar, ...]
     extent: Mapping[IndexVar, str]
-    value_c: Mapping[str, str]
+    value_c: Mapping[str, CType]
     access_ids: Mapping[Access, str]
 
     @property
-    def result_value(self) -> str:
+    def result_value(self) -> CType:
         return self.value_c[self.result.name]
 
     @property
@@ -107,7 +107,7 @@ def _survey(stmt: Stmt, types: Types) -> _Survey:
         if isinstance(relation, Split) and not relation.divide and relation.parent in extent:
             tiles = ceil_div(extent[relation.parent], relation.factor)
             extent[relation.outer] = extent[relation.parent] if relation.offset else tiles
-            extent[relation.inner] = str(relation.factor)
+            extent[relation.inner] = as_expr(relation.factor)
     value_c = {n: names.value_type(types.values[n]) for n in (*operands, result.name)}
     value_c.update({name: value_c[result.name] for name, var in variables.items() if var.temporary})
     access_ids = _access_ids(list(dict.fromkeys(a for node in walk(stmt) for a in accesses(node))))
@@ -151,7 +151,7 @@ class _Reads:
         # besides its arrays, a level's C fragments may read its index type, extent and segment base
         ident = self.survey.access_ids.get(access, names.access(name))
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
-                                         "@dim": dims[k], "@base": f"{names.position(ident, k)}_base"},
+                                         "@dim": dims[k], "@base": names.part(names.position(ident, k), "base")},
                                  dims[k], scattered[k])
                      for k, level in enumerate(levels))
 
@@ -190,7 +190,7 @@ class _Phases:
         logs = Logs(names.Fresh(), None if phase.counting else self.counters, self.tables)
         out = CBuilder()
         bounded = frozenset({survey.result.name} if phase is Phase.BOUND and target.bounds else ())
-        with out.failing_to(_FAILED, f"{phase.value}_end") if self.region is not None else nullcontext():
+        with out.failing_to(_FAILED, names.part(phase.value, "end")) if self.region is not None else nullcontext():
             lower(survey.stmt, plan, logs, Scope(bounded=bounded), out)
         return out.statements()
 
@@ -236,8 +236,8 @@ def _function_body(survey: _Survey, reads: _Reads, workspaces: Mapping[str, Work
         if assembled and slot.tensor == result.name:
             continue
         ctype = survey.value_c[slot.tensor] if slot.level < 0 else names.index_type(survey.types.indices[slot.tensor])
-        const = "" if slot.tensor == result.name else "const "
-        b.decl(f"{const}{ctype} *restrict", _slot_ident(slot), cast(f"{const}{ctype} *", Var("args")[k]))
+        ctype = ctype if slot.tensor == result.name else ctype.constant()
+        b.decl(ctype.pointer(restrict=True), _slot_ident(slot), cast(ctype.pointer(), Var("args")[k]))
     if assembled:
         target.allocate(b)
     for name, workspace in workspaces.items():
@@ -340,20 +340,20 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
     b.decl("int", _FAILED, 0)
     b.decl("int", "team", 1)
     target.allocate_chunks("threads", b)
-    b.pragma("omp parallel num_threads(threads)")
+    b.pragma(OmpParallel(Var("threads")))
     with b.block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
         b.decl("const int", "thread", call("omp_get_thread_num"))
         target.declare_chunk_sizes(b)
 
         def phase(name: str, statements: Block, allocate) -> None:
             """A count or bound phase, then one thread sums the chunks and allocates the arrays."""
-            with b.if_(b.agreed(_FAILED, f"{name}ready")):
+            with b.if_(b.agreed(_FAILED, names.generated(name, "ready"))):
                 b.comment(name)
                 b.extend(statements)
             target.count_chunk("thread", b)
-            b.pragma("omp barrier")
-            b.pragma("omp single")
-            with b.block(), b.failing_to(_FAILED, f"{name}_sized"), b.if_(not_(failed)):
+            b.pragma(OmpBarrier())
+            b.pragma(OmpSingle())
+            with b.block(), b.failing_to(_FAILED, names.part(name, "sized")), b.if_(not_(failed)):
                 b.assign(Var("team"), call("omp_get_num_threads"))
                 target.sum_chunks("team", b)
                 allocate(b)
@@ -386,7 +386,7 @@ def _level_extents(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str]) -
     return tuple(extent[i] for i in access.level_indices)
 
 
-def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Types, value_c: str,
+def _result_target(var: TensorVar, stmt: Stmt, dims: tuple[str, ...], types: Types, value_c: CType,
                    writes: int) -> Target:
     if var.format.is_dense:
         return DenseResult(var.name, var.format.levels, dims, overwrites=writes == 1)
@@ -471,7 +471,7 @@ def _located(access: Access, indices: tuple[IndexVar, ...]) -> bool:
                if index in indices)
 
 
-def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value_c: str) -> Workspace:
+def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value_c: CType) -> Workspace:
     dims = _level_extents(var, stmt, extent)
     fmt = var.format
     if fmt.is_dense and fmt.order == 1:

@@ -75,7 +75,7 @@ class KeyedLevel(KeyLevel):
 
     def locate(self, parent: Position, coordinate: Expr) -> Position:
         width = len(self.coordinates)
-        return Position(call(f"keyedfind{width}", Var(self.table), Var(f"{self.table}_mask"),
+        return Position(call(names.generated("keyedfind", width), Var(self.table), Var(names.part(self.table, "mask")),
                              *(Var(c) for c in self.coordinates)), may_miss=True)
 
 
@@ -99,7 +99,7 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     (`count` instruments each insertion)."""
     width = len(levels)
     first, last = levels[0].range(ROOT)
-    table_var, mask, q = Var(table), Var(f"{table}_mask"), Var("q")
+    table_var, mask, q = Var(table), Var(names.part(table, "mask")), Var("q")
     table_bytes = cast("size_t", mask + 1) * (width + 1) * SizeOf("int64_t")
     b.comment(f"{access.tensor.name}'s entries by their coordinates, for finding them by hash")
     b.decl("int64_t", mask.name, 15)
@@ -111,7 +111,7 @@ def build(access: Access, levels: tuple[TensorLevel, ...], table: str, count: Ca
     with b.for_(Decl("int64_t", "q", first), lt(q, last), increment(q)):
         count(f"hash {access.tensor.name} by coordinates")
         coordinates = (level.coordinate(q) for level in levels)
-        with b.if_(not_(call(f"keyedinsert{width}", table_var, mask, q, *coordinates))):
+        with b.if_(not_(call(names.generated("keyedinsert", width), table_var, mask, q, *coordinates))):
             b.expr(call("free", table_var))
             b.return_(int(ReturnCode.DUPLICATE))
 
@@ -123,18 +123,18 @@ def release(table: str, b: CBuilder) -> None:
 def helpers(width: int) -> tuple[Function, ...]:
     """Insert and find for tables of `width` coordinates a slot (then the position; -1 marks a free
     slot), probing linearly from a hash of all the coordinates."""
-    coordinates = tuple(Var(f"c{k}") for k in range(width))
+    coordinates = tuple(Var(names.generated("c", k)) for k in range(width))
     params = tuple(Param("int64_t", c.name) for c in coordinates)
     table, mask, slot, q = Var("table"), Var("mask"), Var("slot"), Var("q")
-    slot_of = call(f"keyedslot{width}", table, mask, *coordinates)
-    return (Function("int64_t *", f"keyedslot{width}", (Param("int64_t *", "table"), Param("int64_t", "mask"), *params),
+    slotter, finder, inserter = (names.generated(stem, width) for stem in ("keyedslot", "keyedfind", "keyedinsert"))
+    slot_of = call(slotter, table, mask, *coordinates)
+    return (Function("int64_t *", slotter, (Param("int64_t *", "table"), Param("int64_t", "mask"), *params),
                      _slot_body(width, coordinates), "static inline"),
-            Function("int64_t", f"keyedfind{width}", (Param("const int64_t *", "table"), Param("int64_t", "mask"),
-                                                      *params),
-                     Block((Return(call(f"keyedslot{width}", cast("int64_t *", table), mask, *coordinates)[width]),)),
+            Function("int64_t", finder, (Param("const int64_t *", "table"), Param("int64_t", "mask"), *params),
+                     Block((Return(call(slotter, cast("int64_t *", table), mask, *coordinates)[width]),)),
                      "static inline"),
-            Function("int", f"keyedinsert{width}", (Param("int64_t *", "table"), Param("int64_t", "mask"),
-                                                    Param("int64_t", "q"), *params),
+            Function("int", inserter, (Param("int64_t *", "table"), Param("int64_t", "mask"),
+                                       Param("int64_t", "q"), *params),
                      _insert_body(width, coordinates, slot_of, slot, q), "static inline"))
 
 

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 
 from ..cin.ast import Forall
 from ..codegen import names
-from ..codegen.c_ast import Decl, Expr, Literal, Var, call, increment, lt
+from ..codegen.c_ast import Decl, Expr, Literal, Unroll, Var, call, increment, lt
 from . import lattice as lat
 from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load, loop_lattice,
                           parallel_sparse_loop, point_cases, require_ordered, sparse_iterators, survey)
@@ -88,7 +88,7 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
     parallel = parallel_region(cx, stmt, sparse, scope) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
-            cx.b.pragma(f"GCC unroll {stmt.unroll}")
+            cx.b.pragma(Unroll(stmt.unroll))
         _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or Var(names.extent(loop.index)))
 
 

@@ -16,7 +16,7 @@ from typing import Iterator
 from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, Where, assignments, nest, results, unnest, unnest_loops
 from ..cin.provenance import Provenance
 from ..codegen import names
-from ..codegen.c_ast import Binary, Decl, Expr, Var, as_expr, increment, lt, ternary
+from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, increment, lt, ternary
 from ..codegen.literals import c_literal
 from ..notation.ast import Add, Literal, Mul, Neg, Sub, factors, product
 from .context import Lowering, Phase, Scope
@@ -60,7 +60,7 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         if not cx.plan.counting:
             value = _expr(cx, stmt.rhs, scope)
             if scope.atomic:
-                cx.b.pragma("omp atomic")
+                cx.b.pragma(OmpAtomic())
             cx.b.assign(Var(register), value, "+=")
         if stored:
             cx.b.assign(Var(stored), 1)
@@ -78,7 +78,7 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
 def store(cx: Lowering, name: str, position: Position, op: str, value: Expr, scope: Scope) -> None:
     """A store, atomic when iterations of a parallel loop add into the same position."""
     if scope.atomic and op == "+=":
-        cx.b.pragma("omp atomic")
+        cx.b.pragma(OmpAtomic())
     cx.plan.targets[name].store(position, op, value, cx.b)
 
 
@@ -109,7 +109,7 @@ def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
     if isinstance(expr, Access):
         return _read(cx, expr, scope)
     if isinstance(expr, Literal):
-        return as_expr(c_literal(expr.value, cx.plan.value_type))
+        return c_literal(expr.value, cx.plan.value_type)
     if isinstance(expr, Neg):
         return -_expr(cx, expr.operand, scope)
     symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
@@ -132,11 +132,11 @@ def _read(cx: Lowering, access: Access, scope: Scope) -> Expr:
     if dense_operand(access):
         for level, (index, read_level) in enumerate(zip(access.level_indices, cx.plan.read_levels(access))):
             position = read_level.locate(position, Var(names.coordinate(index)))
-    vals, begin = Var(cx.plan.vals(access)), as_expr(position.begin)
+    vals, begin = Var(cx.plan.vals(access)), position.begin
     if position.end is not None:
         total = cx.b.decl(cx.plan.value_types[access.tensor.name], cx.fresh("v"), 0)
         q = Var("q")
-        with cx.b.for_(Decl("int64_t", q.name, begin), lt(q, as_expr(position.end)), increment(q)):
+        with cx.b.for_(Decl("int64_t", q.name, begin), lt(q, position.end), increment(q)):
             cx.b.assign(total, vals[q], "+=")
         return total
     if position.may_miss:

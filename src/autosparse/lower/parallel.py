@@ -15,7 +15,8 @@ from typing import Iterator
 from ..cin.ast import Forall, ParallelUnit, Race, Where, assignments, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import Decl, Literal, SizeOf, Var, as_expr, call, cast, increment, lt, not_
+from ..codegen.c_ast import (Decl, Literal, OmpCritical, OmpFor, OmpParallel, OmpSimd, Reduction, Schedule, Section,
+                             SizeOf, Var, call, cast, increment, lt, not_)
 from ..errors import ScheduleError
 from ..runtime.abi import ReturnCode
 from .context import Lowering, Scope
@@ -24,7 +25,7 @@ from .writes import Target
 
 @contextmanager
 def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
-                    schedule: str = "schedule(static)") -> Iterator[Scope]:
+                    schedule: Schedule = Schedule()) -> Iterator[Scope]:
     """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
 
     Iterations share what is declared outside the loop: the results, and the registers of reductions
@@ -53,34 +54,35 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
     for name in written:
         if name not in registers and not cx.plan.targets[name].parallel_safe() and not chunked:
             raise ScheduleError(f"{command}: {name} is assembled by appending, which threads assemble only in "
-                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first level, "
-                                f"and that level dense (rows of CSR)")
+                                f"chunks of rows: the parallel loop must be the outermost one, over {name}'s first "
+                                f"level, and that level dense (rows of CSR)")
     shared = [registers[n] for n in written if n in registers]
     if race is Race.NO_RACES and shared and not cx.plan.counting:
         raise ScheduleError(f"{command}: every iteration over {stmt.index} adds into one register ({shared[0]}, "
                             f"a sum), so they would race: use atomics or temporary (ignore_races accepts a wrong sum)")
     # a count phase sums no values: its registers are not even declared
-    summed = [registers[n] for n in written if n in registers] if race is Race.TEMPORARY and not cx.plan.counting else []
+    summing = race is Race.TEMPORARY and not cx.plan.counting
+    summed = [registers[n] for n in written if n in registers] if summing else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
-    clauses = ([f"reduction(+: {', '.join(summed)})"] if summed else []) + \
-              ([f"reduction(|: {', '.join(flags)})"] if flags else [])
+    clauses = ([Reduction("+", tuple(map(Var, summed)))] if summed else []) + \
+              ([Reduction("|", tuple(map(Var, flags)))] if flags else [])
     copied = [n for n in written if n not in registers and cx.plan.targets[n].reduction_size() is not None
               and race is Race.TEMPORARY]
     if unit is ParallelUnit.CPU_VECTOR:
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
-            sections = (f"{names.vals(n)}[0:{cx.plan.targets[n].reduction_size()}]" for n in copied)
-            clauses.append(f"reduction(+: {', '.join(sections)})")
-        cx.b.pragma(f"omp {' '.join(['simd', *clauses])}")
+            clauses.append(Reduction("+", tuple(Section(Var(names.vals(n)), cx.plan.targets[n].reduction_size())
+                                                for n in copied)))
+        cx.b.pragma(OmpSimd(tuple(clauses)))
         yield replace(scope, parallel=True)
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries
-        cx.b.pragma(f"omp {' '.join(['for schedule(static)', *clauses])}")
+        cx.b.pragma(OmpFor(Schedule(), tuple(clauses)))
         yield atomic
         return
-    threads = [f"num_threads({cx.plan.num_threads})"] if cx.plan.num_threads is not None else []
     if not copied and not threaded:
-        cx.b.pragma(f"omp {' '.join(['parallel for', schedule, *threads, *clauses])}")
+        threads = None if cx.plan.num_threads is None else Literal(cx.plan.num_threads)
+        cx.b.pragma(OmpParallel(threads, schedule, tuple(clauses)))
         yield atomic
         return
     failed = cx.fresh("failed")
@@ -88,25 +90,26 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         threads = cx.b.decl("const int", "threads", cx.plan.num_threads or call("omp_get_max_threads"))
         cx.b.decl("int", failed, 0)
         for name in copied:
-            ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
-            copies = cx.b.decl(f"{ctype} *", _copies(name), call("calloc", cast("size_t", threads) * size, SizeOf(ctype)))
+            ctype, size = cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
+            copies = cx.b.decl(ctype.pointer(), _copies(name),
+                               call("calloc", cast("size_t", threads) * size, SizeOf(ctype)))
             cx.b.fail(not_(copies), ReturnCode.OUT_OF_MEMORY)
-            cx.b.decl(f"{ctype} *restrict", _shared(name), Var(names.vals(name)))
-        cx.b.pragma(f"omp {' '.join(['parallel num_threads(threads)', *clauses])}")
+            cx.b.decl(ctype.pointer(restrict=True), _shared(name), Var(names.vals(name)))
+        cx.b.pragma(OmpParallel(threads, None, tuple(clauses)))
         with cx.b.block():
             for name in copied:  # shadows the result: the body stores into this thread's copy
-                ctype, size = cx.plan.value_types[name], as_expr(cx.plan.targets[name].reduction_size())
-                cx.b.decl(f"{ctype} *restrict", names.vals(name),
+                ctype, size = cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
+                cx.b.decl(ctype.pointer(restrict=True), names.vals(name),
                           Var(_copies(name)) + cast("size_t", call("omp_get_thread_num")) * size)
             with thread_temporaries([cx.plan.targets[n] for n in threaded], failed, cx.fresh("allocated"), cx.b):
                 with cx.b.if_(cx.b.agreed(failed, cx.fresh("ready"))), cx.b.failing_to(failed, cx.fresh("done")):
-                    cx.b.pragma(f"omp for {schedule}")
+                    cx.b.pragma(OmpFor(schedule))
                     yield atomic
                 if copied:
-                    cx.b.pragma("omp critical")
+                    cx.b.pragma(OmpCritical())
                     with cx.b.block():
                         for name in copied:
-                            p, size = Var("p"), as_expr(cx.plan.targets[name].reduction_size())
+                            p, size = Var("p"), cx.plan.targets[name].reduction_size()
                             with cx.b.for_(Decl("int64_t", p.name, Literal(0)), lt(p, size), increment(p)):
                                 cx.b.assign(Var(_shared(name))[p], Var(names.vals(name))[p], "+=")
         for name in copied:
@@ -149,5 +152,5 @@ def iteration(cx: Lowering, stmt: Forall) -> Iterator[None]:
     if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or cx.b.failure_flag is None:
         yield
         return
-    with cx.b.failing_to(cx.b.failure_flag, cx.fresh(f"{cx.plan.phase.value}next")):
+    with cx.b.failing_to(cx.b.failure_flag, cx.fresh(names.generated(cx.plan.phase.value, "next"))):
         yield

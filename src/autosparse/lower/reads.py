@@ -1,8 +1,9 @@
 """How a kernel reads one storage level: the uniform face that lowering sees of a tensor's level plug-in
 or of a workspace being consumed.
 
-A `ReadLevel` answers in C expressions (codegen's `c_ast.Expr`): the positions below a parent segment, the coordinate at a
-position, the position a coordinate leads to (for the level below and the values), and `locate`.
+A `ReadLevel` answers in C expressions (codegen's `c_ast.Expr`): the positions below a parent segment,
+the coordinate at a position, the position a coordinate leads to (for the level below and the values),
+and `locate`.
 Positions come as segments [begin, end): below a unique level a segment is one position; below a
 non-unique level (COO rows) it spans the entries that share a coordinate.
 """
@@ -32,7 +33,7 @@ class Position:
 
     def unless_missed(self, value, missed) -> Expr:
         """`value`, or `missed` where a locate above found nothing (when it may have)."""
-        return ternary(lt(self.begin, 0), missed, value) if self.may_miss else as_expr(value)
+        return ternary(lt(self.begin, 0), missed, value) if self.may_miss else value
 
 
 ROOT = Position(Literal(0))
@@ -63,7 +64,7 @@ class ReadLevel(ABC):
 
     def stepped(self, q: Expr, coordinate: Expr) -> Expr:
         """The position that stepping to `q` (holding `coordinate`) leads to."""
-        return as_expr(q)
+        return q
 
     @abstractmethod
     def locate(self, parent: Position, coordinate: Expr) -> Position:
@@ -102,17 +103,17 @@ class TensorLevel(ReadLevel):
         return parent.unless_missed(begin, 0), parent.unless_missed(end, 0)
 
     def coordinate(self, q: Expr) -> Expr:
-        return self.level.coordinate(self.arrays, as_expr(q))
+        return self.level.coordinate(self.arrays, q)
 
     def vacant(self, q: Expr) -> Expr | None:
-        return self.level.vacant(self.arrays, as_expr(q))
+        return self.level.vacant(self.arrays, q)
 
     def base(self, parent: Position) -> tuple[str, Expr] | None:
         value = self.level.segment_base(self.arrays, parent.begin)
         return None if value is None else (self.arrays["@base"], value)
 
     def locate(self, parent: Position, coordinate: Expr) -> Position:
-        found = self.level.locate(self.arrays, parent.begin, as_expr(coordinate), as_expr(self.dim))
+        found = self.level.locate(self.arrays, parent.begin, coordinate, as_expr(self.dim))
         if self.level.locate_may_miss:
             return Position(found, may_miss=True)
         return Position(parent.unless_missed(found, -1), may_miss=parent.may_miss)

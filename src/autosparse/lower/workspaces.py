@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Expr, Initializer, Literal, Prelude, SizeOf, Var, address_of, and_, as_expr, call,
+from ..codegen.c_ast import (CType, Expr, Initializer, Literal, Prelude, SizeOf, Var, address_of, and_, as_expr, call,
                              cast, eq, gt, increment, lt, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..format.dense import Dense
@@ -62,13 +62,13 @@ class Workspace(Target):
 class DenseWorkspace(Workspace):
     name: str
     dims: tuple[str, ...]
-    value_type: str
+    value_type: CType
 
     def _size(self) -> Expr:
         return cast("size_t", block_size(self.dims))
 
     def allocate(self, b: CBuilder) -> None:
-        vals = b.decl(f"{self.value_type} *", names.vals(self.name),
+        vals = b.decl(self.value_type.pointer(), names.vals(self.name),
                       call("calloc", self._size(), SizeOf(self.value_type)))
         b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
 
@@ -116,12 +116,11 @@ class _ListLevel(ReadLevel):
         return Var(self.workspace.list)[q]
 
     def stepped(self, q: Expr, coordinate: Expr) -> Expr:
-        return as_expr(coordinate)
+        return coordinate
 
     def locate(self, parent: Position, coordinate: Expr) -> Position:
         """Values at coordinates this producer did not touch are stale, and read as missing, unless the
         workspace keeps them zero."""
-        coordinate = as_expr(coordinate)
         if self.workspace.located:
             return Position(coordinate)
         return Position(ternary(self.workspace.touched(coordinate), coordinate, -1), may_miss=True)
@@ -140,7 +139,7 @@ class ListWorkspace(Workspace):
     BYTES_PER_COORDINATE = 25
     name: str
     dim: str
-    value_type: str
+    value_type: CType
     located: bool = False  # the consumer locates: untouched values are kept zero
 
     @property
@@ -154,7 +153,7 @@ class ListWorkspace(Workspace):
         vt, dim = self.value_type, cast("size_t", as_expr(self.dim))
         vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located
                      else call("malloc", dim * SizeOf(vt) + 1))
-        arrays = (b.decl(f"{vt} *", names.vals(self.name), vals_size),
+        arrays = (b.decl(vt.pointer(), names.vals(self.name), vals_size),
                   b.decl("int64_t *", self._ident("mark"), call("calloc", dim + 1, SizeOf("int64_t"))),
                   b.decl("int64_t *", self.list, call("malloc", (dim + 1) * SizeOf("int64_t"))),
                   b.decl("int64_t *", self._ident("spare"), call("malloc", (dim + 1) * SizeOf("int64_t"))),
@@ -165,7 +164,7 @@ class ListWorkspace(Workspace):
         b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
-        return Position(as_expr(coordinate))
+        return Position(coordinate)
 
     def _first_touch(self, coordinate: Expr, b: CBuilder) -> None:
         b.assign(self._var("mark")[coordinate], self._var("gen"))
@@ -182,7 +181,7 @@ class ListWorkspace(Workspace):
     def store(self, position: Position, op: str, value, b: CBuilder) -> None:
         j, vals = position.begin, Var(names.vals(self.name))
         with b.block():
-            v = b.decl(f"const {self.value_type}", self._ident("v"), value)
+            v = b.decl(self.value_type.constant(), self._ident("v"), value)
             with b.if_(not_(self.touched(j))):
                 self._first_touch(j, b)
                 b.assign(vals[j], v)
@@ -248,21 +247,21 @@ class HashedWorkspace(Workspace):
     flag_free = False
     name: str
     dims: tuple[str, ...]
-    value_type: str
+    value_type: CType
 
     @property
     def keys(self) -> str:
         return self._ident("keys")
 
     def allocate(self, b: CBuilder) -> None:
-        entry = self._ident("entry")
+        entry = CType(self._ident("entry"))
         b.decl("int64_t", self._ident("cap"), 16)
         b.decl("int64_t", self.count, 0)
         b.decl("int64_t", self._ident("sorted_cap"), 0)
-        table = b.decl(f"{entry} *", self._ident("table"), call("malloc", 16 * SizeOf(entry)))
+        table = b.decl(entry.pointer(), self._ident("table"), call("malloc", 16 * SizeOf(entry)))
         slots = b.decl("int64_t *", self._ident("slots"), call("malloc", 16 * SizeOf("int64_t")))
         b.decl("int64_t *", self.keys, Var("NULL"))
-        b.decl(f"{self.value_type} *", names.vals(self.name), Var("NULL"))
+        b.decl(self.value_type.pointer(), names.vals(self.name), Var("NULL"))
         b.fail(or_(not_(table), not_(slots)), ReturnCode.OUT_OF_MEMORY)
         with b.for_range("s", 0, 16):
             b.assign(table[Var("s")].field("key"), -1)

@@ -24,7 +24,7 @@ from typing import Mapping
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
-from ..codegen.c_ast import (Decl, Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, gt,
+from ..codegen.c_ast import (CType, Decl, Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, gt,
                              increment, le, lt, ne, not_, or_)
 from ..format.level import Level
 from ..runtime.abi import Slot
@@ -58,13 +58,13 @@ def free_arrays(b: CBuilder, *arrays: str) -> None:
 def _team_loop(team: str):
     """`for (int t = 0; t < team; t++)`: over the threads of a region."""
     t = Var("t")
-    return Decl("int", t.name, Literal(0)), lt(t, as_expr(team)), increment(t)
+    return Decl("int", t.name, Literal(0)), lt(t, Var(team)), increment(t)
 
 
 def located(level: Level, parent: Position, coordinate, dim) -> Position:
     """The position `coordinate` (a C expression; `dim` the level's extent) leads to below `parent` at a level
     the kernel locates, as a result's and a workspace's dense levels are."""
-    return Position(level.locate({}, parent.begin, as_expr(coordinate), as_expr(dim)))
+    return Position(level.locate({}, parent.begin, coordinate, as_expr(dim)))
 
 
 class Target(ABC):
@@ -149,8 +149,8 @@ class AssembledResult(Target):
     name: str
     levels: tuple[Level, ...]
     dims: tuple[str, ...]
-    index_type: str
-    value_type: str
+    index_type: CType
+    value_type: CType
 
     def _head(self, level: int) -> int:
         """The compressed level that starts the group of singletons `level` belongs to."""
@@ -170,7 +170,7 @@ class AssembledResult(Target):
         return names.array(self.name, level, array)
 
     def _limit(self) -> Var:
-        return Var("INT32_MAX" if self.index_type == "int32_t" else "INT64_MAX")
+        return Var(names.largest_index(self.index_type))
 
     def _length(self, level: int, array: str) -> Expr:
         """The length of one of `level`'s arrays: a pos array has one entry per parent position, and one more."""
@@ -249,13 +249,13 @@ class AppendedResult(AssembledResult):
         """Before counting: the pos arrays of known length and the size counters."""
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names and self._sized(level):
-                pos = b.decl(f"{self.index_type} *", self._array(level, "pos"),
+                pos = b.decl(self.index_type.pointer(), self._array(level, "pos"),
                              _allocation(self._count(level - 1), self.index_type, True))
                 b.fail(not_(pos), ReturnCode.OUT_OF_MEMORY)
         for size in self._counters():
             b.decl("int64_t", size, 0)
         for ident, _, ctype, _ in self._entries():
-            b.decl(f"{ctype} *", ident, Var("NULL"))
+            b.decl(ctype.pointer(), ident, Var("NULL"))
         b.decl("int", self.bounded, 0)
 
     def allocate_bounded(self, b: CBuilder) -> None:
@@ -337,10 +337,10 @@ class AppendedResult(AssembledResult):
 
     def _chunk_arrays(self) -> list[tuple[str, str, str]]:
         """Per counted level: (its size, where each chunk starts, where each chunk's fill ended)."""
-        return [(size, f"{size}_chunks", f"{size}_ends") for size in self._counters()]
+        return [(size, names.part(size, "chunks"), names.part(size, "ends")) for size in self._counters()]
 
     def allocate_chunks(self, threads: str, b: CBuilder) -> None:
-        length = cast("size_t", as_expr(threads)) + 1
+        length = cast("size_t", Var(threads)) + 1
         for _, starts, ends in self._chunk_arrays():
             arrays = [b.decl("int64_t *", name, call("calloc", length, SizeOf("int64_t"))) for name in (starts, ends)]
             b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
@@ -353,7 +353,7 @@ class AppendedResult(AssembledResult):
     def count_chunk(self, thread: str, b: CBuilder) -> None:
         """After a count (or bound) phase: this thread's counts."""
         for size, starts, _ in self._chunk_arrays():
-            b.assign(Var(starts)[as_expr(thread)], Var(size))
+            b.assign(Var(starts)[Var(thread)], Var(size))
 
     def sum_chunks(self, team: str, b: CBuilder) -> None:
         """By one thread: the chunks' counts become their starts; its own sizes become the totals, which
@@ -369,11 +369,11 @@ class AppendedResult(AssembledResult):
     def start_chunk(self, thread: str, b: CBuilder) -> None:
         """Before the fill: this thread's sizes start at its chunk's start."""
         for size, starts, _ in self._chunk_arrays():
-            b.assign(Var(size), Var(starts)[as_expr(thread)])
+            b.assign(Var(size), Var(starts)[Var(thread)])
 
     def end_chunk(self, thread: str, b: CBuilder) -> None:
         for size, _, ends in self._chunk_arrays():
-            b.assign(Var(ends)[as_expr(thread)], Var(size))
+            b.assign(Var(ends)[Var(thread)], Var(size))
 
     def _anchor(self, level: int) -> tuple[str, Expr] | None:
         """The size counting the positions that index `level`'s, and how many of `level`'s each has (dense
@@ -483,7 +483,7 @@ class SharedPatternResult(AssembledResult):
             for array in lv.array_names:
                 length = self._length(level, array)
                 counted = array == "pos" and self._counted(level)
-                copy = b.decl(f"{self.index_type} *", self._array(level, array),
+                copy = b.decl(self.index_type.pointer(), self._array(level, array),
                               _allocation(length, self.index_type, counted))
                 b.fail(not_(copy), ReturnCode.OUT_OF_MEMORY)
                 if array != "crd" and not counted:
@@ -492,7 +492,7 @@ class SharedPatternResult(AssembledResult):
         count = self._count(len(self.levels) - 1)
         # dense levels over sparse ones: the positions no operand entry reaches stay zero
         zeroed = self._suffix or not self._mirrored(len(self.levels) - 1)
-        vals = b.decl(f"{self.value_type} *", names.vals(self.name), _allocation(count, self.value_type, zeroed))
+        vals = b.decl(self.value_type.pointer(), names.vals(self.name), _allocation(count, self.value_type, zeroed))
         b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
