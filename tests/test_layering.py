@@ -146,3 +146,40 @@ def test_imports_inside_functions_and_relative_imports_are_edges(tmp_path):
 def test_no_package_imports_above_its_floor_or_in_a_circle():
     found = violations(package_graph())
     assert not found, "layering violations:\n  " + "\n  ".join(found)
+
+
+def private_reaches(root: Path = ROOT) -> list[str]:
+    """Every import of another package's private module or private name (`format._checks`,
+    `from ..api.kernel import _memo`): what a package offers the others is what it names publicly."""
+    modules = module_names(root)
+    found = []
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+                continue
+            base = _absolute(module, is_package, node.module, node.level)
+            if not base.startswith("autosparse.") or package_of(base) == package_of(module):
+                continue
+            names = [*base.split(".")[2:], *(alias.name for alias in node.names)]
+            if any(name.startswith("_") for name in names):
+                found.append(f"{module} imports {', '.join(a.name for a in node.names)} from {base}")
+    return found
+
+
+def test_a_private_name_is_reached_only_from_its_own_package(tmp_path):
+    package = tmp_path / "autosparse"
+    for folder in ("format", "tensor"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "format" / "_checks.py").write_text("")
+    (package / "format" / "spec.py").write_text("from ._checks import x\n")  # its own package: fine
+    (package / "tensor" / "a.py").write_text("from ..format._checks import x\nfrom ..format.spec import _y, z\n")
+    assert private_reaches(package) == ["autosparse.tensor.a imports x from autosparse.format._checks",
+                                        "autosparse.tensor.a imports _y, z from autosparse.format.spec"]
+
+
+def test_no_package_reaches_a_private_name_of_another():
+    found = private_reaches()
+    assert not found, "private names reached across packages:\n  " + "\n  ".join(found)

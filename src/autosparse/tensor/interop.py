@@ -12,8 +12,7 @@ from numbers import Number
 import numpy as np
 
 from ..errors import AutosparseError, FormatError, ShapeError
-from ..format import Format, as_format
-from ..format._checks import segment_starts
+from ..format import Format, as_format, segment_starts
 from .dtypes import INDEX_DTYPES, check_index_dtype, promote_value_dtype
 from .storage import Storage
 from .tensor import Tensor
