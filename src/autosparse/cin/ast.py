@@ -30,6 +30,10 @@ class Protocol(enum.Enum):
     APPEND = "append"
     INSERT = "insert"
 
+    # Members are singletons, so identity hashes them: Enum's own hash (of the name, in Python) is a
+    # measurable part of the autoschedulers' time, which hash CIN by the million.
+    __hash__ = object.__hash__
+
 
 _NEEDS = {
     Protocol.STEP: (Capability.POSITION_ITERATION, Capability.COORDINATE_ITERATION),
