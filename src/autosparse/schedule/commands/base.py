@@ -10,6 +10,7 @@ exactly the registered names (see `parallel.py`'s `Unroll` for the smallest one)
 
 from __future__ import annotations
 
+import abc
 import enum
 import types
 import typing
@@ -71,7 +72,7 @@ class Arity:
         return f"{self.least} or more" if self.most is None else f"{self.least} to {self.most}"
 
 
-class ScheduleCommand:
+class ScheduleCommand(abc.ABC):
     """One scheduling command with its arguments read. `apply` checks the command's preconditions on
     the statement (a `ScheduleError` naming the command, the index variable and the rule it breaks) and
     returns the rewritten statement with the relations of the index variables derived so far.
@@ -93,8 +94,9 @@ class ScheduleCommand:
         values = (getattr(self, f.name) for f in _written_fields(type(self)))
         return f"{self.name}({', '.join(_spelling(v) for v in values if v is not None)})"
 
+    @abc.abstractmethod
     def apply(self, stmt: Stmt, relations: Relations) -> Derived:
-        raise NotImplementedError
+        """The statement with the command applied, and the relations with any it derives."""
 
 
 COMMANDS: dict[str, type[ScheduleCommand]] = {}
