@@ -12,7 +12,7 @@ from functools import singledispatch
 from typing import Callable, Collection
 
 from ..format import Format
-from ..notation.ast import Add, Literal, Neg, Sub, Sum
+from ..notation.ast import Add, Div, Literal, Neg, Sub, Sum
 from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where, walk
 
 
@@ -81,6 +81,8 @@ def without(node, absent: Collection):
     if isinstance(node, Sub):
         left, right = kept
         return left if right is None else Neg(right)
+    if isinstance(node, Div) and kept[0] is not None:  # a zero divisor still divides: x / 0 is inf or nan
+        return node.with_children((kept[0], node.right))
     present = tuple(child for child in kept if child is not None)
     if not adds(node) or not present:
         return None

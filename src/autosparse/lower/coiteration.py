@@ -20,7 +20,7 @@ from ..codegen.c_ast import (Continue, Decl, Expr, Schedule, Unroll, Var, and_, 
                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
-from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub
+from ..notation.ast import Add, Div, IndexVar, Literal, Mul, Neg, Sub
 from . import finds
 from . import lattice as lat
 from .context import Lowering, Scope
@@ -101,6 +101,8 @@ def loop_lattice(stmt, loop: Loop, produced: Mapping[str, lat.Lattice]) -> lat.L
         return loop_lattice(stmt.children()[0], loop, produced)
     if isinstance(stmt, Mul):
         return lat.meet(loop_lattice(stmt.left, loop, produced), loop_lattice(stmt.right, loop, produced))
+    if isinstance(stmt, Div):
+        return loop_lattice(stmt.left, loop, produced)
     if isinstance(stmt, (Add, Sub, Sequence)):
         first, second = stmt.children()
         return lat.join(loop_lattice(first, loop, produced), loop_lattice(second, loop, produced))

@@ -18,7 +18,7 @@ from ..codegen.c_ast import (Block, CType, Define, Function, Include, OmpBarrier
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Bound, Provenance, Split, split_relations
-from ..notation.ast import IndexVar, Neg, factors
+from ..notation.ast import Div, IndexVar, Neg, factors
 from ..runtime.abi import SYMBOL, KernelSource, Slot, Types, WorkspaceSize
 from . import finds, keyed
 from .context import Logs, Phase, Plan, Scope, count_iteration
@@ -91,7 +91,20 @@ class _Survey:
         return any(isinstance(n, Forall) and n.parallel is not None for n in walk(self.stmt))
 
 
+def _check_divisors(stmt: Stmt) -> None:
+    """A quotient takes its dividend's pattern (0 / b is 0), so every divisor must be stored at every
+    coordinate: an absent divisor entry would divide by zero, which no sparse result can hold."""
+    for node in walk(stmt):
+        if isinstance(node, Div):
+            sparse = next((a for a in accesses(node.right) if not a.tensor.format.is_dense), None)
+            if sparse is not None:
+                raise ScheduleError(f"Expected a divisor stored at every coordinate (a dense operand, a scalar "
+                                    f"or a literal), but {sparse.tensor.name} in {node} is sparse ("
+                                    f"{sparse.tensor.format}): its absent entries would be divisions by zero")
+
+
 def _survey(stmt: Stmt, types: Types) -> _Survey:
+    _check_divisors(stmt)
     variables = tensors(stmt)
     written = {a.lhs.tensor.name for a in assignments(stmt)}
     results = [n for n in written if not variables[n].temporary]

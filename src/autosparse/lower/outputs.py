@@ -16,9 +16,9 @@ from typing import Iterator
 from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, Where, assignments, nest, results, unnest, unnest_loops
 from ..cin.provenance import Provenance
 from ..codegen import names
-from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, increment, lt, ternary
+from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, cast, increment, lt, ternary
 from ..codegen.literals import c_literal
-from ..notation.ast import Add, Literal, Mul, Neg, Sub, factors, product
+from ..notation.ast import Add, Div, Literal, Mul, Neg, Sub, factors, product
 from .context import Lowering, Phase, Scope
 from .reads import ROOT, Position
 
@@ -112,6 +112,8 @@ def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
         return c_literal(expr.value, cx.plan.value_type)
     if isinstance(expr, Neg):
         return -_expr(cx, expr.operand, scope)
+    if isinstance(expr, Div):  # numpy's true division: int64 operands divide as the result's double
+        return Binary("/", cast(cx.plan.value_type, _expr(cx, expr.left, scope)), _expr(cx, expr.right, scope))
     symbol = {Add: "+", Sub: "-", Mul: "*"}[type(expr)]
     return Binary(symbol, _expr(cx, expr.left, scope), _expr(cx, expr.right, scope))
 

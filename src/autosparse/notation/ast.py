@@ -1,7 +1,7 @@
 """Index notation: the expression a user writes, as frozen dataclasses.
 
 `C(i,j) = A(i,k) * B(k,j)`: an Assignment of an Access on the left to an expression of Accesses,
-Literals, Neg, Add, Sub, Mul and Sum on the right. Every node has `children()` and `with_children()`, so
+Literals, Neg, Add, Sub, Mul, Div and Sum on the right. Every node has `children()` and `with_children()`, so
 one generic rewriter serves every pass; positions (`column`) are kept for error messages and ignored by
 equality.
 
@@ -72,7 +72,7 @@ class Neg:
         return self if children == (self.operand,) else Neg(*children)
 
     def __str__(self) -> str:
-        return f"-{_wrapped(self.operand, (Add, Sub, Mul))}"
+        return f"-{_wrapped(self.operand, (Add, Sub, Mul, Div))}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,18 @@ class Sub(_Binary):
 @dataclass(frozen=True, slots=True)
 class Mul(_Binary):
     def __str__(self) -> str:
-        return f"{_wrapped(self.left, (Add, Sub))} * {_wrapped(self.right, (Add, Sub, Mul))}"
+        return f"{_wrapped(self.left, (Add, Sub))} * {_wrapped(self.right, (Add, Sub, Mul, Div))}"
+
+
+@dataclass(frozen=True, slots=True)
+class Div(_Binary):
+    """`left / right`, numpy's true division. Not a product: `factors` keeps it whole, so the divisor is
+    never hoisted or reordered apart from its dividend. Its pattern is the dividend's (0 / b is 0), which
+    is why the divisor must be stored everywhere (dense or scalar): an absent divisor entry would be a
+    division by zero that no sparse result could hold."""
+
+    def __str__(self) -> str:
+        return f"{_wrapped(self.left, (Add, Sub))} / {_wrapped(self.right, (Add, Sub, Mul, Div))}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +134,7 @@ class Sum:
         return f"sum({self.index}, {self.body})"
 
 
-Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Sum]
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Div, Sum]
 
 
 def _wrapped(expr: Expr, loose: tuple[type, ...]) -> str:

@@ -6,7 +6,7 @@ notation, the scheduling commands).
 
     assignment := access ("=" | "+=") expr
     expr       := term (("+" | "-") term)*
-    term       := factor ("*" factor)*
+    term       := factor (("*" | "/") factor)*
     factor     := "-" factor | number | sum | access | "(" expr ")"
     sum        := "sum" "(" NAME "," expr ")" | "∑" NAME term
     access     := NAME "(" [NAME ("," NAME)*] ")" | NAME        (a bare NAME is a scalar)
@@ -24,13 +24,13 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from .ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, accesses, unbound_indices, walk
+from .ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, accesses, unbound_indices, walk
 from .scope import scope_reductions
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) |
     (?P<name>[A-Za-z_][A-Za-z_0-9]*) |
-    (?P<op>\+=|[=+\-*(),∀∑@;\[\]]) )""", re.VERBOSE)
+    (?P<op>\+=|[=+\-*/(),∀∑@;\[\]]) )""", re.VERBOSE)
 
 #: The deepest expression tree accepted (each operator, parenthesis and sum is one level).
 MAX_DEPTH = 200
@@ -59,7 +59,7 @@ def _tokens(text: str) -> list[Token]:
             return tokens + [Token("end", "end of input", offset + 1)]
         match = _TOKEN.match(text, offset)
         if match is None or match.end() == offset:
-            raise ParseError(f"Expected a name, a number or one of = += + - * ( ) , but found {text[offset]!r}",
+            raise ParseError(f"Expected a name, a number or one of = += + - * / ( ) , but found {text[offset]!r}",
                              text, offset + 1)
         kind = match.lastgroup
         tokens.append(Token(kind, match.group(kind), match.start(kind) + 1))
@@ -113,9 +113,9 @@ class ExpressionParser:
 
     def term(self) -> Expr:
         node = self.factor()
-        while self.peek().text == "*":
-            self.take()
-            node = Mul(node, self.factor())
+        while self.peek().text in ("*", "/"):
+            operator = self.take().text
+            node = (Mul if operator == "*" else Div)(node, self.factor())
         return node
 
     def factor(self) -> Expr:

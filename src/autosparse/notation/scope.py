@@ -13,7 +13,7 @@ a `Sum` node. `sums_normalised` is the canonical form used to compare two scoped
 
 from __future__ import annotations
 
-from .ast import Add, Assignment, Expr, IndexVar, Mul, Neg, Sub, Sum, factors, peeled, product, summed, unbound_indices
+from .ast import Add, Assignment, Div, Expr, IndexVar, Mul, Neg, Sub, Sum, factors, peeled, product, summed, unbound_indices
 
 Path = tuple[int, ...]
 
@@ -66,9 +66,21 @@ def _placement(expr: Expr, path: Path, index: IndexVar) -> list[Path]:
     if isinstance(expr, Mul):
         users = [(f, p) for f, p in _chain(expr, path, (Mul,)) if _uses(f, index)]
         return [path] if len(users) > 1 else _passed_on(path, *users[0], index)
+    if isinstance(expr, Div):
+        return _divided(expr, path, index)
     if isinstance(expr, (Neg, Sum)):
         return _passed_on(path, expr.children()[0], path + (0,), index)
     return [path]
+
+
+def _divided(expr: Div, path: Path, index: IndexVar) -> list[Path]:
+    """A quotient is summed whole when both sides use the index, or the dividend alone does (Σ a / b is
+    (Σ a) / b); a sum in the divisor stays inside it, since a / Σ b is not Σ (a / b)."""
+    if not _uses(expr.left, index):
+        return _placement(expr.right, path + (1,), index)
+    if _uses(expr.right, index):
+        return [path]
+    return _passed_on(path, expr.left, path + (0,), index)
 
 
 def _passed_on(path: Path, child: Expr, child_path: Path, index: IndexVar) -> list[Path]:

@@ -22,7 +22,7 @@ from ..config import memory_limit
 from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
-from ..notation import Assignment, Literal, accesses, index_extents, walk
+from ..notation import Assignment, Div, Literal, accesses, index_extents, walk
 from ..runtime import BoundCall, KernelCall
 from ..runtime.abi import ReturnCode, Types
 from ..tensor import Tensor, as_tensor
@@ -67,6 +67,7 @@ class Kernel:
         self._derived = derived_indices(self._cin, self.assignment)
         self._operand_names = {a.tensor for a in accesses(self.assignment.rhs)}
         self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
+        self._divides = any(isinstance(n, Div) for n in walk(self.assignment.rhs))
         self._calls: dict[tuple, KernelCall] = {}
         self._bound: dict[tuple | None, BoundCall] = {}
         self._operand_order = tuple(sorted(self._operand_names))
@@ -147,7 +148,7 @@ class Kernel:
         tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
         extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
-        value_dtype = result_value_dtype(tensors_in, self._literals)
+        value_dtype = result_value_dtype(tensors_in, self._literals, self._divides)
         index_dtype = result_index_dtype(tensors_in, extents.values())
         cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
         while True:

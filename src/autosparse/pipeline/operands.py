@@ -38,8 +38,10 @@ def result_index_dtype(operands: Mapping[str, Tensor], extents) -> np.dtype:
     return np.dtype(np.int32)
 
 
-def result_value_dtype(operands: Mapping[str, Tensor], literals=()) -> np.dtype:
+def result_value_dtype(operands: Mapping[str, Tensor], literals=(), divides: bool = False) -> np.dtype:
     """numpy's promotion of the operands' dtypes with the literals as weak Python scalars: `2.5 * a(i)`
-    of an integer `a` is float64 and `2 * b(i)` of a float32 `b` stays float32, as in numpy."""
+    of an integer `a` is float64 and `2 * b(i)` of a float32 `b` stays float32, as in numpy. An
+    expression that `divides` follows numpy's true division: integers give float64."""
     kinds = [t.dtype for t in operands.values()]
-    return np.result_type(*kinds, *literals) if kinds else np.result_type(np.float64, *literals)
+    dtype = np.result_type(*kinds, *literals) if kinds else np.result_type(np.float64, *literals)
+    return np.dtype(np.float64) if divides and dtype.kind in "iub" else dtype
