@@ -62,29 +62,36 @@ def test_errors_carry_the_column(text, message, column):
     assert str(error.value).splitlines()[-1] == "    " + " " * (column - 1) + "^"
 
 
-@pytest.mark.parametrize("subscripts,count,expected", [
-    ("ij,jk->ik", 2, "out(i,k) = T0(i,j) * T1(j,k)"),
-    ("ij,jk", 2, "out(i,k) = T0(i,j) * T1(j,k)"),
-    ("ij,j->i", 2, "out(i) = T0(i,j) * T1(j)"),
-    ("i,i->", 2, "out() = T0(i) * T1(i)"),
-    ("ijk,jr,kr->ir", 3, "out(i,r) = T0(i,j,k) * T1(j,r) * T2(k,r)"),
-    ("ba", 1, "out(a,b) = T0(b,a)"),
-    (" ij -> ji ", 1, "out(j,i) = T0(i,j)"),
+@pytest.mark.parametrize("subscripts,shapes,expected", [
+    ("ij,jk->ik", [(2, 3), (3, 4)], "out(i,k) = T0(i,j) * T1(j,k)"),
+    ("ij,jk", [(2, 3), (3, 4)], "out(i,k) = T0(i,j) * T1(j,k)"),
+    ("ij,j->i", [(2, 3), (3,)], "out(i) = T0(i,j) * T1(j)"),
+    ("i,i->", [(2,), (2,)], "out() = T0(i) * T1(i)"),
+    ("ijk,jr,kr->ir", [(2, 3, 4), (3, 5), (4, 5)], "out(i,r) = T0(i,j,k) * T1(j,r) * T2(k,r)"),
+    ("ba", [(2, 3)], "out(a,b) = T0(b,a)"),
+    (" ij -> ji ", [(2, 3)], "out(j,i) = T0(i,j)"),
+    ("...ij,...jk->...ik", [(5, 2, 3), (3, 4)], "out(dots0,i,k) = T0(dots0,i,j) * T1(j,k)"),
+    ("...ij,...jk", [(6, 5, 2, 3), (5, 3, 4)], "out(dots0,dots1,i,k) = T0(dots0,dots1,i,j) * T1(dots1,j,k)"),
+    ("i...->...", [(2, 3, 4)], "out(dots0,dots1) = T0(i,dots0,dots1)"),
+    ("...i->i", [(3,)], "out(i) = T0(i)"),
 ])
-def test_einsum_subscripts(subscripts, count, expected):
-    assert einsum_assignment(subscripts, count) == parse(expected)
+def test_einsum_subscripts(subscripts, shapes, expected):
+    assert einsum_assignment(subscripts, shapes) == parse(expected)
 
 
-@pytest.mark.parametrize("subscripts,count,message", [
-    ("ii->i", 1, "distinct indices"),
-    ("i...->i", 1, "ellipsis"),
-    ("i1,j->ij", 2, "letters"),
-    ("ij->k", 1, "output index k"),
-    ("ij,jk->ik", 3, "3 operand subscripts"),
+@pytest.mark.parametrize("subscripts,shapes,message", [
+    ("i1,j->ij", [(2,), (2,)], "letters"),
+    ("ij->k", [(2, 3)], "output index k"),
+    ("ij,jk->ik", [(2, 3), (3, 4), (4,)], "3 operand subscripts"),
+    ("...i->i", [(2, 3)], "'...' in the output"),
+    (".ij", [(2, 3)], "letters"),
+    ("i..j", [(2, 3)], "letters"),
+    ("...i...", [(2, 3)], "at most one ellipsis"),
+    ("...ijk", [(2, 3)], "at most 2 letters"),
 ])
-def test_einsum_errors(subscripts, count, message):
+def test_einsum_errors(subscripts, shapes, message):
     with pytest.raises(asp.ParseError, match=message):
-        einsum_assignment(subscripts, count)
+        einsum_assignment(subscripts, shapes)
 
 
 def test_index_extents_and_shape_errors():

@@ -41,7 +41,7 @@ def einsum(subscripts: str, *operands, format: "str | Format | None" = None, sch
     if not isinstance(subscripts, str):
         raise ParseError(f"Expected einsum subscripts as text, such as 'ij,jk->ik', but found "
                          f"{type(subscripts).__name__}", f"{subscripts!r:.80}", 1)
-    assignment = einsum_assignment(subscripts, len(operands))
+    assignment = einsum_assignment(subscripts, [tuple(getattr(value, "shape", ())) for value in operands])
     named = {operand_name(k): value for k, value in enumerate(operands)}
     formats = _operand_formats(assignment, named)
     if format is not None:
