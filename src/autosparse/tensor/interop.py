@@ -33,9 +33,22 @@ def as_tensor(value, fmt: Format, name: str) -> Tensor:
     if type(value).__module__.startswith("sparse"):
         return Tensor.from_pydata(value, format=fmt)
     if isinstance(value, (Number, np.ndarray, np.generic, list, tuple)):
-        return Tensor.from_numpy(np.asarray(value), format=fmt)
+        return Tensor.from_numpy(_of_order(np.asarray(value), fmt.order, name), format=fmt)
     raise AutosparseError(f"Expected a Tensor, a numpy array, a scipy or pydata sparse array or a number for "
                           f"{name}, but found {type(value).__name__}")
+
+
+def _of_order(array: np.ndarray, order: int, name: str) -> np.ndarray:
+    """numpy users write a vector as a column (n,1) or a row (1,n) too: where the expression reads a
+    vector, either is that vector (a view), since only one of its modes can be the vector's. Any other
+    array of the wrong order is refused naming the operand, before its format is looked at."""
+    if order == 1 and array.ndim == 2 and 1 in array.shape:
+        return array.reshape(-1)
+    if array.ndim != order:
+        expected = "a vector of shape (n,)" if order == 1 else f"an array of {order} modes"
+        raise ShapeError(f"Expected {expected} for {name} as the expression reads it, but found shape "
+                         f"{array.shape}" + (f": pass {name}.ravel()" if order == 1 and array.size in array.shape else ""))
+    return array
 
 
 def is_scipy(value) -> bool:
