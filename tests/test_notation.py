@@ -44,8 +44,7 @@ def test_reduction_indices_appear_only_on_the_right():
 @pytest.mark.parametrize("text,message,column", [
     ("C(i,j) = A(i,k) * B(k,j", "Expected '\\)'", 24),
     ("C(i,j) = A(i,k) $ B(k,j)", "found '\\$'", 17),
-    ("C(i,i) = A(i,i)", "distinct indices in C\\(i,i\\), but i repeats", 5),
-    ("C(i) = A(i,i)", "distinct indices in A\\(i,i\\)", 12),
+    ("C(i,i) = A(i,i)", "distinct indices in the output C\\(i,i\\), but i repeats", 5),
     ("y(i,k) = A(i,j) * x(j)", "output index k on the right-hand side", 5),
     ("y(i) = y(i) * x(i)", "output y only on the left-hand side", 8),
     ("y(i) = A(i,j) * A(j)", "A with 2 indices as in A\\(i,j\\), but found A\\(j\\)", 17),

@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
-from ..notation import Div, accesses, parse, walk
+from ..notation import Div, accesses, parse, split_diagonals, walk
 from .asymptotic.pipeline import search
 from .candidate import KernelFactory
 from .front import Candidate, Front
@@ -47,9 +47,10 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
-    if any(isinstance(node, Div) for node in walk(assignment.rhs)):  # the cost models know + - * only
-        raise ScheduleError(f"Expected an expression the autoschedulers cost (+, - and *), but {assignment} "
-                            f"divides: use schedule=None (the default schedule) or write one")
+    if any(isinstance(node, Div) for node in walk(assignment.rhs)) or split_diagonals(assignment)[1]:
+        raise ScheduleError(f"Expected an expression the autoschedulers cost (+, - and * of accesses with "
+                            f"distinct indices), but {assignment} divides or reads a diagonal: use "
+                            f"schedule=None (the default schedule) or write one")
     formats = format_mapping(formats)
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     unknown = sorted(set(formats) - set(orders))

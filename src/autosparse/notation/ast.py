@@ -219,7 +219,7 @@ def summed(indices, expr: Expr) -> Expr:
 def unbound_indices(expr: Expr) -> tuple[IndexVar, ...]:
     """The indices `expr` uses that no `Sum` inside it binds, in order of first appearance."""
     if isinstance(expr, Access):
-        return expr.indices
+        return tuple(dict.fromkeys(expr.indices))  # a diagonal A(i,i) uses i once
     if isinstance(expr, Sum):
         return tuple(index for index in unbound_indices(expr.body) if index != expr.index)
     return tuple(dict.fromkeys(index for child in expr.children() for index in unbound_indices(child)))

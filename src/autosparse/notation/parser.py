@@ -182,7 +182,7 @@ def _literal(token: Token, text: str) -> Literal:
 
 
 def parse(text: str) -> Assignment:
-    """Parse and check an assignment (no repeated index within an access, every output index used on
+    """Parse and check an assignment (no repeated index in the output, every output index used on
     the right, the output not read on the right, each tensor used with one order, each `sum` over an
     index only it uses), then scope its reductions by TACO's rule."""
     if not isinstance(text, str):  # a user's mistake, not an attribute missing deep in the pipeline
@@ -235,11 +235,10 @@ def _first_column(expr, text: str) -> int:
 
 def _check(assignment: Assignment, text: str) -> None:
     lhs, used = assignment.lhs, accesses(assignment.rhs)
-    for access in (lhs, *used):
-        for position, index in enumerate(access.indices):
-            if index in access.indices[:position]:
-                raise ParseError(f"Expected distinct indices in {access}, but {index} repeats", text,
-                                 access.index_columns[position])
+    for position, index in enumerate(lhs.indices):  # on the right, a repeated index reads a diagonal
+        if index in lhs.indices[:position]:
+            raise ParseError(f"Expected distinct indices in the output {lhs}, but {index} repeats", text,
+                             lhs.index_columns[position])
     on_the_right = {index for access in used for index in access.indices}
     for index, column in zip(lhs.indices, lhs.index_columns):
         if index not in on_the_right:

@@ -22,11 +22,12 @@ from ..config import memory_limit
 from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
-from ..notation import Assignment, Div, Literal, accesses, index_extents, walk
+from ..notation import Assignment, Div, Literal, accesses, index_extents, split_diagonals, walk
 from ..runtime import BoundCall, KernelCall
 from ..runtime.abi import ReturnCode, Types
 from ..tensor import Tensor, as_tensor
 from ..tensor.dtypes import promote_value_dtype
+from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .schedules import assembly_format, derived_indices, scheduled
 from .specialise import specialise
@@ -44,7 +45,7 @@ class Kernel:
                  coiteration: str | None = None):
         """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
         `coiterate(i, auto)` (the operands of each call choose)."""
-        self.assignment = as_assignment(expression)
+        self.assignment, self._diagonals = split_diagonals(as_assignment(expression))
         formats = format_mapping(formats)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
         self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
@@ -52,6 +53,7 @@ class Kernel:
             raise AutosparseError(f"Expected formats only for tensors of {self.assignment}, but found "
                                   f"{sorted(self.temporary_formats)}")
         self.formats = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
+        self.formats.update(identity_formats(self._diagonals, self.formats))
         result = self.assignment.lhs.tensor
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
@@ -112,6 +114,7 @@ class Kernel:
     # --- calling ---
 
     def __call__(self, /, **operands):
+        operands = with_identities(self._diagonals, self.formats, operands) if self._diagonals else operands
         bound = self._bound.get(self._signature(operands))
         if bound is not None and bound.limit == memory_limit():
             outcome = bound.run(operands)
