@@ -55,7 +55,7 @@ def test_matrix_divided(expression, divisors, reference, fmt):
 
 
 @pytest.mark.parametrize("dtype, expected_dtype", [(np.float64, np.float64), (np.float32, np.float32),
-                                                   (np.int64, np.float64)])
+                                                   (np.int64, np.float64), (np.complex128, np.complex128)])
 @pytest.mark.parametrize("fmt", ("dense", "csr"))
 def test_true_division_dtype(dtype, expected_dtype, fmt):
     A, d = matrix(dtype), np.array([3, -2, 7, 4, 5], dtype=dtype)
