@@ -38,21 +38,21 @@ def with_identities(diagonals: tuple[Diagonal, ...], formats: Mapping[str, Forma
         source = operands.get(diagonal.source)
         if source is None:
             continue
-        shape, dtype = np.shape(source) if not isinstance(source, Tensor) else source.shape, _dtype(source)
+        shape = tuple(source.shape) if hasattr(source, "shape") else np.shape(source)
         extents = tuple(shape[mode] for mode in diagonal.modes) if len(shape) > max(diagonal.modes) else ()
         if len(set(extents)) > 1:
             raise ShapeError(f"Expected modes {diagonal.modes[0]} and {diagonal.modes[1]} of {diagonal.source} "
                              f"to have one extent to read their diagonal, but its shape is {tuple(shape)}")
         if extents:
-            identities[diagonal.identity] = _identity(extents[0], dtype, formats[diagonal.identity])
+            identities[diagonal.identity] = _identity(extents[0], _dtype(source), formats[diagonal.identity])
     return {**operands, **identities}
 
 
 def _dtype(value) -> np.dtype:
-    return np.dtype(getattr(value, "dtype", np.result_type(value)))
+    return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)  # n entries each: a few sizes in use at once
 def _identity(n: int, dtype: np.dtype, fmt: Format) -> Tensor:
     diagonal = np.arange(n)
     return Tensor.from_coo(np.stack([diagonal, diagonal]), np.ones(n, dtype), (n, n), fmt)
