@@ -241,3 +241,16 @@ def test_demo_fails_when_a_kernel_is_wrong(tmp_path, monkeypatch):
     assert result.exit_code == 1
     last = result.output.splitlines()[-1]
     assert "C(i,j) = A(i,k) * B(k,j)" in last and last.endswith("MISMATCH")
+
+
+def test_run_refuses_an_output_name_before_computing(tmp_path, monkeypatch):
+    """A .txt name, or a .mtx file for a vector, is refused before any kernel is compiled or run."""
+    def never(*arguments, **options):
+        raise AssertionError("compiled a kernel whose result cannot be written")
+
+    monkeypatch.setattr(api, "compile", never)
+    spmv = ["y(i) = A(i,j) * x(j)", "-i", f"A={_write_matrix(tmp_path / 'A.mtx', np.eye(2))}",
+            "-i", f"x={_write_vector(tmp_path / 'x.tns', [1.0, 2.0])}"]
+    assert ".tns or .tns.gz" in _one_line_and_status_2(_run(*spmv, "-o", str(tmp_path / "y.txt")))
+    assert "matrix for a .mtx" in _one_line_and_status_2(_run(*spmv, "-o", str(tmp_path / "y.mtx")))
+    assert not (tmp_path / "y.txt").exists() and not (tmp_path / "y.mtx").exists()

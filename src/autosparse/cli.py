@@ -320,6 +320,8 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     from .notation import parse
 
     assignment = parse(expression)
+    if output is not None:
+        io.check_writable(output, len(assignment.lhs.indices))
     chosen = _pairs(formats, "--format")
     operands = {name: io.read(Path(path)) for name, path in _pairs(inputs, "--input").items()}
     for name, tensor in operands.items():

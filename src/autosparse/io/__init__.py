@@ -49,14 +49,20 @@ def describe(path: "str | os.PathLike") -> tuple[tuple[int, ...], int, "np.dtype
     return describe_mtx(path) if _kind(path) == ".mtx" else describe_tns(path)
 
 
+def check_writable(path: "str | os.PathLike", order: int) -> None:
+    """Refuse a file name that `write` could not hold a tensor of `order` modes in, before the tensor
+    exists: a command checks its output's name before computing what goes there."""
+    if _kind(Path(path)) == ".mtx" and order != 2:
+        raise FormatError(f"Expected a matrix for a .mtx file, but found a tensor of order {order}")
+
+
 def write(path: "str | os.PathLike", tensor: Tensor) -> None:
     """Write a tensor's stored entries (explicit zeros included); `.gz` names are compressed."""
     path = Path(path)
     if not isinstance(tensor, Tensor):
         raise FormatError(f"Expected an autosparse Tensor to write, but found {type(tensor).__name__}")
+    check_writable(path, tensor.order)
     if _kind(path) == ".mtx":
-        if tensor.order != 2:
-            raise FormatError(f"Expected a matrix for a .mtx file, but found a tensor of order {tensor.order}")
         write_mtx(path, tensor)
     else:
         write_tns(path, tensor)
