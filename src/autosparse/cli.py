@@ -236,18 +236,12 @@ def _entries(value) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
     caller, as scipy sums a COO matrix's."""
     if isinstance(value, Tensor):
         coords, values = value.to_coo()
-        return value.shape, _row_major(tuple(coords), value.shape), values
+        return value.shape, np.ravel_multi_index(tuple(coords), value.shape), values
     if scipy.sparse.issparse(value):
         coo = value.tocoo()
-        return coo.shape, _row_major((coo.row, coo.col), coo.shape), coo.data
+        return coo.shape, np.ravel_multi_index((coo.row, coo.col), coo.shape), coo.data
     array = np.asarray(value)
     return array.shape, np.arange(array.size), array.ravel()
-
-
-def _row_major(coords: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> np.ndarray:
-    if not shape:
-        return np.zeros(len(coords[0]) if coords else 1, dtype=np.int64)
-    return np.ravel_multi_index(coords, shape)
 
 
 def _stored(result) -> int:
@@ -320,6 +314,8 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     from .notation import parse
 
     assignment = parse(expression)
+    if output is not None and not assignment.lhs.indices:
+        raise UserMistake(f"The result {assignment.lhs.tensor}() is a number, printed rather than written: drop -o")
     if output is not None:
         io.check_writable(output, len(assignment.lhs.indices))
     chosen = _pairs(formats, "--format")
@@ -334,7 +330,7 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
         _print_result(result)
         return
     io.write(output, Tensor.from_numpy(result) if isinstance(result, np.ndarray) else result)
-    click.echo(f"wrote {name} {np.shape(result)} with {_stored(result):,} entries to {output}")
+    click.echo(f"wrote {name} {result.shape} with {_stored(result):,} entries to {output}")
 
 
 def _result_format(assignment, formats: dict[str, str]) -> str:
