@@ -151,7 +151,7 @@ def test_users_mistakes_are_one_line_and_status_2(tmp_path):
         ("compile", "y(i) = A(i,j) * x(j)", "-f", "A=xy"): "level letter",
         ("compile", "y(i) = A(i,j) * x(j)", "--schedule", "precompute([0], j, jw)"): "expected an expression",
         ("run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'dir.tns'}"): "Is a directory",
-        ("run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'nope.mtx'}"): "No such file",
+        ("run", "y(i) = A(i,j) * x(j)", "-i", f"A={tmp_path / 'nope.mtx'}"): "file not found",
         ("autoschedule", "a(i) = B(i,j) *", "-f", "B=csr"): "column",
     }
     for args, message in cases.items():

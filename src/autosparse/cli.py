@@ -5,6 +5,7 @@ expression on tensor files), `autoschedule` (print an expression's frontier of s
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import time
@@ -12,9 +13,12 @@ from pathlib import Path
 
 import click
 import numpy as np
+import scipy.sparse
 
-from . import io
+from . import __version__, io
 from .errors import AutosparseError
+from .format import as_format
+from .notation import Access, Add, Mul, Neg, Sub, Sum
 from .tensor import Tensor
 
 DEFAULT_DATA = Path(os.environ.get("AUTOSPARSE_DATA", "../shared/data"))
@@ -22,6 +26,12 @@ MATRIX_FORMATS = ("csr", "csc", "dcsr", "coo", "dh")
 #: Commands whose code lives in another package of the same distribution, imported by name only when
 #: named (or listed): the compiler never imports its benchmarks.
 ELSEWHERE = {"bench": "autosparse_bench.cli"}
+#: The most entries `run` prints; a larger result is written with -o.
+PRINT_LIMIT = 400
+#: How close a kernel's result must be to its reference (rounding differs with the order of the sums).
+RTOL, ATOL = 1e-9, 1e-12
+# click 8.2's "no arguments: show the help", which is a UsageError there and must stay the help.
+_HELP_ON_NO_ARGUMENTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def demo_formats(order: int) -> tuple[str, ...]:
@@ -44,20 +54,46 @@ class UserMistake(click.ClickException):
     def of(cls, error: Exception) -> "UserMistake":
         if isinstance(error, OSError):
             return cls(f"{error.strerror or type(error).__name__}: {error.filename}")
-        lines = str(error).strip().splitlines() or [type(error).__name__]
-        return cls(lines[0])
+        if isinstance(error, click.UsageError):  # click's own report is usage, message and hint: 3 lines
+            where = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""
+            return cls(_first_line(error.format_message()).rstrip(".") + where)
+        return cls(_first_line(str(error)) or type(error).__name__)
+
+
+def _first_line(message: str) -> str:
+    return (message.strip().splitlines() or [""])[0]
+
+
+def _is_mistake(error: Exception) -> bool:
+    """Autosparse's errors, click's usage errors (bar the help shown for no arguments) and failures on a
+    path the user named; any other exception is a bug."""
+    if isinstance(error, OSError):
+        return error.filename is not None
+    if isinstance(error, click.UsageError):
+        return not isinstance(error, _HELP_ON_NO_ARGUMENTS)
+    return isinstance(error, AutosparseError)
+
+
+@contextlib.contextmanager
+def _mistakes_reported():
+    try:
+        yield
+    except (click.UsageError, OSError, AutosparseError) as error:
+        if not _is_mistake(error):
+            raise
+        raise UserMistake.of(error) from None
 
 
 class _Commands(click.Group):
-    """Turns a user's mistake in any command into a `UserMistake`."""
+    """Turns a user's mistake in any command, or in the options before it, into a `UserMistake`."""
+
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        with _mistakes_reported():
+            return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context):
-        try:
+        with _mistakes_reported():
             return super().invoke(ctx)
-        except (AutosparseError, OSError) as error:
-            if isinstance(error, OSError) and error.filename is None:  # not about a path the user named
-                raise
-            raise UserMistake.of(error) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *ELSEWHERE})
@@ -90,6 +126,7 @@ def _command_elsewhere(name: str) -> click.Command:
 
 
 @click.group(cls=_Commands)
+@click.version_option(__version__, prog_name="autosparse")
 def main() -> None:
     """autosparse: sparse tensor algebra compiler."""
 
@@ -99,76 +136,131 @@ def main() -> None:
               help="Folder of .mtx/.tns(.gz) files; generated data is used when it does not exist.")
 @click.option("--limit", type=int, default=6, show_default=True, help="How many files to load.")
 def demo(data: Path, limit: int) -> None:
-    """Load tensors, convert each through several formats, check the round trip and print a summary."""
+    """Load tensors, convert each through several formats and back, run compiled kernels on them, check
+    every result against scipy.sparse (or numpy) and print a summary."""
+    started = time.perf_counter()
     files = sorted(p for p in data.glob("*") if p.name.endswith((".mtx.gz", ".tns.gz", ".mtx", ".tns")))
     tensors = [(p.name, lambda p=p: io.read(p)) for p in files[:limit]] if files else _generated()
     click.echo(f"{'tensor':28} {'shape or kernel':>22} {'nnz':>9}  {'format':8} {'ms':>7}  check")
+    conversions = kernels = 0
     for name, load in tensors:
         tensor = load()
-        reference = tensor.to_coo()
-        for fmt in demo_formats(tensor.order):
-            start = time.perf_counter()
-            converted = tensor.to_format(fmt)
-            elapsed = 1e3 * (time.perf_counter() - start)
-            back = converted.to_format(tensor.format).to_coo()
-            same = all(np.array_equal(a, b) for a, b in zip(reference, back))
-            click.echo(f"{name:28} {str(tensor.shape):>22} {converted.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
-                       f"{'ok' if same else 'MISMATCH'}")
-            if not same:
-                raise SystemExit(1)
-        _demo_kernels(name, tensor)
+        conversions += _demo_conversions(name, tensor)
+        kernels += _demo_kernels(name, tensor)
+    click.echo(f"{len(tensors)} tensors, {conversions} conversions and {kernels} kernels, each result equal "
+               f"to its reference, in {time.perf_counter() - started:.1f} s")
 
 
-def _demo_kernels(name: str, tensor: Tensor) -> None:
-    """Run compiled kernels on the tensor and check each against a reference computed with scipy or
-    with numpy from the tensor's entries."""
+def _demo_conversions(name: str, tensor: Tensor) -> int:
+    """Convert the tensor to each of its demo formats and back, checking that the entries survive; the
+    number of conversions shown."""
+    reference = tensor.to_coo()
+    formats = demo_formats(tensor.order)
+    for fmt in formats:
+        start = time.perf_counter()
+        converted = tensor.to_format(fmt)
+        elapsed = 1e3 * (time.perf_counter() - start)
+        back = converted.to_format(tensor.format).to_coo()
+        _report(f"{name:28} {str(tensor.shape):>22} {converted.nnz:>9,}  {fmt:8} {elapsed:7.1f}",
+                all(np.array_equal(a, b) for a, b in zip(reference, back)))
+    return len(formats)
+
+
+def _report(line: str, same: bool) -> None:
+    """Print a demo line with its check; a mismatch ends the demo with status 1 (a bug, not a mistake)."""
+    click.echo(f"{line}  {'ok' if same else 'MISMATCH'}")
+    if not same:
+        raise SystemExit(1)
+
+
+def _demo_kernels(name: str, tensor: Tensor) -> int:
+    """Run compiled kernels on the tensor and check each against a reference computed by scipy.sparse
+    (or by numpy from the tensor's entries where the result is dense): no matrix is ever densified. The
+    number of kernels run."""
     from .api import evaluate
 
-    rng = np.random.default_rng(0)
-    if tensor.order == 2:
-        matrix, x = tensor.to_scipy(), rng.random(tensor.shape[1])
-        cases = [("y(i) = A(i,j) * x(j)", dict(A=tensor, x=x), "dense", lambda: matrix @ x),
-                 ("C(i,j) = A(i,j) + B(i,j)", dict(A=tensor, B=tensor.to_format("dcsr")), "csr",
-                  lambda: (matrix + matrix).toarray())]
-        if tensor.shape[0] == tensor.shape[1]:
-            cases.append(("C(i,j) = A(i,k) * B(k,j)", dict(A=tensor, B=tensor), "csr", lambda: (matrix @ matrix).toarray()))
-    elif tensor.order == 3:
-        (i, j, k), values = tensor.to_coo()
-        v, X, Y = rng.random(tensor.shape[2]), rng.random((tensor.shape[1], 8)), rng.random((tensor.shape[2], 8))
-
-        def summed(shape, rows, contributions):
-            out = np.zeros(shape)
-            np.add.at(out, rows, contributions)
-            return out
-
-        csf = tensor.to_format("csf")
-        cases = [("A(i,j) = T(i,j,k) * v(k)", dict(T=csf, v=v), "ds",
-                  lambda: summed(tensor.shape[:2], (i, j), values * v[k])),
-                 ("A(i,l) = T(i,j,k) * X(j,l) * Y(k,l)", dict(T=csf, X=X, Y=Y), "dense",
-                  lambda: summed((tensor.shape[0], 8), i, values[:, None] * X[j] * Y[k]))]
-    else:
-        return
+    cases = _kernel_cases(tensor, np.random.default_rng(0))
     for expression, operands, fmt, expected in cases:
         start = time.perf_counter()
         result = evaluate(expression, format=fmt, **operands)
         elapsed = 1e3 * (time.perf_counter() - start)
-        same = np.allclose(result.to_numpy(), expected(), rtol=1e-9, atol=1e-12)
-        click.echo(f"{name:28} {expression:>38} {result.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
-                   f"{'ok' if same else 'MISMATCH'}")
-        if not same:
-            raise SystemExit(1)
+        _report(f"{name:28} {expression:>38} {_stored(result):>9,}  {fmt:8} {elapsed:7.1f}",
+                same_entries(result, expected()))
+    return len(cases)
+
+
+def _kernel_cases(tensor: Tensor, rng: np.random.Generator) -> list[tuple]:
+    """(expression, operands, result format, reference) for the kernels the demo runs on a matrix (SpMV,
+    element-wise add, SpGEMM when square) or a 3-tensor (TTV, MTTKRP); none for other orders."""
+    if tensor.order == 2:
+        matrix, x = tensor.to_scipy(), rng.random(tensor.shape[1])
+        cases = [("y(i) = A(i,j) * x(j)", dict(A=tensor, x=x), "dense", lambda: matrix @ x),
+                 ("C(i,j) = A(i,j) + B(i,j)", dict(A=tensor, B=tensor.to_format("dcsr")), "csr",
+                  lambda: matrix + matrix)]
+        if tensor.shape[0] == tensor.shape[1]:
+            cases.append(("C(i,j) = A(i,k) * B(k,j)", dict(A=tensor, B=tensor), "csr", lambda: matrix @ matrix))
+        return cases
+    if tensor.order != 3:
+        return []
+    (i, j, k), values = tensor.to_coo()
+    v, X, Y = rng.random(tensor.shape[2]), rng.random((tensor.shape[1], 8)), rng.random((tensor.shape[2], 8))
+    csf = tensor.to_format("csf")
+
+    def mttkrp() -> np.ndarray:
+        out = np.zeros((tensor.shape[0], 8))
+        np.add.at(out, i, values[:, None] * X[j] * Y[k])
+        return out
+
+    return [("A(i,j) = T(i,j,k) * v(k)", dict(T=csf, v=v), "ds",
+             lambda: scipy.sparse.coo_array((values * v[k], (i, j)), shape=tensor.shape[:2])),
+            ("A(i,l) = T(i,j,k) * X(j,l) * Y(k,l)", dict(T=csf, X=X, Y=Y), "dense", mttkrp)]
+
+
+def same_entries(result, reference) -> bool:
+    """Whether `result` (a Tensor, numpy array or number) holds the values of `reference` (a
+    scipy.sparse matrix, numpy array or number), compared entry by entry over the union of their patterns:
+    explicit zeros on either side do not matter, and neither side is densified."""
+    result_shape, result_keys, result_values = _entries(result)
+    reference_shape, reference_keys, reference_values = _entries(reference)
+    if result_shape != reference_shape:
+        return False
+    union, where = np.unique(np.concatenate([result_keys, reference_keys]), return_inverse=True)
+    totals = np.zeros((2, len(union)), dtype=np.result_type(result_values, reference_values, float))
+    np.add.at(totals[0], where[:len(result_keys)], result_values)
+    np.add.at(totals[1], where[len(result_keys):], reference_values)
+    return bool(np.allclose(totals[0], totals[1], rtol=RTOL, atol=ATOL))
+
+
+def _entries(value) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    """(shape, each stored entry's position in row-major order, its value); duplicates are summed by the
+    caller, as scipy sums a COO matrix's."""
+    if isinstance(value, Tensor):
+        coords, values = value.to_coo()
+        return value.shape, np.ravel_multi_index(tuple(coords), value.shape), values
+    if scipy.sparse.issparse(value):
+        coo = value.tocoo()
+        return coo.shape, np.ravel_multi_index((coo.row, coo.col), coo.shape), coo.data
+    array = np.asarray(value)
+    return array.shape, np.arange(array.size), array.ravel()
+
+
+def _stored(result) -> int:
+    """How many entries a result stores: a Tensor's nnz, an array's size, 1 for a number."""
+    return result.nnz if isinstance(result, Tensor) else int(np.size(result))
 
 
 def _generated():
+    """A sparse matrix and a 3-tensor built from random coordinates (never through a dense array)."""
     rng = np.random.default_rng(0)
-    matrix = rng.random((2000, 3000)) * (rng.random((2000, 3000)) < 0.002)
+    positions = np.unravel_index(rng.choice(2000 * 3000, size=12_000, replace=False), (2000, 3000))
     coords = rng.integers(0, [300, 400, 500], size=(50_000, 3)).T
-    return [("random 2000x3000 (generated)", lambda: Tensor.from_numpy(matrix, "csr")),
+    return [("random 2000x3000 (generated)",
+             lambda: Tensor.from_coo(np.stack(positions), rng.random(12_000), (2000, 3000), format="csr")),
             ("random 300x400x500 (generated)", lambda: Tensor.from_coo(coords, rng.random(50_000), (300, 400, 500)))]
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 def info(path: Path) -> None:
     """Print a tensor file's shape, format and entry count."""
     tensor = io.read(path)
@@ -176,7 +268,7 @@ def info(path: Path) -> None:
 
 
 @main.command()
-@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path))
 @click.argument("target", type=click.Path(path_type=Path))
 def convert(source: Path, target: Path) -> None:
     """Convert between .mtx and .tns files (gzip by the .gz suffix)."""
@@ -214,25 +306,81 @@ def compile_command(expression: str, formats: tuple[str, ...], schedule: str | N
 @click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
               help="Store an operand (or the result) in this format.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Write the result here (.mtx or .tns); printed when omitted.")
+              help=f"Write the result here (.mtx or .tns); printed when omitted, if at most {PRINT_LIMIT} entries.")
 def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], output: Path | None) -> None:
-    """Evaluate EXPRESSION on operands read from files."""
+    """Evaluate EXPRESSION on operands read from files. Without a format for the result, it is sparse
+    when sparse operands bound its pattern (operands read from files are sparse), else dense."""
     from .api import compile as compile_kernel
     from .notation import parse
 
     assignment = parse(expression)
+    if output is not None and not assignment.lhs.indices:
+        raise UserMistake(f"The result {assignment.lhs.tensor}() is a number, printed rather than written: drop -o")
+    if output is not None:
+        io.check_writable(output, len(assignment.lhs.indices))
     chosen = _pairs(formats, "--format")
     operands = {name: io.read(Path(path)) for name, path in _pairs(inputs, "--input").items()}
     for name, tensor in operands.items():
         chosen.setdefault(name, str(tensor.format))
+    name = assignment.lhs.tensor
+    if name not in chosen and assignment.lhs.indices:
+        chosen[name] = _result_format(assignment, chosen)
     result = compile_kernel(expression, chosen)(**operands)
-    if not isinstance(result, Tensor):
+    if output is None:
+        _print_result(result)
+        return
+    io.write(output, Tensor.from_numpy(result) if isinstance(result, np.ndarray) else result)
+    click.echo(f"wrote {name} {result.shape} with {_stored(result):,} entries to {output}")
+
+
+def _result_format(assignment, formats: dict[str, str]) -> str:
+    """The result's format when none is given: sparse (a compressed vector, CSR, or CSF) when sparse
+    operands bound its pattern along every index, else dense -- the rule `evaluate` documents for an
+    omitted format."""
+    order = len(assignment.lhs.indices)
+    if not set(assignment.lhs.indices) <= _sparse_bound(assignment.rhs, formats):
+        return "d" * order
+    return {1: "s", 2: "csr"}.get(order, "s" * order)
+
+
+def _sparse_bound(expr, formats: dict[str, str]) -> frozenset:
+    """The indices along which `expr` is zero wherever its sparse operands hold no entry: a sparse
+    access's indices, the union over a product's factors (SpGEMM's i from A, j from B), the intersection
+    over a sum's terms; none for a dense access or a literal."""
+    match expr:
+        case Access(tensor=name, indices=used):
+            return frozenset() if as_format(formats.get(name, "dense"), len(used)).is_dense else frozenset(used)
+        case Mul(left=left, right=right):
+            return _sparse_bound(left, formats) | _sparse_bound(right, formats)
+        case Add(left=left, right=right) | Sub(left=left, right=right):
+            return _sparse_bound(left, formats) & _sparse_bound(right, formats)
+        case Neg(operand=operand) | Sum(body=operand):
+            return _sparse_bound(operand, formats)
+    return frozenset()  # a literal, or anything else: no pattern bounds it
+
+
+def _print_result(result) -> None:
+    """A number as itself, a dense result as numpy prints it, a sparse one entry by entry; past
+    `PRINT_LIMIT` entries a one-line mistake asking for -o."""
+    if not isinstance(result, (Tensor, np.ndarray)):
         click.echo(result)
-    elif output is None:
-        click.echo(repr(result))
-    else:
-        io.write(output, result)
-        click.echo(f"wrote {assignment.lhs.tensor} {result.shape} with {result.nnz:,} entries to {output}")
+        return
+    if _stored(result) > PRINT_LIMIT:
+        raise UserMistake(f"The result {_describe(result)} is too large to print ({_stored(result):,} "
+                          f"entries, at most {PRINT_LIMIT}): pass -o FILE (.mtx or .tns) to write it")
+    if isinstance(result, Tensor) and not result.format.is_dense:
+        coords, values = result.to_coo()
+        click.echo(f"{_describe(result)} with {result.nnz:,} entries:")
+        for coordinate, value in zip(coords.T.tolist(), values.tolist()):
+            click.echo(f"  {tuple(coordinate)}  {value}")
+        return
+    click.echo(result.to_numpy() if isinstance(result, Tensor) else result)
+
+
+def _describe(result) -> str:
+    if isinstance(result, Tensor):
+        return f"{result.shape} in {result.format}"
+    return f"{result.shape} dense"
 
 
 @main.command("autoschedule")
