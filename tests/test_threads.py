@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
-from autosparse.cin.ast import Forall, ParallelUnit, Race, walk
+from autosparse.api.kernel import Kernel
+from autosparse.cin.ast import Forall, ParallelUnit, Race, Strategy, walk
 from autosparse.config import MAX_THREADS
 
 from kernel_cases import CASES, run_differential
@@ -158,6 +159,8 @@ SEQUENTIAL = [
     ("the result's first level is sparse", "A(i,j) = B(i,j,k) * c(k)", {"B": "csf", "A": "dcsr"}),
     ("COO repeats row coordinates, which a thread must not split", SPMV, {"A": "coo"}),
     ("a sum beside a stepped operand is a merge", "y(i) = A(i,j) * x(j) + z(i)", {"A": "dcsr", "z": "s"}),
+    ("threads stepping a sparse operand write only dense results", "A(i,j) = B(i,j,k) * c(k)",
+     {"B": "csf", "A": "csr"}),
 ]
 
 
@@ -175,6 +178,27 @@ def test_an_explicit_schedule_runs_as_given(schedule):
     assert not any(n.parallel for n in _loops(kernel.cin)), kernel.cin
     assert "#pragma omp" not in kernel.source
 
+
+
+def test_an_instrumented_kernel_counts_sequentially():
+    """Its counters are shared: with threads they would race (and miss counts)."""
+    a = sp.random(40, 30, density=0.2, format="csr", random_state=3)
+    kernel = asp.compile(SPMV, {"A": "csr"}, num_threads=2, instrument=True)
+    np.testing.assert_allclose(dense(kernel(A=a, x=np.ones(30))), a @ np.ones(30))
+    assert not parallel_outer_loop(kernel) and kernel.counts == {"∀i dense": 40, "∀j over A(i,j)": a.nnz}
+
+
+def test_co_iteration_chosen_per_call_under_a_parallel_row_loop_builds_no_shared_table():
+    """coiterate(j, auto) inside the threads' loop chooses among searches: a hash or bitmap table is built
+    once per kernel and would be every thread's at once."""
+    rng = np.random.default_rng(15)
+    a = sp.random(200, 1500, density=0.01, format="csr", random_state=rng)
+    x = np.where(rng.random(1500) < 0.5, 1.0, 0.0)
+    kernel = Kernel(SPMV, {"A": "csr", "x": "s"}, coiteration="auto", num_threads=2)
+    y = kernel(A=a, x=asp.Tensor.from_numpy(x, format="s"))
+    np.testing.assert_allclose(dense(y), a @ x)
+    assert kernel.chosen.parallel is not None
+    assert kernel.chosen.body.coiterate.default not in (Strategy.HASH, Strategy.BITMAP)
 
 
 def _loops(stmt) -> list[Forall]:

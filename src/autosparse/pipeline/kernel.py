@@ -95,8 +95,8 @@ class Kernel:
     # --- the pipeline ---
 
     def _scheduled(self, extents) -> Stmt:
-        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents,
-                         self.num_threads)
+        threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
+        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]

@@ -9,7 +9,8 @@ A loop is shared when every thread can write rows of its own and has work in eac
   of MTTKRP), so an iteration is worth a thread's time; an element-wise sum or product is memory-bound
   and stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
-  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries.
+  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
+  into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
 Whether the loop may be parallel at all is the `parallelize` command's to say: its checks are applied,
 not repeated. Explicit schedules never come here.
 """
@@ -41,7 +42,7 @@ def _shares_well(loop: Stmt) -> bool:
     written = [a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary]
     result = written[0]
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _reduces_inside(loop, result) and _starts_apart(loop))
+            and _reduces_inside(loop, result) and _starts_apart(loop, result))
 
 
 def _reduces_inside(loop: Forall, result: Access) -> bool:
@@ -49,13 +50,14 @@ def _reduces_inside(loop: Forall, result: Access) -> bool:
     return any(isinstance(n, Forall) and n.index not in result.indices for n in walk(loop.body))
 
 
-def _starts_apart(loop: Forall) -> bool:
-    """Each iteration can begin without the one before: no operand's position carries over `loop`."""
+def _starts_apart(loop: Forall, result: Access) -> bool:
+    """Each iteration can begin without the one before: no operand's position carries over `loop`, and
+    the threads of a stepped one write a dense result."""
     levels = [_level_at(read, loop) for read in accesses(loop)]
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
+    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop) and result.tensor.format.is_dense
 
 
 def _level_at(read: Access, loop: Forall):
