@@ -6,6 +6,8 @@ over the edge-case inputs; what does not share well stays sequential; explicit s
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -199,6 +201,27 @@ def test_co_iteration_chosen_per_call_under_a_parallel_row_loop_builds_no_shared
     np.testing.assert_allclose(dense(y), a @ x)
     assert kernel.chosen.parallel is not None
     assert kernel.chosen.body.coiterate.default not in (Strategy.HASH, Strategy.BITMAP)
+
+
+_WAIT_POLICY_PROBE = """
+import os, numpy as np, scipy.sparse as sp, autosparse as asp
+kernel = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csr"}, num_threads=2)
+kernel(A=sp.eye(3, format="csr"), x=np.ones(3))
+print(os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@pytest.mark.parametrize("chosen, expected", [(None, "passive"), ("active", "active")])
+def test_openmp_threads_sleep_when_idle_unless_the_user_chose(chosen, expected):
+    """Spinning threads keep cores that other work on the machine needs (config.prepare_openmp)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if chosen is not None:
+        env["OMP_WAIT_POLICY"] = chosen
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.dirname(asp.__file__)),
+                                                     env.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, "-c", _WAIT_POLICY_PROBE], env=env, capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.split()[-1] == expected
 
 
 def _loops(stmt) -> list[Forall]:
