@@ -37,10 +37,9 @@ def parallelized(stmt: Stmt, threads: int) -> Stmt:
 
 
 def _shares_well(loop: Stmt) -> bool:
-    if not isinstance(loop, Forall) or loop.parallel is not None or loop.unroll or loop.coiterate is not None:
+    if not isinstance(loop, Forall):
         return False
-    written = [a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary]
-    result = written[0]
+    result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
             and _reduces_inside(loop, result) and _starts_apart(loop, result))
 
@@ -57,7 +56,8 @@ def _starts_apart(loop: Forall, result: Access) -> bool:
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop) and result.tensor.format.is_dense
+    return (len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
+            and result.tensor.format.is_dense)
 
 
 def _level_at(read: Access, loop: Forall):
