@@ -77,6 +77,14 @@ def test_a_kernel_takes_the_count_when_compiled():
     assert not parallel_outer_loop(asp.compile(SPMV, {"A": "csr"}))
 
 
+def test_an_explicit_parallel_schedule_runs_on_the_process_s_count():
+    """A kernel's C is specialised (and memoised) for the count it runs on, not OpenMP's own default."""
+    rows = "parallelize(i, cpu_thread, no_races)"
+    for count in (3, 2):
+        asp.set_num_threads(count)
+        assert f"num_threads({count})" in asp.compile(SPMV, {"A": "csr"}, schedule=rows).source
+
+
 @pytest.mark.parametrize("count", [0, -1, True, 1.5, "2", MAX_THREADS + 1])
 def test_set_num_threads_refuses_what_is_not_a_thread_count(count):
     with pytest.raises(asp.ScheduleError, match="num_threads"):
