@@ -47,7 +47,8 @@ def test_demo_on_vectors_and_order_4_tensors(tmp_path):
 
 
 def test_compile_prints_cin_and_c():
-    result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A=csr"])
+    result = CliRunner().invoke(main, ["compile", "y(i) = A(i,j) * x(j)", "-f", "A=csr"],
+                                env={"AUTOSPARSE_NUM_THREADS": "1"})  # the sequential default (threads: test_threads)
     assert result.exit_code == 0, result.output
     assert "// ∀i ∀j y(i) += A(i,j) * x(j)" in result.output
     assert "int autosparse_kernel(" in result.output and "A_crd2" in result.output

@@ -20,10 +20,16 @@ GOLDEN = Path(__file__).parent / "golden"
 SPGEMM = "C(i,j) = A(i,k) * B(k,j)"
 CSR3 = {"A": "csr", "B": "csr", "C": "csr"}
 
+SPMV = "y(i) = A(i,j) * x(j)"
+
+#: The sequential printer's output is pinned to one thread: with more, the default schedule of SpMV and
+#: SpGEMM is parallel (the machine's cores would decide which C a golden holds).
 CASES = {
-    "spmv_csr": dict(expression="y(i) = A(i,j) * x(j)", formats={"A": "csr", "x": "d", "y": "d"}),
-    "spgemm_csr_workspace": dict(expression=SPGEMM, formats=CSR3),
-    "add_coo_dcsr": dict(expression="C(i,j) = A(i,j) + B(i,j)", formats={"A": "coo", "B": "dcsr", "C": "dcsr"}),
+    "spmv_csr": dict(expression=SPMV, formats={"A": "csr", "x": "d", "y": "d"}, num_threads=1),
+    "spmv_csr_default_parallel": dict(expression=SPMV, formats={"A": "csr", "x": "d", "y": "d"}, num_threads=2),
+    "spgemm_csr_workspace": dict(expression=SPGEMM, formats=CSR3, num_threads=1),
+    "add_coo_dcsr": dict(expression="C(i,j) = A(i,j) + B(i,j)", formats={"A": "coo", "B": "dcsr", "C": "dcsr"},
+                         num_threads=1),
     "spgemm_csr_parallel": dict(expression=SPGEMM, formats=CSR3, schedule="parallelize(i, cpu_thread, no_races)",
                                 num_threads=2),
 }
@@ -42,3 +48,5 @@ def test_the_spgemm_golden_kernel_assembles_through_a_workspace_and_the_parallel
     """The cases hold what their names say, so the goldens cover those paths."""
     assert "w_mark" in (GOLDEN / "spgemm_csr_workspace.c").read_text()
     assert "#pragma omp parallel" in (GOLDEN / "spgemm_csr_parallel.c").read_text()
+    assert "#pragma omp parallel for schedule(static) num_threads(2)" in \
+        (GOLDEN / "spmv_csr_default_parallel.c").read_text()

@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
-from autosparse.pipeline.kernel import MAX_THREADS
+from autosparse.config import MAX_THREADS
 from autosparse.cin import parse_cin
 from autosparse.cin.ast import MAX_UNROLL
 from autosparse.codegen.literals import c_literal

@@ -155,7 +155,7 @@ def test_scoped_kernels_match_numpy(expression, expected, operand_formats, resul
 
 
 def test_the_default_schedule_computes_a_scoped_sum_in_a_register():
-    k = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"})
+    k = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, num_threads=1)  # parallel: test_threads
     assert str(k.cin) == "∀i where(y(i) = t() + z(i), ∀j t() += A(i,j) * x(j))"
     k = asp.compile("a(i) = z(i) + C(j,i) + u(i)", formats={"C": "csr"})  # C's rows come first: a workspace
     assert str(k.cin) == "where(∀i a(i) = z(i) + t(i) + u(i), ∀j ∀i t(i) += C(j,i))"

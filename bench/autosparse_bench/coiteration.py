@@ -179,7 +179,7 @@ def ttm(args, rng) -> None:
         A = asp.Tensor.from_coo(coords, rng.random(coords.shape[1]) + 0.5, shape, format="sss")
         B = rng.random((shape[2], 16))
         formats = {"A": "sss", "B": "dense", "C": "ssd"}
-        serial = asp.compile(TTM, formats=formats)
+        serial = asp.compile(TTM, formats=formats, num_threads=1)
         parallel = asp.compile(TTM, formats=formats, schedule="parallelize(i, cpu_thread, no_races)", num_threads=2)
         expected = serial(A=A, B=B).vals
         calls = {"serial": ((lambda: serial(A=A, B=B)), serial), "parallel": ((lambda: parallel(A=A, B=B)), parallel)}

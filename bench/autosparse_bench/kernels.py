@@ -2,8 +2,8 @@
 same data in one process.
 
 Why: the compiler's promise is native kernels that a user does not have to write. This script times the
-kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule,
-against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl), Tensora,
+kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule on
+one thread, against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl), Tensora,
 pydata `sparse`, and the plain serial loop nest a programmer would write in C (autosparse_bench/reference/*.c,
 compiled here with `cc -O3 -march=native`). Every result, ours and the peers', is checked against a
 scipy/numpy computation once before anything is timed; a wrong autosparse result is reported as FAIL
@@ -764,7 +764,8 @@ def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]
     ours = Timing()
     contenders = {}
     try:
-        kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule)
+        # one thread, as its peers (the suite `scaling` times threads)
+        kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule, num_threads=1)
         kernel(**case.operands)  # the first call specialises and compiles (or loads from the cache)
         sources[case.kernel] = kernel
         contenders["autosparse"] = ((lambda: kernel(**case.operands)), case.check)

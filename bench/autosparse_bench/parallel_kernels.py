@@ -86,7 +86,7 @@ def spmv(args, rng, ref: Reference, mkl) -> None:
         x = rng.random(n)
         A = asp.Tensor.from_scipy(matrix)
         expected = matrix @ x
-        kernels = {"autosparse serial kernel": (1, asp.compile(SPMV, {"A": "csr"}))}
+        kernels = {"autosparse serial kernel": (1, asp.compile(SPMV, {"A": "csr"}, num_threads=1))}
         for threads in (1, 2):
             for label, schedule in (("autosparse", ROWS), ("row split", ROW_SPLIT), ("load-balanced", BALANCED)):
                 kernels[f"{label} {threads}"] = (threads, asp.compile(SPMV, {"A": "csr"}, schedule=schedule,
@@ -194,7 +194,7 @@ def spgemm(args, rng, ref: Reference, mkl) -> None:
     expected = a @ b
     expected.sort_indices()
     A, B = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
-    serial = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"})
+    serial = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"}, num_threads=1)
     _same_csr(serial(A=A, B=B), expected)
     contenders = {"autosparse serial kernel": (1, lambda: serial(A=A, B=B), serial)}
     for threads in (1, 2):
@@ -226,7 +226,7 @@ def ttm(args, rng, ref: Reference, mkl) -> None:
     B = asp.Tensor.from_coo(made.coords, made.vals, made.shape, "dss")
     C = rng.random((rank, size))
     formats = {"B": "dss", "C": "dense", "A": "dsd"}
-    serial = asp.compile("A(i,j,k) = B(i,j,l) * C(k,l)", formats)
+    serial = asp.compile("A(i,j,k) = B(i,j,l) * C(k,l)", formats, num_threads=1)
     expected = serial(B=B, C=C)
     contenders = {"autosparse serial kernel": (1, lambda: serial(B=B, C=C), serial)}
     for threads in (1, 2):

@@ -134,7 +134,8 @@ def run_kernel(number, args):
         select_ms = 1e3 * (time.perf_counter() - start)
         picked = asp.compile(expression, formats=formats, schedule=chosen)
         selected, sources["selected"] = measure(picked, found, args.timeout)
-        default, sources["default schedule"] = measure(asp.compile(expression, formats=formats), found, args.timeout)
+        default, sources["default schedule"] = measure(asp.compile(expression, formats=formats, num_threads=1), found,
+                                                       args.timeout)  # one thread, as the candidates
         other = None  # the asymptotic search may take no program within its limit
         if len(asymptotic):
             theirs = asymptotic.select(**found)

@@ -98,7 +98,10 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
         return coiteration.resolved(lambda tensor: Strategy.MERGE)
     trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
     costs = {}
+    shared = any(outer.parallel is not None for outer in around)  # a table would be every thread's at once
     for strategy in CHOICES:
+        if shared and strategy in (Strategy.HASH, Strategy.BITMAP):
+            continue
         candidate = coiteration.resolved(lambda tensor: strategy)
         cost = _cost(candidate, operands, trips, extents[loop.index])
         if cost is not None:

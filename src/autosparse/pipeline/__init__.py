@@ -9,7 +9,7 @@ It may import lower, schedule, coiterate, runtime, cin, tensor, notation, format
 config; never autoschedule or api, whose autoscheduler candidates reach it unwrapped.
 """
 
-from .kernel import MAX_THREADS, Kernel
+from .kernel import Kernel
 from .operands import as_assignment, infer_format
 
-__all__ = ["MAX_THREADS", "Kernel", "as_assignment", "infer_format"]
+__all__ = ["Kernel", "as_assignment", "infer_format"]

@@ -10,7 +10,6 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 
 from __future__ import annotations
 
-import numbers
 from typing import Mapping
 
 import numpy as np
@@ -18,7 +17,7 @@ import numpy as np
 from ..cin import Stmt, tensors
 from ..cin.concretize import legalisation_signature
 from ..coiterate import choice as coiterate
-from ..config import memory_limit
+from ..config import checked_thread_count, memory_limit, num_threads as default_threads
 from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
@@ -31,10 +30,6 @@ from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .schedules import assembly_format, derived_indices, scheduled
 from .specialise import specialise
-
-#: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,
-#: far fewer than the 100,000 whose stacks and per-thread temporaries crash the process.
-MAX_THREADS = 1024
 
 
 class Kernel:
@@ -58,7 +53,8 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
         self.schedule, self.instrument = schedule, instrument
-        self.num_threads = _checked_threads(num_threads)
+        # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
+        self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         self._cin = self._scheduled({})
         if coiteration == "auto":
             self._cin = coiterate.everywhere(self._cin)
@@ -102,7 +98,8 @@ class Kernel:
     # --- the pipeline ---
 
     def _scheduled(self, extents) -> Stmt:
-        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents)
+        threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
+        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]
@@ -188,13 +185,3 @@ class Kernel:
             call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
         return call
 
-
-def _checked_threads(num_threads: int | None) -> int | None:
-    """Checked before any C is written: the count is pasted into the kernel's OpenMP clauses."""
-    if num_threads is None:
-        return None
-    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) \
-            or not 1 <= num_threads <= MAX_THREADS:
-        raise ScheduleError(f"Expected num_threads to be None or a positive integer of at most {MAX_THREADS}, "
-                            f"but found {num_threads!r}")
-    return int(num_threads)

@@ -2,7 +2,9 @@
 
 A schedule is nothing (the default schedule), hand-written CIN (text or a statement), or scheduling
 commands (a `Schedule` or their text) replayed on the default schedule; the default schedule and replayed
-commands are legalised for the extents at hand.
+commands are legalised for the extents at hand. Only the default schedule is made parallel, where the
+kernel may use several threads and its outermost loop shares well (`schedule.autoparallel`); a schedule
+the user gives runs as given.
 """
 
 from __future__ import annotations
@@ -20,18 +22,19 @@ from ..format import Capability, Compressed, Format, Layout
 from ..notation import Assignment, accesses
 from ..notation.ast import IndexVar
 from ..schedule import Schedule, blocked
+from ..schedule.autoparallel import parallelized
 
 #: CIN with no loop at all (`s() = a() * b()`, a scalar candidate): an assignment, which no command text is.
 _CIN_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*\s*\([^()]*\)\s*\+?=(?!=)")
 
 
 def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_formats: Mapping[str, Format],
-              schedule, extents: Mapping[IndexVar, int]) -> Stmt:
+              schedule, extents: Mapping[IndexVar, int], threads: int) -> Stmt:
     """The kernel's CIN for `schedule`, checked to compute `assignment` (`formats` holds every tensor of
-    the assignment; `temporary_formats` those of CIN text's temporaries)."""
+    the assignment; `temporary_formats` those of CIN text's temporaries), for a kernel of `threads`."""
     blocked_operands = sorted(name for name, fmt in formats.items() if isinstance(fmt, Layout))
     if schedule is None:
-        return legalise(unscheduled(assignment, formats), extents)
+        return parallelized(legalise(unscheduled(assignment, formats), extents), threads)
     if isinstance(schedule, str):
         text = schedule.strip()
         if text == "auto":

@@ -1,0 +1,71 @@
+"""The default schedule made parallel: a legalised default CIN -> the same CIN with its outermost loop
+marked `parallelize(i, cpu_thread, no_races)`, when the kernel may run on more than one thread and the
+loop is one that threads share well; otherwise the very same statement.
+
+A loop is shared when every thread can write rows of its own and has work in each of them:
+- it is the outermost loop and indexes the result's first stored level, which is dense (a dense result,
+  or a CSR-like one, which threads assemble in chunks of rows), so no two iterations write one place;
+- a reduction runs inside it (the k of SpMV's row, of a Gustavson row, of an SDDMM dot product, the k, l
+  of MTTKRP), so an iteration is worth a thread's time; an element-wise sum or product is memory-bound
+  and stays sequential;
+- its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
+  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
+  into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
+Whether the loop may be parallel at all is the `parallelize` command's to say: its checks are applied,
+not repeated. Explicit schedules never come here.
+"""
+
+from __future__ import annotations
+
+from ..cin.ast import Access, Forall, ParallelUnit, Race, Stmt, accesses, assignments, walk
+from ..cin.provenance import split_relations
+from ..errors import ScheduleError
+from ..notation.ast import Add, Sub
+from .commands.parallel import Parallelize
+
+
+def parallelized(stmt: Stmt, threads: int) -> Stmt:
+    """`stmt` with its outermost loop parallel over `threads` threads where that pays; else `stmt`."""
+    loop, relations = split_relations(stmt)
+    if threads < 2 or relations or not _shares_well(loop):
+        return stmt
+    try:
+        parallel, _ = Parallelize(loop.index, ParallelUnit.CPU_THREAD, Race.NO_RACES).apply(loop, relations)
+    except ScheduleError:
+        return stmt
+    return parallel
+
+
+def _shares_well(loop: Stmt) -> bool:
+    if not isinstance(loop, Forall):
+        return False
+    result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
+    return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
+            and _reduces_inside(loop, result) and _starts_apart(loop, result))
+
+
+def _reduces_inside(loop: Forall, result: Access) -> bool:
+    """Work per iteration: a loop inside over an index the result does not have."""
+    return any(isinstance(n, Forall) and n.index not in result.indices for n in walk(loop.body))
+
+
+def _starts_apart(loop: Forall, result: Access) -> bool:
+    """Each iteration can begin without the one before: no operand's position carries over `loop`, and
+    the threads of a stepped one write a dense result."""
+    levels = [_level_at(read, loop) for read in accesses(loop)]
+    stepped = [level for level in levels if level is not None and not level.properties.full]
+    if not stepped:
+        return True
+    return (len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
+            and result.tensor.format.is_dense)
+
+
+def _level_at(read: Access, loop: Forall):
+    """The level of `read` that stores `loop`'s coordinates (None when it has none)."""
+    return read.level_of_mode(read.indices.index(loop.index)) if loop.index in read.indices else None
+
+
+def _sums(loop: Forall) -> bool:
+    """Whether a sum or difference is computed inside: beside the one stepped operand it would add a
+    term the loop must visit where that operand stores nothing (a merge)."""
+    return any(isinstance(n, (Add, Sub)) for a in assignments(loop) for n in walk(a.rhs))
