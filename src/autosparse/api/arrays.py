@@ -53,9 +53,10 @@ class ArrayOperations:
 def _as_operands(values: tuple) -> list:
     """Tensors and scipy matrices as they are, the rest as numpy values; a Python number typed as numpy 2
     types it beside arrays (weakly: the arrays' dtype where that holds it)."""
-    arrays = [value for value in values if not isinstance(value, _PYTHON_NUMBERS)]
-    return [np.asarray(value, dtype=np.result_type(*(a.dtype for a in arrays), value))
-            if isinstance(value, _PYTHON_NUMBERS) else _as_array(value) for value in values]
+    arrays = [value if type(value) in _PYTHON_NUMBERS else _as_array(value) for value in values]
+    dtypes = [value.dtype for value in arrays if type(value) not in _PYTHON_NUMBERS]
+    return [np.asarray(value, dtype=np.result_type(*dtypes, value)) if type(value) in _PYTHON_NUMBERS else value
+            for value in arrays]
 
 
 def _as_array(value):
@@ -94,7 +95,7 @@ def _divide(left, right):
 def _negative(operand):
     indices = _indices(len(operand.shape))
     expression = f"{_access('C', indices)} = -{_access('A', indices)}"
-    return expression, {"A": operand}, _result_format(operand, 0) if _is_sparse(operand) else Format("dense", len(indices))
+    return expression, {"A": operand}, _pattern_format([operand] if _is_sparse(operand) else [], len(indices))
 
 
 def _elementwise(operator: str, left, right):
@@ -108,12 +109,8 @@ def _elementwise(operator: str, left, right):
     expression = f"{_access('C', indices)} = {_access('A', left_indices)} {operator} {_access('B', right_indices)}"
     spanning = [value for value, used in ((left, left_indices), (right, right_indices))
                 if _is_sparse(value) and len(used) == len(indices)]
-    if operator == "*":
-        bound = spanning[:1]
-    else:
-        bound = spanning[:1] if len(spanning) == 2 else []
-    fmt = _result_format(bound[0], 0) if bound and indices else Format("dense", len(indices)) if indices else None
-    return expression, {"A": left, "B": right}, fmt
+    bounding = spanning if operator == "*" or len(spanning) == 2 else []  # a sum: only when both terms are
+    return expression, {"A": left, "B": right}, _pattern_format(bounding, len(indices))
 
 
 def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
@@ -145,7 +142,7 @@ def _matmul(left, right):
         raise ShapeError(f"Expected the last extent of {left.shape} to equal the first of {right.shape} in a "
                          f"matrix product, but they differ")
     result, a, b = _MATMUL[orders]
-    return f"{result} = {a} * {b}", {"A": left, "B": right}, _product_format(left, right, len(result) - 3)
+    return f"{result} = {a} * {b}", {"A": left, "B": right}, _product_format(left, right, sum(orders) - 2)
 
 
 def _dot(left, right):
@@ -200,6 +197,13 @@ def _storage_format(value) -> Format:
 
 def _letter(level) -> str:
     return "d" if level.properties.full else "s"
+
+
+def _pattern_format(bounding: list, order: int) -> Format | None:
+    """The format of a result whose pattern the first of `bounding` bounds (dense when none does)."""
+    if order == 0:
+        return None
+    return _result_format(bounding[0], 0) if bounding else Format("dense", order)
 
 
 def _result_format(operand, dropped: int) -> Format:

@@ -309,8 +309,6 @@ class Tensor:
 
     # ----- an array: numpy's operators, each one compiled kernel (operations.py) ------------------------
 
-    __array_priority__ = 20  # above scipy.sparse's 10.1: numpy asks this tensor first in mixed expressions
-
     __add__, __radd__ = _binary("add"), _binary("add", reflected=True)
     __sub__, __rsub__ = _binary("subtract"), _binary("subtract", reflected=True)
     __mul__, __rmul__ = _binary("multiply"), _binary("multiply", reflected=True)
@@ -345,8 +343,8 @@ class Tensor:
         dtype = check_value_dtype(dtype)
         if dtype == self.dtype:
             return self
-        return Tensor._trusted(self._shape, self._format, st.Storage(self._storage.levels,
-                                                                      self._storage.vals.astype(dtype)))
+        vals = st.read_only(self._storage.vals.astype(dtype))
+        return Tensor.from_read_only_storage(self._shape, self._format, st.Storage(self._storage.levels, vals))
 
     def __bool__(self) -> bool:
         if self.order:
@@ -375,7 +373,8 @@ class Tensor:
             return operations.apply("dot", *args)
         if func in (np.sum, np.transpose) and isinstance(args[0], Tensor) and set(kwargs) <= {"axis", "axes"}:
             return getattr(args[0], func.__name__)(*args[1:], *kwargs.values())
-        return func._implementation(*args, **kwargs)  # densifies a dense tensor; refuses a sparse one clearly
+        # numpy's own code on the arrays of dense tensors; refused for sparse ones (nested ones: by __array__)
+        return func._implementation(*(_dense_input(value, func.__name__) for value in args), **kwargs)
 
 
 _ROUTED_UFUNCS = frozenset({"add", "subtract", "multiply", "divide", "negative", "matmul"})
@@ -387,15 +386,22 @@ def _is_operand(value) -> bool:
     return isinstance(value, (Tensor, np.ndarray, np.generic, int, float, complex, list, tuple)) or is_scipy(value)
 
 
-def _dense_input(value, ufunc: str):
+def _dense_input(value, function: str):
     """An input of a numpy function that autosparse does not compute: a dense tensor's array, never a
     sparse tensor's."""
     if not isinstance(value, Tensor):
         return value
     if not value.format.is_dense:
-        raise FormatError(f"Expected np.{ufunc} on dense arrays: autosparse computes np.{', np.'.join(sorted(_ROUTED_UFUNCS))}, "
-                          f"np.dot, np.sum and np.transpose on sparse tensors; call to_numpy() to densify {value!r}")
+        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes np.{', np.'.join(sorted(_ROUTED_UFUNCS))}, "
+                          f"np.dot, np.sum (by axis) and np.transpose on sparse tensors; call to_numpy() to densify "
+                          f"{value!r}")
     return value.to_numpy()
+
+
+# scipy.sparse's methods behind @, * and / that read an unknown operand with np.asanyarray and return
+# NotImplemented for a 0-d object array; anywhere else in scipy a sparse tensor refuses as it does for numpy.
+_SCIPY_OPERATORS = frozenset({"_matmul_dispatch", "_rmatmul_dispatch", "multiply", "_multiply_2d_with_broadcasting",
+                              "_divide"})
 
 
 def _asked_by_scipy_sparse() -> bool:
@@ -403,7 +409,8 @@ def _asked_by_scipy_sparse() -> bool:
     operand they do not know with np.asanyarray and defer to its reflected operator only when that gives a
     0-d object array: answering them so runs autosparse's kernel instead of densifying the tensor."""
     caller = sys._getframe(2)  # this <- __array__ <- (numpy, in C) <- the caller
-    return caller.f_globals.get("__name__", "").startswith("scipy.sparse")
+    return caller.f_globals.get("__name__", "").startswith("scipy.sparse") and \
+        caller.f_code.co_name in _SCIPY_OPERATORS
 
 
 def _opaque(tensor: Tensor) -> np.ndarray:
