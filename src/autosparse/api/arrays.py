@@ -7,11 +7,11 @@
 
 A number is an order-0 operand, not a literal, so every value shares one kernel; a Python number keeps
 numpy's weak typing (`2 * A` of float32 is float32). `A / s` multiplies by numpy's 1/s (so it may
-differ from numpy's A / s in the last bit). An axis of
-extent 1 broadcasts in a numpy array (it is squeezed away), not in a sparse operand (refused).
+differ from numpy's A / s in the last bit). An axis of extent 1 broadcasts in a numpy array (it is
+squeezed away), not in a sparse operand (refused).
 
-Result formats, the rule `evaluate` infers by: a product is sparse when a sparse factor spans every index of
-the result, a sum when every term does, in a format of that operand's level kinds (full levels dense, the
+Result formats, chosen here and passed to `evaluate`: a product is sparse when a sparse factor spans every
+index of the result, a sum when every term does, in a format of that operand's level kinds (full levels dense, the
 others compressed) and mode order; a matrix product of two sparse matrices is sparse (CSC when both are
 stored column-major, rows first otherwise), of a sparse and a dense one dense; a sum over an operand's
 trailing levels keeps its leading levels' format. Everything else is dense.
@@ -178,8 +178,8 @@ def _sum_format(operand, summed: set[int], order: int) -> Format | None:
     """The operand's format on the kept modes when they are stored above every summed one; dense otherwise."""
     if order == 0:
         return None
-    fmt = _storage_format(operand)
-    if not _is_sparse(operand) or any(mode in summed for mode in fmt.mode_order[:order]):
+    fmt = operand.format if isinstance(operand, Tensor) else _storage_format(operand)
+    if not _is_sparse(operand) or isinstance(fmt, Layout) or any(mode in summed for mode in fmt.mode_order[:order]):
         return Format("dense", order)
     return _result_format(operand, len(summed))
 

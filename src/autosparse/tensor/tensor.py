@@ -392,9 +392,9 @@ def _dense_input(value, function: str):
     if not isinstance(value, Tensor):
         return value
     if not value.format.is_dense:
-        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes np.{', np.'.join(sorted(_ROUTED_UFUNCS))}, "
-                          f"np.dot, np.sum (by axis) and np.transpose on sparse tensors; call to_numpy() to densify "
-                          f"{value!r}")
+        routed = ", ".join(f"np.{name}" for name in sorted(_ROUTED_UFUNCS))
+        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes {routed}, np.dot, np.sum "
+                          f"(by axis) and np.transpose on sparse tensors; call to_numpy() to densify {value!r}")
     return value.to_numpy()
 
 
