@@ -42,6 +42,12 @@ def reference_dense(coords, values, shape, dtype) -> np.ndarray:
     return dense
 
 
+def densified(value) -> np.ndarray:
+    """A result as a numpy array, whatever it is (a sparse or dense Tensor, an array, a number): a sparse
+    Tensor is never densified implicitly, so tests that compare with numpy say so here."""
+    return value.to_numpy() if isinstance(value, asp.Tensor) else np.asarray(value)
+
+
 def make_values(rng: np.random.Generator, count: int, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind == "i":

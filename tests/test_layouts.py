@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
+from conftest import densified
 
 
 def _triangle(n, seed, upper=False, density=0.6):
@@ -55,7 +56,7 @@ def test_spmv_on_a_packed_triangle(name, upper, n):
     x = np.random.default_rng(4).random(n)
     kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": name})
     y = kernel(A=asp.Tensor.from_numpy(m, format=name), x=x)
-    np.testing.assert_allclose(np.asarray(y), m @ x)
+    np.testing.assert_allclose(densified(y), m @ x)
     # the triangle's own bounds: a row's segment from the row, no index array
     segment = "i_ * j_dim - i_ * (i_ - 1) / 2" if upper else "i_ * (i_ + 1) / 2"
     assert segment in kernel.source and "A_p2_base" in kernel.source and "A_crd1" not in kernel.source
@@ -74,7 +75,7 @@ def test_triangles_meet_other_formats(expression, reference, b_format):
         np.random.default_rng(7).random((8, 8)) < 0.5)
     kernel = asp.compile(expression, formats={"A": "lower", "B": b_format})
     result = kernel(A=asp.Tensor.from_numpy(a, format="lower"), B=asp.Tensor.from_numpy(b, format=b_format))
-    np.testing.assert_allclose(np.asarray(result), reference(a, b))
+    np.testing.assert_allclose(densified(result), reference(a, b))
 
 
 def test_a_triangle_cannot_be_split_by_positions():
@@ -141,7 +142,7 @@ def test_spmv_on_bcsr(spec, shape):
     x = np.random.default_rng(3).random(shape[1])
     kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": spec})
     y = kernel(A=asp.Tensor.from_numpy(m, format=spec), x=x)
-    np.testing.assert_allclose(np.asarray(y), m @ x)
+    np.testing.assert_allclose(densified(y), m @ x)
 
 
 def test_bcsr_spmv_runs_dense_block_loops():
@@ -163,7 +164,7 @@ def test_spgemm_with_unaligned_blocks(fa, fb):
     a, b = _sparse((8, 10), 0.3, 7), _sparse((10, 7), 0.3, 8)
     kernel = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb})
     result = kernel(A=asp.Tensor.from_numpy(a, format=fa), B=asp.Tensor.from_numpy(b, format=fb))
-    np.testing.assert_allclose(np.asarray(result), a @ b)
+    np.testing.assert_allclose(densified(result), a @ b)
 
 
 @pytest.mark.parametrize("fa", SPGEMM_FORMATS)
@@ -174,7 +175,7 @@ def test_spgemm_over_every_pair_of_coo_csr_dcsr_bcsr(fa, fb, shape):
     a, b = _sparse((m, k), 0.3, 4), _sparse((k, n), 0.3, 5)
     operands = {"A": asp.Tensor.from_numpy(a, format=fa), "B": asp.Tensor.from_numpy(b, format=fb)}
     dense = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb})
-    np.testing.assert_allclose(np.asarray(dense(**operands)), a @ b)
+    np.testing.assert_allclose(densified(dense(**operands)), a @ b)
     if fa != "bcsr(4)":  # rows of a blocked A's product arrive block column by block column
         csr = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": fa, "B": fb, "C": "csr"})
         np.testing.assert_allclose(csr(**operands).to_numpy(), a @ b)
@@ -226,7 +227,7 @@ def test_random_kernels_over_layouts(expression, fa, fb, rows, cols, density, se
         # is split by one block size only; the loops over a blocked operand's blocks cannot cover a sum
         assert "~" in fa + fb or any(why in str(error) for why in ("block size", "factor", "unaligned"))
         return
-    np.testing.assert_allclose(np.asarray(result), KERNELS[expression](a, b, x))
+    np.testing.assert_allclose(densified(result), KERNELS[expression](a, b, x))
 
 
 # --- unsorted COO ------------------------------------------------------------------------------------------
@@ -241,12 +242,12 @@ def test_spmv_and_reductions_over_unsorted_coo(spec):
     if order == 2:
         x = np.random.default_rng(10).random(9)
         y = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": spec})(A=tensor, x=x)
-        np.testing.assert_allclose(np.asarray(y), a @ x)
+        np.testing.assert_allclose(densified(y), a @ x)
         total = asp.compile("s() = A(i,j)", formats={"A": spec})(A=tensor)
     else:
         total = asp.compile("s() = A(i,j,k)", formats={"A": spec})(A=tensor)
         y = asp.compile("y(i) = A(i,j,k)", formats={"A": spec})(A=tensor)
-        np.testing.assert_allclose(np.asarray(y), a.sum(axis=(1, 2)))
+        np.testing.assert_allclose(densified(y), a.sum(axis=(1, 2)))
     assert total == pytest.approx(a.sum())
 
 
@@ -257,7 +258,7 @@ def test_unsorted_coo_meets_a_sorted_operand_by_finding_it():
     operands = {"A": asp.Tensor.from_numpy(a, format="dcsr"), "B": asp.Tensor.from_numpy(b, format="u~q")}
     kernel = asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "dcsr", "B": "u~q"},
                          schedule="coiterate(i, binary, A); coiterate(j, binary, A)")
-    np.testing.assert_allclose(np.asarray(kernel(**operands)), a * b)
+    np.testing.assert_allclose(densified(kernel(**operands)), a * b)
     with pytest.raises(asp.ScheduleError, match="unordered"):
         asp.compile("C(i,j) = A(i,j) * B(i,j)", formats={"A": "csr", "B": "u~q"}).source
 
@@ -297,7 +298,7 @@ def test_unsorted_coo_is_found_by_hashing_its_coordinates(expression, reference,
     kernel = asp.compile(expression, formats=formats, schedule=schedule)
     assert "keyedfind2" in kernel.source
     result = kernel(A=asp.Tensor.from_numpy(a, format=a_format), B=_shuffled(b, "u~q", 23))
-    np.testing.assert_allclose(np.asarray(result), reference(a, b))
+    np.testing.assert_allclose(densified(result), reference(a, b))
 
 
 def test_a_hashed_unsorted_coo_holds_explicit_zeros_empty_and_single_entries():
@@ -363,4 +364,4 @@ def test_random_kernels_over_a_hashed_unsorted_coo(expression, fa, fc, rows, col
         assert fa == "ds-" and "increasing" in str(error)
         return
     reference = next(r for e, r, _ in HASHED if e == expression)
-    np.testing.assert_allclose(np.asarray(result), reference(a, b))
+    np.testing.assert_allclose(densified(result), reference(a, b))

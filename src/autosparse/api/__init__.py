@@ -8,6 +8,8 @@ from typing import Mapping
 from ..format import Format
 from ..errors import ParseError
 from ..notation import accesses, einsum_assignment, operand_name
+from ..tensor.operations import install as install_array_operations
+from .arrays import ArrayOperations
 from .auto import autoschedule, chosen_schedule
 from .kernel import Kernel
 from ..pipeline.operands import as_assignment, infer_format
@@ -53,5 +55,7 @@ def _operand_formats(assignment, operands) -> dict:
     orders = {a.tensor: len(a.indices) for a in accesses(assignment.rhs)}
     return {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
 
+
+install_array_operations(ArrayOperations(evaluate))  # Tensor's operators: one kernel each, through evaluate
 
 __all__ = ["Kernel", "autoschedule", "compile", "einsum", "evaluate"]

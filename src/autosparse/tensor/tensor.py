@@ -7,15 +7,17 @@ conversion goes storage -> canonical entries -> storage (see `storage.py`), vect
 from __future__ import annotations
 
 import math
+import sys
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..config import check_allocation
-from ..errors import FormatError, ShapeError
+from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format, Layout, as_format
+from . import operations
 from . import storage as st
-from .dtypes import check_index_dtype, promote_value_dtype
+from .dtypes import check_index_dtype, check_value_dtype, promote_value_dtype
 from .entries import Entries, canonical
 
 
@@ -37,6 +39,18 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     if any(d > _DIM_LIMIT for d in dims):
         raise ShapeError(f"Expected dimensions below 2**63 (coordinates are int64 at most), but found {dims}")
     return dims
+
+
+def _binary(name: str, reflected: bool = False):
+    """An operator computing `name` through the hook, or NotImplemented for what is no array operand (so
+    Python asks the other side)."""
+
+    def operator(self: Tensor, other):
+        if not _is_operand(other):
+            return NotImplemented
+        return operations.apply(name, other, self) if reflected else operations.apply(name, self, other)
+
+    return operator
 
 
 class Tensor:
@@ -248,6 +262,14 @@ class Tensor:
         return dense
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """A dense tensor converts; a sparse one is never densified behind the caller's back (pydata's
+        `auto_densify=False`): numpy functions that autosparse does not compute ask for an array here."""
+        if _asked_by_scipy_sparse():
+            return _opaque(self)
+        if not self._format.is_dense:
+            raise FormatError(f"Expected to_numpy() to densify a sparse tensor, but numpy asked for an array of "
+                              f"{self!r}: call to_numpy() for a dense copy, or compute with the operators "
+                              f"(@ + - * sum, np.dot, np.matmul, np.sum, np.add, ...) or evaluate, which never densify")
         dense = self.to_numpy()
         return dense if dtype is None else dense.astype(dtype, copy=False)
 
@@ -284,3 +306,133 @@ class Tensor:
         coords, values = self.to_coo()
         kept = values != 0
         return Tensor._from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype)
+
+    # ----- an array: numpy's operators, each one compiled kernel (operations.py) ------------------------
+
+    __add__, __radd__ = _binary("add"), _binary("add", reflected=True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", reflected=True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", reflected=True)
+    __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", reflected=True)
+    __truediv__ = _binary("divide")
+
+    def __neg__(self):
+        return operations.apply("negative", self)
+
+    def sum(self, axis: int | Sequence[int] | None = None):
+        """numpy's `sum`: every entry (a number), or along `axis` (one mode or several): a Tensor when the
+        summed modes are stored below the kept ones (a CSF tensor summed over its last mode), dense
+        otherwise."""
+        return operations.apply("sum", self, axis=None if axis is None else _axes(axis))
+
+    @property
+    def T(self) -> "Tensor":
+        return self.transpose()
+
+    def transpose(self, *axes) -> "Tensor":
+        """numpy's `transpose` (mode p of the result is mode axes[p]; reversed by default) over the same
+        arrays: only the format's mode order changes, so a CSR matrix's transpose is a CSC matrix."""
+        if isinstance(self._format, Layout):
+            raise FormatError(f"Expected a tensor stored in a format of levels to transpose, but found the layout "
+                              f"{self._format}: convert it with to_format first")
+        permutation = _permutation(axes, self.order)
+        fmt = Format(self._format.levels, mode_order=[permutation.index(m) for m in self._format.mode_order])
+        return Tensor.from_read_only_storage(tuple(self._shape[a] for a in permutation), fmt, self._storage)
+
+    def astype(self, dtype) -> "Tensor":
+        """The same entries with their values cast as numpy's astype casts them; the index arrays are shared."""
+        dtype = check_value_dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        vals = st.read_only(self._storage.vals.astype(dtype))
+        return Tensor.from_read_only_storage(self._shape, self._format, st.Storage(self._storage.levels, vals))
+
+    def __bool__(self) -> bool:
+        if self.order:
+            raise AutosparseError(f"Expected a tensor of order 0 for a truth value, but found shape {self._shape}: "
+                                  f"the truth value of a tensor of several entries is ambiguous")
+        return bool(self._storage.vals.any())
+
+    def _refuse_comparison(self, other):
+        """Comparisons would be boolean tensors, which autosparse does not store (nor does scipy without
+        densifying a sparse `A == B`): refused, as pydata refuses what it cannot keep sparse."""
+        if not _is_operand(other):
+            return NotImplemented
+        raise AutosparseError(f"Expected no element-wise comparison of a tensor ({self!r}), but found one: compare "
+                              f"to_numpy() copies, or look at the values of A - B")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse_comparison
+    __hash__ = object.__hash__  # equality is refused, never value-based: identity hashing stays consistent
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs and ufunc.__name__ in _ROUTED_UFUNCS:
+            return operations.apply(ufunc.__name__, *inputs)
+        return getattr(ufunc, method)(*(_dense_input(value, ufunc.__name__) for value in inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.dot and not kwargs:
+            return operations.apply("dot", *args)
+        if func in (np.sum, np.transpose) and isinstance(args[0], Tensor) and set(kwargs) <= {"axis", "axes"}:
+            return getattr(args[0], func.__name__)(*args[1:], *kwargs.values())
+        # numpy's own code on the arrays of dense tensors; refused for sparse ones (nested ones: by __array__)
+        return func._implementation(*(_dense_input(value, func.__name__) for value in args), **kwargs)
+
+
+_ROUTED_UFUNCS = frozenset({"add", "subtract", "multiply", "divide", "negative", "matmul"})
+
+
+def _is_operand(value) -> bool:
+    from .interop import is_scipy
+
+    return isinstance(value, (Tensor, np.ndarray, np.generic, int, float, complex, list, tuple)) or is_scipy(value)
+
+
+def _dense_input(value, function: str):
+    """An input of a numpy function that autosparse does not compute: a dense tensor's array, never a
+    sparse tensor's."""
+    if not isinstance(value, Tensor):
+        return value
+    if not value.format.is_dense:
+        routed = ", ".join(f"np.{name}" for name in sorted(_ROUTED_UFUNCS))
+        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes {routed}, np.dot, np.sum "
+                          f"(by axis) and np.transpose on sparse tensors; call to_numpy() to densify {value!r}")
+    return value.to_numpy()
+
+
+# scipy.sparse's methods behind @, * and / that read an unknown operand with np.asanyarray and return
+# NotImplemented for a 0-d object array; anywhere else in scipy a sparse tensor refuses as it does for numpy.
+_SCIPY_OPERATORS = frozenset({"_matmul_dispatch", "_rmatmul_dispatch", "multiply", "_multiply_2d_with_broadcasting",
+                              "_divide"})
+
+
+def _asked_by_scipy_sparse() -> bool:
+    """Whether scipy.sparse called np.asarray on this tensor. scipy's operators (`M @ A`, `M * A`) read an
+    operand they do not know with np.asanyarray and defer to its reflected operator only when that gives a
+    0-d object array: answering them so runs autosparse's kernel instead of densifying the tensor."""
+    caller = sys._getframe(2)  # this <- __array__ <- (numpy, in C) <- the caller
+    return caller.f_globals.get("__name__", "").startswith("scipy.sparse") and \
+        caller.f_code.co_name in _SCIPY_OPERATORS
+
+
+def _opaque(tensor: Tensor) -> np.ndarray:
+    """A 0-d object array holding the tensor: numpy's answer for an object that is not an array."""
+    holder = np.empty((), dtype=object)
+    holder[()] = tensor
+    return holder
+
+
+def _axes(axis: int | Sequence[int]) -> tuple[int, ...]:
+    try:
+        return (int(axis),) if np.ndim(axis) == 0 else tuple(int(a) for a in axis)
+    except (TypeError, ValueError):
+        raise ShapeError(f"Expected an axis or a sequence of axes, but found {axis!r:.80}") from None
+
+
+def _permutation(axes: tuple, order: int) -> tuple[int, ...]:
+    """numpy's transpose axes, `t.transpose()`, `t.transpose((1, 0))` or `t.transpose(1, 0)`, as a
+    permutation of the modes (negative axes count from the end)."""
+    if len(axes) == 1 and (axes[0] is None or np.ndim(axes[0]) == 1):
+        axes = () if axes[0] is None else tuple(axes[0])
+    permutation = tuple(range(order))[::-1] if not axes else tuple(a + order if a < 0 else a for a in _axes(axes))
+    if sorted(permutation) != list(range(order)):
+        raise ShapeError(f"Expected a permutation of the {order} modes, but found axes {axes}")
+    return permutation
