@@ -1,0 +1,85 @@
+"""Each call's operands -> Tensors in the formats the kernel computes in, converting the ones stored otherwise.
+
+A kernel computes in fixed formats (those it was compiled for, or the concordant ones the default
+schedule chose: `kernel.conversions`). An operand stored in another format — a CSC tensor given to a
+kernel computing in CSR, a scipy `coo_matrix` (what `mmread` returns) — is converted on every call,
+which can cost more than the kernel itself: the first time for each kernel and operand, a
+`PerformanceWarning` names the format to convert it to once. Matrices convert between CSR, CSC and
+coordinates by a counting sort in C (`runtime/conversion.py`); anything else through the Tensor's
+own conversions. `Tensor.to_format` stays numpy's: tensor/ sits below the runtime, and a hook that let
+it reach compiled code would make every conversion depend on the C compiler.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import PerformanceWarning
+from ..format import Format
+from ..runtime.conversion import native_conversion
+from ..tensor import Tensor, as_tensor
+from ..tensor.interop import is_scipy
+
+_SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
+
+
+def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
+    """`value` stored in `fmt`, converted natively where it can be; warns (once per name in `warned`)
+    when a sparse value stored in another format has to be converted."""
+    stored = _stored_format(value)
+    if stored is None or stored == fmt:
+        return as_tensor(value, fmt, name)
+    if name not in warned:
+        warned.add(name)
+        given = f"a scipy {value.format} matrix" if is_scipy(value) else f"stored as {stored}"
+        warnings.warn(f"{name} is {given} but the kernel computes in {fmt}, so it is converted on every call: "
+                      f"convert it once with {_advice(value, name, fmt)} and pass that instead",
+                      PerformanceWarning, stacklevel=5)
+    converted = native_conversion(_as_stored(value), fmt)
+    if converted is not None:
+        return converted
+    return as_tensor(value, fmt, name)
+
+
+def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
+    """The stored entries of the operands that are sparse: what converting each would cost."""
+    return {name: int(value.nnz) for name, value in operands.items()
+            if (isinstance(value, Tensor) and not value.format.is_dense) or is_scipy(value)}
+
+
+def _stored_format(value) -> Format | None:
+    """The format a sparse operand is stored in (None for dense values: arrays are stored as asked)."""
+    if isinstance(value, Tensor):
+        return None if value.format.is_dense else value.format
+    if is_scipy(value) and value.ndim == 2:
+        return _SCIPY_COMPRESSED.get(value.format, Format("coo", order=2))
+    return None
+
+
+def _advice(value, name: str, fmt: Format) -> str:
+    if isinstance(value, Tensor):
+        return f"{name}.to_format({str(fmt)!r})"
+    return f"asp.Tensor.from_scipy({name}, format={str(fmt)!r})"
+
+
+def _as_stored(value) -> Tensor | None:
+    """A sparse operand as a Tensor in its own storage (scipy's CSR and CSC without a copy)."""
+    if not is_scipy(value):
+        return value
+    return _coordinates(value) if value.format == "coo" else Tensor.from_scipy(value)
+
+
+def _coordinates(matrix) -> Tensor | None:
+    """A scipy coo matrix's arrays as an unsorted coordinate tensor (validated, not copied), or None
+    when they are not plain integer arrays (the general path then reports what is wrong)."""
+    row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
+    if row.dtype != col.dtype or row.dtype not in (np.int32, np.int64) or data.ndim != 1:
+        return None
+    try:
+        return Tensor(matrix.shape, "u~q", [{"pos": np.array([0, len(row)], dtype=row.dtype), "crd": row},
+                                            {"crd": col}], data)
+    except (ValueError, TypeError):
+        return None
