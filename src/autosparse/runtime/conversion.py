@@ -1,8 +1,8 @@
 """Native conversions of matrices between storage orders: a Tensor -> the same Tensor in CSR or CSC.
 
     CSR <-> CSC                  one counting sort by the inner coordinate (rows stay sorted: stable)
-    COO (sorted or not) -> CSR/CSC  a counting sort by the inner coordinate, then a stable one by the outer
-                                    (the first is skipped when the entries are already sorted by either)
+    COO (sorted or not) -> CSR/CSC  a counting sort by the outer coordinate, then each segment sorted by
+                                    the inner one (skipped when the entries come sorted by it)
 
 Kernels convert operands given in another storage order on every call (`pipeline/conversions.py`);
 numpy's generic path (canonical entries, a lexicographic sort) is several times slower than scipy's
@@ -58,41 +58,96 @@ int transpose_{i}_{v}(int64_t n_outer, int64_t n_inner, const {I} *pos, const {I
 }}
 """
 
-# Coordinates (outer[p], inner[p]) in any order -> compressed (outer, inner). Returns how many entries
-# repeat the coordinates of the one before them (0 for a valid result), or -1 when memory runs out.
+# Coordinates (outer[p], inner[p]) in any order -> compressed (outer, inner): a stable counting sort by
+# the outer coordinate, then each segment sorted by the inner one unless the input was sorted by it
+# (insertion sort for short segments, a merge sort through a scratch buffer for long ones). Returns how
+# many entries repeat the coordinates of the one before them (0 for a valid result), or -1 when memory
+# runs out.
 _COORDINATES = r"""
+static void merge_sort_{i}_{v}({I} *crd, {V} *vals, {I} *crd_tmp, {V} *vals_tmp, int64_t n) {{
+    for (int64_t width = 1; width < n; width *= 2) {{
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {{
+            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) {{
+                if (crd[b] < crd[a]) {{ crd_tmp[k] = crd[b]; vals_tmp[k++] = vals[b++]; }}
+                else {{ crd_tmp[k] = crd[a]; vals_tmp[k++] = vals[a++]; }}
+            }}
+            while (a < mid) {{ crd_tmp[k] = crd[a]; vals_tmp[k++] = vals[a++]; }}
+            while (b < hi) {{ crd_tmp[k] = crd[b]; vals_tmp[k++] = vals[b++]; }}
+        }}
+        memcpy(crd, crd_tmp, (size_t)n * sizeof({I}));
+        memcpy(vals, vals_tmp, (size_t)n * sizeof({V}));
+    }}
+}}
+
+static void sort_segment_{i}_{v}({I} *crd, {V} *vals, {I} *crd_tmp, {V} *vals_tmp, int64_t n) {{
+    if (n > 32) {{ merge_sort_{i}_{v}(crd, vals, crd_tmp, vals_tmp, n); return; }}
+    for (int64_t a = 1; a < n; a++) {{
+        {I} c = crd[a];
+        {V} x = vals[a];
+        int64_t b = a;
+        for (; b > 0 && crd[b - 1] > c; b--) {{ crd[b] = crd[b - 1]; vals[b] = vals[b - 1]; }}
+        crd[b] = c;
+        vals[b] = x;
+    }}
+}}
+
 int64_t coordinates_{i}_{v}(int64_t nnz, int64_t n_outer, int64_t n_inner, const {I} *outer, const {I} *inner,
-                                const {V} *vals, {I} *pos_out, {I} *crd_out, {V} *vals_out) {{
-    int by_inner = 1, by_both = 1;
+                            const {V} *vals, {I} *pos_out, {I} *crd_out, {V} *vals_out) {{
+    (void)n_inner;
+    int by_inner = 1, by_outer = 1, by_both = 1;
+    int64_t repeated = 0;  /* of the entry before, counted here when the input is in the output's order */
     for (int64_t p = 1; p < nnz; p++) {{
         by_inner &= inner[p - 1] <= inner[p];
-        by_both &= outer[p - 1] < outer[p] || (outer[p - 1] == outer[p] && inner[p - 1] <= inner[p]);
+        by_outer &= outer[p - 1] <= outer[p];
+        by_both &= (outer[p - 1] < outer[p]) | (outer[p - 1] == outer[p] & inner[p - 1] <= inner[p]);
+        repeated += (outer[p - 1] == outer[p]) & (inner[p - 1] == inner[p]);
     }}
-    int64_t *order = NULL;
-    if (!by_inner && !by_both) {{  /* a stable counting sort by the inner coordinate first */
-        int64_t *count = calloc((size_t)(n_inner + 1), sizeof(int64_t));
-        order = malloc((size_t)(nnz > 0 ? nnz : 1) * sizeof(int64_t));
-        if (!count || !order) {{ free(count); free(order); return -1; }}
-        for (int64_t p = 0; p < nnz; p++) count[inner[p] + 1]++;
-        for (int64_t j = 0; j < n_inner; j++) count[j + 1] += count[j];
-        for (int64_t p = 0; p < nnz; p++) order[count[inner[p]]++] = p;
-        free(count);
+    int64_t longest = 0;
+    if (by_outer) {{  /* already grouped: the segments' bounds, no counting through memory */
+        int64_t p = 0;
+        for (int64_t i = 0; i < n_outer; i++) {{
+            int64_t start = p;
+            pos_out[i] = ({I})start;
+            while (p < nnz && outer[p] == i) p++;
+            if (p - start > longest) longest = p - start;
+        }}
+        pos_out[n_outer] = ({I})nnz;
+        memcpy(crd_out, inner, (size_t)nnz * sizeof({I}));
+        memcpy(vals_out, vals, (size_t)nnz * sizeof({V}));
+    }} else {{
+        {I} *next = malloc((size_t)(n_outer + 1) * sizeof({I}));
+        if (!next) return -1;
+        memset(pos_out, 0, (size_t)(n_outer + 1) * sizeof({I}));
+        for (int64_t p = 0; p < nnz; p++) pos_out[outer[p] + 1]++;
+        for (int64_t i = 0; i < n_outer; i++) {{
+            if (pos_out[i + 1] > longest) longest = pos_out[i + 1];
+            pos_out[i + 1] += pos_out[i];
+        }}
+        memcpy(next, pos_out, (size_t)(n_outer + 1) * sizeof({I}));
+        for (int64_t p = 0; p < nnz; p++) {{
+            {I} q = next[outer[p]]++;
+            crd_out[q] = inner[p];
+            vals_out[q] = vals[p];
+        }}
+        free(next);
     }}
-    {I} *next = malloc((size_t)(n_outer + 1) * sizeof({I}));
-    if (!next) {{ free(order); return -1; }}
-    memset(pos_out, 0, (size_t)(n_outer + 1) * sizeof({I}));
-    for (int64_t p = 0; p < nnz; p++) pos_out[outer[p] + 1]++;
-    for (int64_t i = 0; i < n_outer; i++) pos_out[i + 1] += pos_out[i];
-    memcpy(next, pos_out, (size_t)(n_outer + 1) * sizeof({I}));
-    for (int64_t t = 0; t < nnz; t++) {{
-        int64_t p = order ? order[t] : t;
-        {I} q = next[outer[p]]++;
-        crd_out[q] = ({I})inner[p];
-        vals_out[q] = vals[p];
+    if (by_outer && by_both) return repeated;
+    if (!by_inner) {{
+        {I} *crd_tmp = malloc((size_t)(longest > 0 ? longest : 1) * sizeof({I}));
+        {V} *vals_tmp = malloc((size_t)(longest > 0 ? longest : 1) * sizeof({V}));
+        if (!crd_tmp || !vals_tmp) {{ free(crd_tmp); free(vals_tmp); return -1; }}
+        for (int64_t i = 0; i < n_outer; i++) {{
+            int64_t lo = (int64_t)pos_out[i], hi = (int64_t)pos_out[i + 1];
+            int sorted = 1;
+            for (int64_t q = lo + 1; q < hi; q++) sorted &= crd_out[q - 1] <= crd_out[q];
+            if (!sorted) sort_segment_{i}_{v}(crd_out + lo, vals_out + lo, crd_tmp, vals_tmp, hi - lo);
+        }}
+        free(crd_tmp);
+        free(vals_tmp);
     }}
-    free(next);
-    free(order);
-    int64_t repeated = 0;
+    repeated = 0;
     for (int64_t i = 0; i < n_outer; i++)
         for (int64_t q = (int64_t)pos_out[i] + 1; q < (int64_t)pos_out[i + 1]; q++)
             repeated += crd_out[q] == crd_out[q - 1];
