@@ -21,9 +21,12 @@ from ..errors import PerformanceWarning
 from ..format import Format
 from ..runtime.conversion import native_conversion
 from ..tensor import Tensor, as_tensor
+from ..tensor import storage as st
+from ..tensor.dtypes import INDEX_DTYPES, promote_value_dtype
 from ..tensor.interop import is_scipy
 
 _SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
+_UNSORTED_COORDINATES = Format("u~q")
 
 
 def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
@@ -73,13 +76,14 @@ def _as_stored(value) -> Tensor | None:
 
 
 def _coordinates(matrix) -> Tensor | None:
-    """A scipy coo matrix's arrays as an unsorted coordinate tensor (validated, not copied), or None
-    when they are not plain integer arrays (the general path then reports what is wrong)."""
+    """A scipy coo matrix's arrays as an unsorted coordinate tensor, without a copy, once numpy has
+    checked them (ranges, lengths, dtypes); None when anything is off (the general path then reports it)."""
     row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
-    if row.dtype != col.dtype or row.dtype not in (np.int32, np.int64) or data.ndim != 1:
+    if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
+            or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
         return None
-    try:
-        return Tensor(matrix.shape, "u~q", [{"pos": np.array([0, len(row)], dtype=row.dtype), "crd": row},
-                                            {"crd": col}], data)
-    except (ValueError, TypeError):
+    rows, cols = matrix.shape
+    if len(row) and not (0 <= row.min() and row.max() < rows and 0 <= col.min() and col.max() < cols):
         return None
+    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": st.read_only(row)}, {"crd": st.read_only(col)})
+    return Tensor.from_read_only_storage(matrix.shape, _UNSORTED_COORDINATES, st.Storage(levels, st.read_only(data)))
