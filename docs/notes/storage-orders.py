@@ -79,6 +79,8 @@ def main() -> None:
     assert np.allclose(dense(asp.evaluate("y(i) = A(i,j) * x(j)", A=coo_matrix, x=x)), a @ x)
     kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"})
     row("SpMV, a scipy coo_matrix per call", lambda: kernel(A=coo_matrix, x=x), lambda: coo_matrix @ x)
+    by_columns = sp.coo_matrix(a.tocsc().tocoo())  # the order mmread returns a SuiteSparse file in
+    row("SpMV, a column-major coo_matrix per call", lambda: kernel(A=by_columns, x=x), lambda: by_columns @ x)
     row("SpMV, CSR", lambda: kernel(A=A, x=x), lambda: a @ x)
 
     add = lambda: asp.evaluate("C(i,j) = A(i,j) + B(i,j)", A=A, B=Bc, format="csr")
