@@ -251,3 +251,11 @@ def test_other_pairs_are_not_native():
     tensor = asp.Tensor.from_numpy(np.eye(3), format="dcsr")
     assert native_conversion(tensor, asp.Format("csc")) is None
     assert native_conversion(asp.Tensor.from_numpy(np.eye(3), format="csr"), asp.Format("dcsr")) is None
+
+
+def test_the_warning_names_the_callers_line():
+    a = sp.csr_matrix(_matrix((4, 4), "random", 5))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asp.evaluate("C(i,j) = A(i,j) + B(i,j)", A=a, B=a.tocsc(), format="csr")
+    assert [w.filename for w in caught if issubclass(w.category, asp.PerformanceWarning)] == [__file__]

@@ -12,7 +12,9 @@ it reach compiled code would make every conversion depend on the C compiler.
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
@@ -27,6 +29,7 @@ from ..tensor.interop import is_scipy
 
 _SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
 _UNSORTED_COORDINATES = Format("u~q")
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
 def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
@@ -40,11 +43,12 @@ def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
         given = f"a scipy {value.format} matrix" if is_scipy(value) else f"stored as {stored}"
         warnings.warn(f"{name} is {given} but the kernel computes in {fmt}, so it is converted on every call: "
                       f"convert it once with {_advice(value, name, fmt)} and pass that instead",
-                      PerformanceWarning, stacklevel=5)
-    converted = native_conversion(_as_stored(value), fmt)
-    if converted is not None:
-        return converted
-    return as_tensor(value, fmt, name)
+                      PerformanceWarning, stacklevel=_callers_level())
+    source = _as_stored(value)
+    if source is not None and source.format == fmt:  # a scipy format that imports into fmt
+        return source
+    converted = native_conversion(source, fmt)
+    return converted if converted is not None else as_tensor(value, fmt, name)
 
 
 def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
@@ -60,6 +64,15 @@ def _stored_format(value) -> Format | None:
     if is_scipy(value) and value.ndim == 2:
         return _SCIPY_COMPRESSED.get(value.format, Format("coo", order=2))
     return None
+
+
+def _callers_level() -> int:
+    """The warning's stacklevel that names the user's line: the first frame outside autosparse (a kernel
+    called directly, or through evaluate or einsum)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _advice(value, name: str, fmt: Format) -> str:
