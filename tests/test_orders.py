@@ -259,3 +259,12 @@ def test_the_warning_names_the_callers_line():
         warnings.simplefilter("always")
         asp.evaluate("C(i,j) = A(i,j) + B(i,j)", A=a, B=a.tocsc(), format="csr")
     assert [w.filename for w in caught if issubclass(w.category, asp.PerformanceWarning)] == [__file__]
+
+
+@pytest.mark.parametrize("result", ["coo", "csc", "csr"])
+def test_a_dense_operand_gives_way_to_a_sparse_order(result):
+    """A dense operand is read at random: its order never makes the storage orders cyclic."""
+    a, b = _matrix((4, 5), "random", 8), _matrix((4, 5), "random", 9) + 1
+    for expression, reference in (("C(i,j) = A(i,j) + B(i,j)", a + b), ("C(i,j) = A(i,j) * B(i,j)", a * b)):
+        got = asp.evaluate(expression, A=asp.Tensor.from_numpy(a, format="csc"), B=b, format=result)
+        np.testing.assert_allclose(got.to_numpy(), reference)

@@ -3,7 +3,7 @@
 The default schedule (ARCHITECTURE.md): every loop in a stable topological order of the storage-order
 constraints of all accesses — ties broken by the output's index order, then by first appearance — and
 no `where`. The output's constraints give way when they would make the order cyclic (a CSR to CSC copy):
-legalisation then routes the writes through a temporary. Legalisation first drops the preferences of
+legalisation then routes the writes through a temporary; so do dense operands' (CSC + a C-ordered array). Legalisation first drops the preferences of
 dense operands, which are read at random in any order: when the order of the other constraints writes
 the sparse output in order, it is used (SDDMM `A(i,j) = B(i,j) * C(i,k) * D(k,j)` runs i, j, k, one dot
 product per stored entry, instead of i, k, j through a workspace). Otherwise it inserts a workspace
@@ -161,13 +161,14 @@ def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format], b
                temporaries: frozenset[str] = frozenset()) -> tuple[IndexVar, ...]:
     """A stable topological order of the storage-order constraints (see the module docstring) of the
     indices not `bound` by loops outside; reads of `temporaries` (scoped sums) constrain nothing."""
-    constraints = _constraints(assignment, formats, True, bound, temporaries)
-    order = _topological(constraints, output=True) or _topological(constraints, output=False)
-    if order is None:
-        raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
-                            f"but they are cyclic: convert an operand to a format concordant with the others (a tensor read "
-                            f"in two index orders: pass it twice, once converted)")
-    return order
+    for dense_operands in (True, False):  # dense operands are read at random: their order is a preference
+        constraints = _constraints(assignment, formats, dense_operands, bound, temporaries)
+        order = _topological(constraints, output=True) or _topological(constraints, output=False)
+        if order is not None:
+            return order
+    raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
+                        f"but they are cyclic: convert an operand to a format concordant with the others (a tensor "
+                        f"read in two index orders: pass it twice, once converted)")
 
 
 #: Past this many indices the loop orders are not searched for concordant formats (7! = 5040 orders).
