@@ -23,6 +23,7 @@ them on each call (`kernel.conversions`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from itertools import permutations
 from typing import Mapping
@@ -187,26 +188,34 @@ def concordant_formats(assignment: notation.Assignment, formats: Mapping[str, Fo
     entries converted (the number of operands where those are unknown), then the later operands
     converted rather than the first. A converted operand keeps its level kinds in the mode order of the
     loops; the result and dense operands are never converted."""
+    changed = _changed_formats(assignment, tuple(formats.items()),
+                               None if stored is None else tuple(sorted(stored.items())))
+    return {**formats, **dict(changed)}
+
+
+@functools.lru_cache(maxsize=1024)  # `evaluate` builds a Kernel per call: the search is paid once per case
+def _changed_formats(assignment: notation.Assignment, given: tuple[tuple[str, Format], ...],
+                     sizes: tuple[tuple[str, int], ...] | None) -> tuple[tuple[str, Format], ...]:
+    """The operands `concordant_formats` reorders, with their new formats (none when it keeps them)."""
+    formats, stored = dict(given), None if sizes is None else dict(sizes)
     sparse = _convertible(assignment, formats)
     if len(sparse) < 2 or assignment.scoped:  # a scoped sum's loops are placed by its own rules
-        return dict(formats)
+        return ()
     indices = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
     if len(indices) > CONCORDANCE_SEARCH_LIMIT:
-        return dict(formats)
-    given = _concordance_rank(assignment, formats, {}, stored, sparse)
-    best, best_rank = dict(formats), given
-    seen: set[tuple] = set()
+        return ()
+    kept = _concordance_rank(assignment, formats, {}, stored, sparse)
+    best, best_rank, seen = (), kept, set()
     for order in permutations(indices):
-        changed = _reordered(assignment, formats, sparse, order)
-        key = tuple(sorted(changed.items()))
-        if not changed or key in seen:
+        changed = tuple(sorted(_reordered(assignment, formats, sparse, order).items()))
+        if not changed or changed in seen:
             continue
-        seen.add(key)
-        rank = _concordance_rank(assignment, {**formats, **changed}, changed, stored, sparse)
+        seen.add(changed)
+        rank = _concordance_rank(assignment, {**formats, **dict(changed)}, dict(changed), stored, sparse)
         if rank is not None and (best_rank is None or rank < best_rank):
-            best, best_rank = {**formats, **changed}, rank
-    if given is not None and best_rank[:2] == given[:2]:  # nothing gained: the user's formats stand
-        return dict(formats)
+            best, best_rank = changed, rank
+    if kept is not None and best_rank[:2] == kept[:2]:  # nothing gained: the user's formats stand
+        return ()
     return best
 
 
