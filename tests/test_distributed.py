@@ -133,7 +133,7 @@ def test_results_left_on_the_workers_feed_the_next_evaluation(client):
 def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     a = _csr(300, 40, 0.1, 10)
     local = asp.evaluate("C(j,k) = A(i,j) * A(i,k)", format="csr", A=a)
-    result, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "csr", parts=5, A=a)
+    result, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "csr", parts=5, index="i", A=a)
     assert plan.combine.value == "sum" and plan.chunks == 5
     np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
     x = rng.random(1000)
@@ -143,7 +143,7 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     assert plan.chunks == 3 and shifted == pytest.approx(float(x.sum() + 2000), rel=1e-12)
     once, plan = evaluate_planned("s() = a(i) + 2", client, parts=3, a=x)  # Σ a + 2 (TACO): not split
     assert plan.chunks == 1 and once == pytest.approx(float(x.sum() + 2), rel=1e-12)
-    unordered, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "ds~", parts=3, A=a)
+    unordered, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "ds~", parts=3, index="i", A=a)
     assert plan.chunks == 3 and unordered.format == asp.Format("ds~")
     np.testing.assert_allclose(unordered.to_numpy(), local.to_numpy(), rtol=1e-12)
 

@@ -35,7 +35,8 @@ def test_gustavson_inner_loop_runs_once_per_product():
 def test_inner_product_merge_runs_over_the_union_until_one_side_ends():
     A, a = _matrix(20, 30, 0.2, 4, "csr")
     B, b = _matrix(30, 15, 0.2, 5, "csc")
-    k = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": "csr", "B": "csc", "C": "csr"}, instrument=True)
+    k = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": "csr", "B": "csc", "C": "csr"}, instrument=True,
+                    schedule="∀i ∀j ∀k C(i,j) += A(i,k) * B(k,j)")  # the default schedule converts B to CSR
     k(A=A, B=B)
     bc = b.tocsc()
     expected = 0

@@ -7,7 +7,8 @@ reduction index, all-zero, one entry, explicit zeros, size 1, full). The referen
 Tensor is built; numpy's and scipy's products raise during the kernel call.
 
 Parametrisations that fail because of a compiler bug are strict xfails whose reason starts with "BUG:";
-a combination whose storage orders are cyclic must raise the documented ScheduleError.
+a combination whose storage orders are cyclic is computed with operands converted to concordant formats
+(tests/test_orders.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import scipy.sparse
 
 import autosparse as asp
 from kernel_cases import (DTYPES, HASHED_WRITE_FORMATS, Kind, _peer_math_guard, bug, check_result,  # noqa: F401
-                          cyclic, dtype_id, format_id, kinds, no_peer_math, read_statement, reference,
+                          dtype_id, format_id, kinds, no_peer_math, read_statement, reference,
                           run_differential, run_isolated, strided_index_arrays)
 
 # ----- the known compiler bugs, as predicates over (kind, formats, case, value dtype, index dtype) ---------------
@@ -47,9 +48,6 @@ def _grid():
         for n, formats in enumerate(kind.grid):
             value_dtype, index_dtype = DTYPES[n % len(DTYPES)]
             ident = f"{kind.name}[{format_id(formats, result)}]"
-            if cyclic(kind.expression, formats):
-                yield pytest.param(kind, formats, "rect", value_dtype, index_dtype, id=f"{ident}-cyclic")
-                continue
             for case in kind.cases:
                 yield pytest.param(kind, formats, case, value_dtype, index_dtype,
                                    id=f"{ident}-{case}-{dtype_id(value_dtype, index_dtype)}",
@@ -58,10 +56,6 @@ def _grid():
 
 @pytest.mark.parametrize("kind, formats, case, value_dtype, index_dtype", list(_grid()))
 def test_kernel_matches_numpy(kind, formats, case, value_dtype, index_dtype):
-    if cyclic(kind.expression, formats):
-        with pytest.raises(asp.ScheduleError, match="cyclic"):
-            run_differential(kind.expression, formats, case, value_dtype, index_dtype)
-        return
     run_differential(kind.expression, formats, case, value_dtype, index_dtype)
 
 

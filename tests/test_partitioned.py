@@ -186,7 +186,7 @@ def test_any_summed_index_splits_and_a_tensor_read_two_ways_is_two_operands():
 
 
 def test_sums_into_unordered_formats_add_sorted_twins():
-    job = prepare("C(j,k) = A(i,j) * A(i,k)", format="ds~", parts=2, A=_csr())
+    job = prepare("C(j,k) = A(i,j) * A(i,k)", format="ds~", parts=2, index="i", A=_csr())  # default: j, A as CSC
     assert job.plan.combine is Combine.SUM and dict(job.spec.formats)["C"] == "ds" and job.result_format == "ds~"
 
 

@@ -1,7 +1,8 @@
 """The exceptions users see.
 
 Every error autosparse raises on bad input derives from `AutosparseError`, so callers can catch the
-family; each subclass names one kind of mistake. `CacheWarning` is the one warning: work goes on, slower.
+family; each subclass names one kind of mistake. The warnings say that work goes on, slower: `CacheWarning`
+(kernels not kept between processes) and `PerformanceWarning` (an operand converted on every call).
 """
 
 
@@ -69,3 +70,9 @@ class RangeError(AutosparseError, OverflowError):
 class CacheWarning(UserWarning):
     """The kernel cache directory could not be used (not private to this user, unwritable or full):
     kernels are compiled into a private temporary directory instead, and not kept between processes."""
+
+
+class PerformanceWarning(UserWarning):
+    """A kernel converts an operand on every call because it is stored in another format than the one the
+    kernel computes in (another storage order, or scipy's coordinates): the message names the format to
+    convert it to once. Given once per kernel and operand."""

@@ -12,6 +12,7 @@ from ..tensor.operations import install as install_array_operations
 from .arrays import ArrayOperations
 from .auto import autoschedule, chosen_schedule
 from .kernel import Kernel
+from ..pipeline.conversions import stored_entries
 from ..pipeline.operands import as_assignment, infer_format
 
 
@@ -35,7 +36,7 @@ def evaluate(expression: str, format: "str | Format | None" = None, schedule=Non
     if isinstance(schedule, str) and schedule.strip() == "auto":
         schedule = chosen_schedule(assignment, formats, operands, model)
         return Kernel(assignment, formats, schedule, instrument=instrument, coiteration="auto")(**operands)
-    return Kernel(assignment, formats, schedule, instrument=instrument)(**operands)
+    return Kernel(assignment, formats, schedule, instrument=instrument, stored=stored_entries(operands))(**operands)
 
 
 def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None):
@@ -48,7 +49,7 @@ def einsum(subscripts: str, *operands, format: "str | Format | None" = None, sch
     formats = _operand_formats(assignment, named)
     if format is not None:
         formats[assignment.lhs.tensor] = format
-    return Kernel(assignment, formats, schedule)(**named)
+    return Kernel(assignment, formats, schedule, stored=stored_entries(named))(**named)
 
 
 def _operand_formats(assignment, operands) -> dict:

@@ -18,10 +18,11 @@ class Kernel(PipelineKernel):
     """A compiled expression; call it with the operands by name."""
 
     def __init__(self, expression, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
-                 num_threads: int | None = None, instrument: bool = False, coiteration: str | None = None):
+                 num_threads: int | None = None, instrument: bool = False, coiteration: str | None = None,
+                 stored: Mapping[str, int] | None = None):
         schedule, needed = unwrap_candidate(schedule)
         super().__init__(expression, {**format_mapping(formats), **needed}, schedule, num_threads, instrument,
-                         coiteration)
+                         coiteration, stored)
 
 
 def unwrap_candidate(schedule) -> tuple[object, dict[str, Format]]:

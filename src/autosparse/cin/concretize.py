@@ -3,7 +3,7 @@
 The default schedule (ARCHITECTURE.md): every loop in a stable topological order of the storage-order
 constraints of all accesses — ties broken by the output's index order, then by first appearance — and
 no `where`. The output's constraints give way when they would make the order cyclic (a CSR to CSC copy):
-legalisation then routes the writes through a temporary. Legalisation first drops the preferences of
+legalisation then routes the writes through a temporary; so do dense operands' (CSC + a C-ordered array). Legalisation first drops the preferences of
 dense operands, which are read at random in any order: when the order of the other constraints writes
 the sparse output in order, it is used (SDDMM `A(i,j) = B(i,j) * C(i,k) * D(k,j)` runs i, j, k, one dot
 product per stored entry, instead of i, k, j through a workspace). Otherwise it inserts a workspace
@@ -14,11 +14,18 @@ is computed by a `where` whose producer sums it into a temporary: `∀i where(y(
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
 orders forbid it (then a workspace over the remaining indices, stepped like legalisation's).
+
+Operands whose storage orders disagree (CSR + CSC; CSR × CSC SpGEMM, whose only concordant order runs
+an inner product over every row and column) are computed in concordant formats: `concordant_formats`
+gives the mode order of the others to the operands it is cheapest to convert, and the kernel converts
+them on each call (`kernel.conversions`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
+from itertools import permutations
 from typing import Mapping
 
 from ..errors import ScheduleError
@@ -155,12 +162,125 @@ def loop_order(assignment: notation.Assignment, formats: Mapping[str, Format], b
                temporaries: frozenset[str] = frozenset()) -> tuple[IndexVar, ...]:
     """A stable topological order of the storage-order constraints (see the module docstring) of the
     indices not `bound` by loops outside; reads of `temporaries` (scoped sums) constrain nothing."""
-    constraints = _constraints(assignment, formats, True, bound, temporaries)
-    order = _topological(constraints, output=True) or _topological(constraints, output=False)
-    if order is None:
-        raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
-                            f"but they are cyclic: convert an operand to a format concordant with the others")
-    return order
+    for dense_operands in (True, False):  # dense operands are read at random: their order is a preference
+        constraints = _constraints(assignment, formats, dense_operands, bound, temporaries)
+        order = _topological(constraints, output=True) or _topological(constraints, output=False)
+        if order is not None:
+            return order
+    raise ScheduleError(f"Expected the operands' storage orders to admit one loop order for {assignment}, "
+                        f"but they are cyclic: convert an operand to a format concordant with the others (a tensor "
+                        f"read in two index orders: pass it twice, once converted)")
+
+
+#: Past this many indices the loop orders are not searched for concordant formats (7! = 5040 orders).
+CONCORDANCE_SEARCH_LIMIT = 7
+
+
+def concordant_formats(assignment: notation.Assignment, formats: Mapping[str, Format],
+                       stored: Mapping[str, int] | None = None) -> dict[str, Format]:
+    """The formats the default schedule computes in: `formats` itself unless the sparse operands'
+    storage orders are cyclic (no loop order exists), make a loop run over a whole dimension where
+    another loop order, with some operands' modes reordered, would have a sparse level bound it (CSR ×
+    CSC SpGEMM: an inner product over every row and column), or write a sparse result out of its
+    storage order sooner than another would (CSC × CSR SpGEMM into CSR: a workspace over the whole
+    result instead of one row). Then the operands to convert are those of the best loop order: fewest
+    whole-dimension loops, then the result's out-of-order writes the deepest, then the fewest `stored`
+    entries converted (the number of operands where those are unknown), then the later operands
+    converted rather than the first. A converted operand keeps its level kinds in the mode order of the
+    loops; the result and dense operands are never converted."""
+    changed = _changed_formats(assignment, tuple(formats.items()),
+                               None if stored is None else tuple(sorted(stored.items())))
+    return {**formats, **dict(changed)}
+
+
+@functools.lru_cache(maxsize=1024)  # `evaluate` builds a Kernel per call: the search is paid once per case
+def _changed_formats(assignment: notation.Assignment, given: tuple[tuple[str, Format], ...],
+                     sizes: tuple[tuple[str, int], ...] | None) -> tuple[tuple[str, Format], ...]:
+    """The operands `concordant_formats` reorders, with their new formats (none when it keeps them)."""
+    formats, stored = dict(given), None if sizes is None else dict(sizes)
+    sparse = _convertible(assignment, formats)
+    if len(sparse) < 2 or assignment.scoped:  # a scoped sum's loops are placed by its own rules
+        return ()
+    indices = list(dict.fromkeys((*assignment.lhs.indices, *assignment.reduction_indices)))
+    if len(indices) > CONCORDANCE_SEARCH_LIMIT:
+        return ()
+    kept = _concordance_rank(assignment, formats, {}, stored, sparse)
+    best, best_rank, seen = (), kept, set()
+    for order in permutations(indices):
+        changed = tuple(sorted(_reordered(assignment, formats, sparse, order).items()))
+        if not changed or changed in seen:
+            continue
+        seen.add(changed)
+        rank = _concordance_rank(assignment, {**formats, **dict(changed)}, dict(changed), stored, sparse)
+        if rank is not None and (best_rank is None or rank < best_rank):
+            best, best_rank = changed, rank
+    if kept is not None and best_rank[:2] == kept[:2]:  # nothing gained: the user's formats stand
+        return ()
+    return best
+
+
+def _convertible(assignment: notation.Assignment, formats: Mapping[str, Format]) -> list[str]:
+    """The sparse operands (in order of appearance) whose mode order the kernel may change: each read
+    with one index order, of order 2 or more, not the result."""
+    reads: dict[str, set[tuple]] = {}
+    for access in notation.accesses(assignment.rhs):
+        reads.setdefault(access.tensor, set()).add(access.indices)
+    return [name for name, ways in reads.items()
+            if name in formats and name != assignment.lhs.tensor and len(ways) == 1
+            and not formats[name].is_dense and formats[name].order >= 2 and type(formats[name]) is Format]
+
+
+def _reordered(assignment: notation.Assignment, formats: Mapping[str, Format], sparse: list[str],
+               order: tuple[IndexVar, ...]) -> dict[str, Format]:
+    """The sparse operands whose mode order disagrees with the loop `order`, each in its levels stored
+    in that order."""
+    position = {index: k for k, index in enumerate(order)}
+    changed = {}
+    for access in notation.accesses(assignment.rhs):
+        if access.tensor in sparse and access.tensor not in changed:
+            fmt = formats[access.tensor]
+            modes = tuple(sorted(range(fmt.order), key=lambda m: position[access.indices[m]]))
+            if modes != fmt.mode_order:
+                changed[access.tensor] = Format(fmt.levels, mode_order=modes)
+    return changed
+
+
+def _concordance_rank(assignment: notation.Assignment, formats: Mapping[str, Format], changed: Mapping[str, Format],
+                      stored: Mapping[str, int] | None, sparse: list[str]) -> tuple | None:
+    """How good computing in `formats` is (lower is better, see `concordant_formats`); None when their
+    storage orders are cyclic."""
+    try:
+        order = _order(assignment, formats, (), frozenset())
+    except ScheduleError:
+        return None
+    lhs = default_access(TensorVar(assignment.lhs.tensor, formats[assignment.lhs.tensor]), assignment.lhs.indices,
+                         write=True)
+    cost = sum(stored.get(name, 0) for name in changed) if stored is not None else len(changed)
+    converted = tuple(sorted(-sparse.index(name) for name in changed))
+    disorder = _first_disorder(order, lhs)  # the deeper, the smaller the workspace legalisation inserts
+    return _whole_loops(assignment, formats, order), -(len(order) if disorder is None else disorder), cost, converted
+
+
+def _whole_loops(assignment: notation.Assignment, formats: Mapping[str, Format], order: tuple[IndexVar, ...]) -> int:
+    """How many loops of `order` no sparse operand's level bounds: each runs over its whole dimension."""
+    whole = 0
+    for depth, index in enumerate(order):
+        outer = set(order[:depth])
+        if not any(_bounds(access, formats[access.tensor], index, outer) for access in notation.accesses(assignment.rhs)
+                   if access.tensor in formats and not formats[access.tensor].is_dense):
+            whole += 1
+    return whole
+
+
+def _bounds(access: notation.Access, fmt: Format, index: IndexVar, outer: set[IndexVar]) -> bool:
+    """Whether `access` stores `index` in a level that is not full, below levels whose indices are all
+    in `outer` (so that level can be iterated at that loop)."""
+    for mode, level in zip(fmt.mode_order, fmt.levels):
+        if access.indices[mode] == index:
+            return not level.properties.full
+        if access.indices[mode] not in outer:
+            return False
+    return False
 
 
 @dataclass(frozen=True)

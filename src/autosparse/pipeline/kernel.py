@@ -15,7 +15,7 @@ from typing import Mapping
 import numpy as np
 
 from ..cin import Stmt, tensors
-from ..cin.concretize import legalisation_signature
+from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
 from ..config import checked_thread_count, memory_limit, num_threads as default_threads
 from ..errors import AutosparseError, ScheduleError
@@ -24,8 +24,9 @@ from ..format.spec import as_format, format_mapping
 from ..notation import Assignment, Div, Literal, accesses, index_extents, split_diagonals, walk
 from ..runtime import BoundCall, KernelCall
 from ..runtime.abi import ReturnCode, Types
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor
 from ..tensor.dtypes import promote_value_dtype
+from .conversions import operand_in
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .schedules import assembly_format, derived_indices, scheduled
@@ -37,9 +38,11 @@ class Kernel:
 
     def __init__(self, expression: "str | Assignment", formats: Mapping[str, "str | Format"] | None = None,
                  schedule=None, num_threads: int | None = None, instrument: bool = False,
-                 coiteration: str | None = None):
+                 coiteration: str | None = None, stored: Mapping[str, int] | None = None):
         """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
-        `coiterate(i, auto)` (the operands of each call choose)."""
+        `coiterate(i, auto)` (the operands of each call choose). Under the default schedule, operands
+        whose storage orders disagree are computed in concordant formats (`conversions`), chosen by
+        their `stored` entries where known."""
         self.assignment, self._diagonals = split_diagonals(as_assignment(expression))
         formats = format_mapping(formats)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
@@ -52,6 +55,10 @@ class Kernel:
         result = self.assignment.lhs.tensor
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
+        given, self._warned = self.formats, set()
+        if schedule is None:
+            self.formats = concordant_formats(self.assignment, self.formats, stored)
+        self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if fmt != given[n]}
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
@@ -145,7 +152,7 @@ class Kernel:
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
         formats = self.formats
-        tensors_in = {n: as_tensor(v, formats[n], n) for n, v in operands.items()}
+        tensors_in = {n: operand_in(v, formats[n], n, self._warned) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
         extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
         value_dtype = result_value_dtype(tensors_in, self._literals, self._divides)

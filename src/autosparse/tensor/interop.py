@@ -24,10 +24,13 @@ _RAW = {"csr": Format("du~"), "csc": Format("d1u0~")}
 
 
 def as_tensor(value, fmt: Format, name: str) -> Tensor:
-    """`value` stored in `fmt`: a Tensor in another format is converted (a copy), arrays and scipy or
-    pydata sparse arrays are imported."""
+    """`value` stored in `fmt`: a Tensor in another format is converted (a copy, in its own index dtype
+    when it has index arrays: a kernel's result follows its operands'), arrays and scipy or pydata sparse
+    arrays are imported."""
     if isinstance(value, Tensor):
-        return value if value.format == fmt else value.to_format(fmt)
+        if value.format == fmt:
+            return value
+        return value.to_format(fmt, None if value.format.is_dense else value.index_dtype)
     if is_scipy(value):
         return Tensor.from_scipy(value, format=fmt)
     if type(value).__module__.startswith("sparse"):

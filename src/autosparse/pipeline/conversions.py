@@ -1,0 +1,102 @@
+"""Each call's operands -> Tensors in the formats the kernel computes in, converting the ones stored otherwise.
+
+A kernel computes in fixed formats (those it was compiled for, or the concordant ones the default
+schedule chose: `kernel.conversions`). An operand stored in another format — a CSC tensor given to a
+kernel computing in CSR, a scipy `coo_matrix` (what `mmread` returns) — is converted on every call,
+which can cost more than the kernel itself: the first time for each kernel and operand, a
+`PerformanceWarning` names the format to convert it to once. Matrices convert between CSR, CSC and
+coordinates by a counting sort in C (`runtime/conversion.py`); anything else through the Tensor's
+own conversions. `Tensor.to_format` stays numpy's: tensor/ sits below the runtime, and a hook that let
+it reach compiled code would make every conversion depend on the C compiler.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import PerformanceWarning
+from ..format import Format
+from ..runtime.conversion import native_conversion
+from ..tensor import Tensor, as_tensor
+from ..tensor import storage as st
+from ..tensor.dtypes import INDEX_DTYPES, promote_value_dtype
+from ..tensor.interop import is_scipy
+
+_SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
+_UNSORTED_COORDINATES = Format("u~q")
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
+    """`value` stored in `fmt`, converted natively where it can be; warns (once per name in `warned`)
+    when a sparse value stored in another format has to be converted."""
+    stored = _stored_format(value)
+    if stored is None or stored == fmt:
+        return as_tensor(value, fmt, name)
+    if name not in warned:
+        warned.add(name)
+        given = f"a scipy {value.format} matrix" if is_scipy(value) else f"stored as {stored}"
+        warnings.warn(f"{name} is {given} but the kernel computes in {fmt}, so it is converted on every call: "
+                      f"convert it once with {_advice(value, name, fmt)} and pass that instead",
+                      PerformanceWarning, stacklevel=_callers_level())
+    source = _as_stored(value)
+    if source is not None and source.format == fmt:  # a scipy format that imports into fmt
+        return source
+    converted = native_conversion(source, fmt)
+    return converted if converted is not None else as_tensor(value, fmt, name)
+
+
+def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
+    """The stored entries of the operands that are sparse: what converting each would cost."""
+    return {name: int(value.nnz) for name, value in operands.items()
+            if (isinstance(value, Tensor) and not value.format.is_dense) or is_scipy(value)}
+
+
+def _stored_format(value) -> Format | None:
+    """The format a sparse operand is stored in (None for dense values: arrays are stored as asked)."""
+    if isinstance(value, Tensor):
+        return None if value.format.is_dense else value.format
+    if is_scipy(value) and value.ndim == 2:
+        return _SCIPY_COMPRESSED.get(value.format, Format("coo", order=2))
+    return None
+
+
+def _callers_level() -> int:
+    """The warning's stacklevel that names the user's line: the first frame outside autosparse (a kernel
+    called directly, or through evaluate or einsum)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _advice(value, name: str, fmt: Format) -> str:
+    if isinstance(value, Tensor):
+        return f"{name}.to_format({str(fmt)!r})"
+    return f"asp.Tensor.from_scipy({name}, format={str(fmt)!r})"
+
+
+def _as_stored(value) -> Tensor | None:
+    """A sparse operand as a Tensor in its own storage (scipy's CSR and CSC without a copy)."""
+    if not is_scipy(value):
+        return value
+    return _coordinates(value) if value.format == "coo" else Tensor.from_scipy(value)
+
+
+def _coordinates(matrix) -> Tensor | None:
+    """A scipy coo matrix's arrays as an unsorted coordinate tensor, without a copy, once numpy has
+    checked them (ranges, lengths, dtypes); None when anything is off (the general path then reports it)."""
+    row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
+    if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
+            or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
+        return None
+    rows, cols = matrix.shape
+    if len(row) and not (0 <= row.min() and row.max() < rows and 0 <= col.min() and col.max() < cols):
+        return None
+    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": st.read_only(row)}, {"crd": st.read_only(col)})
+    return Tensor.from_read_only_storage(matrix.shape, _UNSORTED_COORDINATES, st.Storage(levels, st.read_only(data)))
