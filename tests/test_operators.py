@@ -18,7 +18,6 @@ from conftest import densified
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FORMATS = ["csr", "csc", "coo", "dcsr", "dense"]
-ROW_MAJOR = {"csr", "coo", "dcsr", "dense"}  # "dense" stores rows first, so it meets CSC as CSR does
 
 
 def dense(value) -> np.ndarray:
@@ -45,17 +44,9 @@ def tensor(m, fmt: str) -> asp.Tensor:
     return asp.Tensor.from_scipy(m, format=fmt)
 
 
-def mixed_orders(left: str, right: str):
-    """Operands stored in opposite orders meet in one loop order only with a conversion (issue 28's
-    `orders` section); without it the default schedule refuses them."""
-    if (left in ROW_MAJOR) == (right in ROW_MAJOR):
-        return []
-    return [pytest.mark.xfail(raises=asp.ScheduleError, strict=False, reason="mixed storage orders")]
-
-
-def pairs(orders_must_agree: bool):
-    return [pytest.param(a, b, marks=mixed_orders(a, b) if orders_must_agree else [], id=f"{a}-{b}")
-            for a in FORMATS for b in FORMATS]
+def pairs():
+    """Every pair of operand formats: opposite storage orders meet through a conversion (tests/test_orders.py)."""
+    return [pytest.param(a, b, id=f"{a}-{b}") for a in FORMATS for b in FORMATS]
 
 
 def check(result, expected, sparse: bool) -> None:
@@ -70,7 +61,7 @@ ELEMENTWISE = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
 
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE))
-@pytest.mark.parametrize("left, right", pairs(orders_must_agree=True))
+@pytest.mark.parametrize("left, right", pairs())
 def test_elementwise_against_scipy(op, left, right):
     m, n = matrix("random", seed=1), matrix("random", seed=2)
     result = ELEMENTWISE[op](tensor(m, left), tensor(n, right))
@@ -79,7 +70,7 @@ def test_elementwise_against_scipy(op, left, right):
     check(result, expected, sparse=any(sparse_operands) if op == "*" else all(sparse_operands))
 
 
-@pytest.mark.parametrize("left, right", pairs(orders_must_agree=False))
+@pytest.mark.parametrize("left, right", pairs())
 def test_matmul_against_scipy(left, right):
     m, n = matrix("random", (7, 5), seed=3), matrix("random", (5, 6), seed=4)
     check(tensor(m, left) @ tensor(n, right), m @ n, sparse="dense" not in (left, right))
@@ -303,14 +294,11 @@ def test_other_operands_are_left_to_python():
 def test_scipy_operands_on_either_side(kind):
     m, n = matrix("random", seed=27), matrix("random", seed=28)
     s, a = getattr(sp, kind)(n), tensor(m, "csr")
-    try:
-        check(a + s, m + n, sparse=True)
-        check(s + a, m + n, sparse=True)
-        check(s - a, n - m, sparse=True)
-        check(a * s, m.multiply(n), sparse=True)
-        check(s * a, m.multiply(n), sparse=True)  # element-wise: the tensor's meaning, even for scipy matrices
-    except asp.ScheduleError:
-        assert kind == "csc_array"  # CSR against CSC: mixed storage orders, the `orders` section's
+    check(a + s, m + n, sparse=True)
+    check(s + a, m + n, sparse=True)
+    check(s - a, n - m, sparse=True)
+    check(a * s, m.multiply(n), sparse=True)
+    check(s * a, m.multiply(n), sparse=True)  # element-wise: the tensor's meaning, even for scipy matrices
     check(a @ s.T, m @ n.T, sparse=True)
     check(s @ a.T, n @ m.T, sparse=True)
     check(s.T @ a, n.T @ m, sparse=True)

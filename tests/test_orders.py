@@ -138,7 +138,7 @@ def test_unsorted_coordinates_with_duplicates_are_summed():
 ], ids=["csr-csc-spgemm", "csc-csr-spgemm", "csr-csr-spgemm-into-csc", "csr-csr-spgemm", "csr-plus-csc",
         "dcsr-times-dcsc", "transposed-product", "sddmm-csr-d", "spmv-csc-kept", "concordant-kept"])
 def test_the_default_schedule_computes_in_concordant_formats(expression, formats, conversions, cin):
-    kernel = asp.compile(expression, formats=formats)
+    kernel = asp.compile(expression, formats=formats, num_threads=1)  # the sequential default (threads: test_threads)
     assert {name: (str(given), str(chosen)) for name, (given, chosen) in kernel.conversions.items()} == conversions
     assert str(kernel.cin) == cin
 
