@@ -20,8 +20,10 @@ each one call or, under --min-sample seconds (20 ms), the mean of a batch of cal
 long; a peer whose first timed call exceeds --budget seconds is timed by that call alone (the "runs"
 column shows it). Only the call of an already-compiled kernel on already-converted operands is timed,
 allocation of the result included.
-Everything runs serially: BLAS, MKL and numba are held to one thread, and autosparse's default schedule
-has no parallel loop.
+Everything runs serially: BLAS, MKL and numba are held to one thread, and so is autosparse
+(`set_num_threads(1)`: its default schedule then has no parallel loop).
+Ours is also timed as an array user spells it (`A @ x`, `A + B`: role "variant"), and on operands whose
+storage order disagrees with the kernel's (a CSC B, a scipy COO A passed on every call), beside scipy.
 Ratios are peer time / autosparse time: above 1 autosparse is faster.
 """
 
@@ -61,7 +63,8 @@ from autosparse_bench.timing import Mismatch, Timing, compare, interleaved
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when run from one
 DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
-KERNELS = ("spmv", "spmv+z", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "ttv", "ttm", "mttkrp", "compile")
+KERNELS = ("spmv", "spmv+z", "spmspv", "spgemm", "spmm", "sddmm", "add", "multiply", "spgemm-csc", "add-csc",
+           "spmv-coo", "ttv", "ttm", "mttkrp", "compile")
 #: The generated families (autosparse_bench.data): square matrices, then 3-D tensors.
 MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
 TENSOR_FAMILIES = ("uniform", "power-law")
@@ -354,6 +357,8 @@ class Case:
     targets: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # (label, peers, min ratio)
     notes: list[str] = field(default_factory=list)
     schedule: str | None = None  # ours: the default schedule unless a case names one
+    # Ours as an array user spells it (`A @ x`), timed beside the compiled kernel as role "variant".
+    spellings: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
 
 TENSORA_BACKENDS = (("tensora (llvm)", tensora.BackendCompiler.llvm), ("tensora (cffi)", tensora.BackendCompiler.cffi))
@@ -416,7 +421,8 @@ def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference, shifted: 
                      ("SpMV + z ≥ 0.9× Tensora", TENSORA, 0.9)])
     return Case("SpMV", dataset, expression, {"A": "csr", "x": "d", "y": "d"}, operands, check, peers,
                 [("SpMV ≥ 0.95× scipy", ("scipy A @ x",), 0.95), ("SpMV ≥ 0.9× Tensora", TENSORA, 0.9),
-                 ("SpMV ≥ 0.9× C reference", ("C reference",), 0.9)])
+                 ("SpMV ≥ 0.9× C reference", ("C reference",), 0.9)],
+                spellings={"autosparse A @ x": lambda a=operands["A"]: a @ x})
 
 
 def spmspv_case(dataset: str, m: sp.csr_array, rng, mkl, ref: Reference) -> Case:
@@ -451,9 +457,11 @@ def elementwise_case(kernel: str, dataset: str, a: sp.csr_array, b: sp.csr_array
                   csr_check(expected, False)),
              *tensora_peers(expression, {"C": "ds", "A": "ds", "B": "ds"}, {"A": tensora_csr(a), "B": tensora_csr(b)},
                             check)]
-    return Case(kernel, dataset, expression, {"A": "csr", "B": "csr", "C": "csr"},
-                {"A": asp.Tensor.from_scipy(a), "B": asp.Tensor.from_scipy(b)}, check, peers,
-                [(f"{kernel} ≥ 0.9× scipy", (peers[0].name,), 0.9)])
+    ta, tb = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
+    spelled = (lambda: ta + tb) if add else (lambda: ta * tb)
+    return Case(kernel, dataset, expression, {"A": "csr", "B": "csr", "C": "csr"}, {"A": ta, "B": tb}, check, peers,
+                [(f"{kernel} ≥ 0.9× scipy", (peers[0].name,), 0.9)],
+                spellings={f"autosparse A {'+' if add else '*'} B": spelled})
 
 
 def spgemm_case(dataset: str, a: sp.csr_array, b: sp.csr_array, rng, mkl, ref: Reference) -> Case:
@@ -491,10 +499,12 @@ def spgemm_case(dataset: str, a: sp.csr_array, b: sp.csr_array, rng, mkl, ref: R
     peers.append(mkl_peer(mkl, lambda: mkl.dot_product_mkl(a, b), check_any))
     notes = ["Tensora 0.6 has no workspaces, so it has no kernel for CSR × CSR → CSR with rows as the outer "
              "loop (Gustavson needs a scatter into a dense row)."]
+    oa, ob = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
     return Case("SpGEMM", dataset, "C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"},
-                {"A": asp.Tensor.from_scipy(a), "B": asp.Tensor.from_scipy(b)}, check_sorted, peers,
+                {"A": oa, "B": ob}, check_sorted, peers,
                 [("SpGEMM ≥ 0.8× scipy", ("scipy A @ B",), 0.8), ("SpGEMM ≥ 0.9× Tensora", TENSORA, 0.9),
-                 ("SpGEMM ≥ 0.9× C reference", ("C reference",), 0.9)], notes)
+                 ("SpGEMM ≥ 0.9× C reference", ("C reference",), 0.9)], notes,
+                spellings={"autosparse A @ B": lambda: oa @ ob})
 
 
 def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, ref: Reference) -> Case:
@@ -516,9 +526,11 @@ def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, ref: Reference
              mkl_peer(mkl, lambda: mkl.dot_product_mkl(m, b), check),
              *tensora_peers("C(i,j) = A(i,k) * B(k,j)", {"C": "dd", "A": "ds", "B": "dd"}, {"A": tm, "B": tb}, check),
              Peer("C reference", reference, check)]
+    om = asp.Tensor.from_scipy(m)
     return Case("SpMM", dataset, "C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "dense", "C": "dense"},
-                {"A": asp.Tensor.from_scipy(m), "B": asp.Tensor.from_numpy(b)}, check, peers,
-                [("SpMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SpMM ≥ 0.9× C reference", ("C reference",), 0.9)])
+                {"A": om, "B": asp.Tensor.from_numpy(b)}, check, peers,
+                [("SpMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SpMM ≥ 0.9× C reference", ("C reference",), 0.9)],
+                spellings={"autosparse A @ B": lambda: om @ b})
 
 
 def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, ref: Reference) -> Case:
@@ -555,6 +567,40 @@ def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, ref: Reference) -> Ca
                 {"B": asp.Tensor.from_scipy(m), "C": asp.Tensor.from_numpy(c), "D": asp.Tensor.from_numpy(d)},
                 check, peers,
                 [("SDDMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SDDMM ≥ 0.9× C reference", ("C reference",), 0.9)])
+
+
+def spgemm_csc_case(dataset: str, a: sp.csr_array, b: sp.csr_array) -> Case:
+    """C = A B with B stored by columns: the kernel converts the operand whose order disagrees, per call."""
+    b_csc = sp.csc_array(b)
+    expected = data.canonical(a @ b)
+    oa, ob = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b_csc)
+    peers = [Peer("scipy A @ B (B CSC)", lambda: a @ b_csc, csr_check(expected, False))]
+    return Case("SpGEMM CSR×CSC", dataset, "C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csc", "C": "csr"},
+                {"A": oa, "B": ob}, csr_check(expected, True), peers,
+                [("SpGEMM CSR×CSC ≥ 0.8× scipy", ("scipy A @ B (B CSC)",), 0.8)],
+                spellings={"autosparse A @ B": lambda: oa @ ob})
+
+
+def add_csc_case(dataset: str, a: sp.csr_array, b: sp.csr_array) -> Case:
+    """C = A + B with B stored by columns."""
+    b_csc = sp.csc_array(b)
+    expected = data.canonical(a + b)
+    oa, ob = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b_csc)
+    peers = [Peer("scipy A + B (B CSC)", lambda: a + b_csc, csr_check(expected, False))]
+    return Case("Add CSR+CSC", dataset, "C(i,j) = A(i,j) + B(i,j)", {"A": "csr", "B": "csc", "C": "csr"},
+                {"A": oa, "B": ob}, csr_check(expected, True), peers,
+                [("Add CSR+CSC ≥ 0.9× scipy", ("scipy A + B (B CSC)",), 0.9)],
+                spellings={"autosparse A + B": lambda: oa + ob})
+
+
+def spmv_coo_case(dataset: str, m: sp.csr_array, rng) -> Case:
+    """y = A x with A a scipy COO matrix, as `mmread` returns it, passed on every call: the kernel
+    converts it each time, as scipy's `A @ x` does."""
+    coo, x = sp.coo_matrix(m), rng.random(m.shape[1])
+    check = dense_check(m @ x)
+    return Case("SpMV COO operand", dataset, "y(i) = A(i,j) * x(j)", {"A": "csr", "x": "d", "y": "d"},
+                {"A": coo, "x": x}, check, [Peer("scipy A @ x (A COO)", lambda: coo @ x, check)],
+                [("SpMV COO operand ≥ 0.9× scipy", ("scipy A @ x (A COO)",), 0.9)])
 
 
 class Tensor3:
@@ -675,7 +721,10 @@ def matrix_cases(dataset: str, matrix, partner, sizes, wanted, rng, mkl, ref):
              "spmm": lambda: spmm_case(dataset, matrix("spmm"), sizes["spmm_cols"], rng, mkl, ref),
              "sddmm": lambda: sddmm_case(dataset, matrix("sddmm"), sizes["sddmm_k"], rng, ref),
              "add": lambda: elementwise_case("Add", dataset, matrix("add"), partner("add")),
-             "multiply": lambda: elementwise_case("Multiply", dataset, matrix("multiply"), partner("multiply"))}
+             "multiply": lambda: elementwise_case("Multiply", dataset, matrix("multiply"), partner("multiply")),
+             "spgemm-csc": lambda: spgemm_csc_case(dataset, matrix("spgemm"), partner("spgemm")),
+             "add-csc": lambda: add_csc_case(dataset, matrix("add"), partner("add")),
+             "spmv-coo": lambda: spmv_coo_case(dataset, matrix("spmv"), rng)}
     yield from (make for name, make in cases.items() if name in wanted)
 
 
@@ -748,19 +797,22 @@ def all_cases(args, mkl, ref):
 # Timing
 
 def record(records: Records, case: Case, ours: Timing, peers: dict[str, Timing], sources: dict) -> None:
-    """One record per contender of a case: what the report tabulates and plots."""
+    """One record per contender of a case: what the report tabulates and plots (ours spelled as an
+    operator: role "variant")."""
     nnz = max((t.nnz for t in case.operands.values() if isinstance(t, asp.Tensor) and not t.format.is_dense),
               default=0)
     kernel = sources.get(case.kernel)
     for name, timing in {"autosparse": ours, **peers}.items():
-        records.timing(case.kernel, case.dataset, name, timing.seconds, role="ours" if name == "autosparse" else "peer",
+        role = "ours" if name == "autosparse" else "variant" if name in case.spellings else "peer"
+        records.timing(case.kernel, case.dataset, name, timing.seconds, role=role,
                        status=timing.status, detail=timing.detail, nnz=nnz,
                        **({"source": source_hash(kernel)} if name == "autosparse" and kernel else {}))
 
 
 def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]]:
-    """Compile and check ours (its kernel kept in `sources` by kernel name), then time it beside every
-    peer (timing.compare)."""
+    """Compile and check ours (its kernel kept in `sources` by kernel name), then time it, and its
+    operator spellings, beside every peer (timing.compare). The spellings' timings come back with the
+    peers'."""
     ours = Timing()
     contenders = {}
     try:
@@ -769,6 +821,7 @@ def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]
         kernel(**case.operands)  # the first call specialises and compiles (or loads from the cache)
         sources[case.kernel] = kernel
         contenders["autosparse"] = ((lambda: kernel(**case.operands)), case.check)
+        contenders.update((name, (call, case.check)) for name, call in case.spellings.items())
     except Exception as error:
         ours.status, ours.detail = "FAIL", f"{type(error).__name__}: {error}"
         print(f"FAIL autosparse {case.kernel} on {case.dataset}: {ours.detail}", file=sys.stderr)
@@ -783,6 +836,7 @@ def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]
         if ours.status:  # our own result disagreed or our call raised
             ours.status = "FAIL"
     peers = {peer.name: timings.get(peer.name) or Timing(status="n/a", detail=peer.note) for peer in case.peers}
+    peers.update((name, timings.get(name) or Timing(status="FAIL", detail="ours failed")) for name in case.spellings)
     return ours, peers
 
 
@@ -959,6 +1013,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_generated:
         args.matrices, args.tensors = [], []
 
+    asp.set_num_threads(1)
     mkl, mkl_note = load_mkl()
     check_tensora_conversions()
     ref = Reference()
@@ -982,7 +1037,7 @@ def main(argv: list[str] | None = None) -> None:
         label = f"FAIL ({ours.detail})" if ours.status == "FAIL" else ms(ours.seconds)
         if ours.status == "FAIL":
             failures.append(f"{case.kernel} on {case.dataset}: {ours.detail}")
-        for peer in case.peers:
+        for peer in [*case.peers, *(Peer(name, None) for name in case.spellings)]:
             timing = peers[peer.name]
             if timing.status:
                 cells = ["n/a" if timing.status == "n/a" else timing.status, "n/a", "-"]
