@@ -42,6 +42,11 @@ def reference_dense(coords, values, shape, dtype) -> np.ndarray:
     return dense
 
 
+def dense(result) -> np.ndarray:
+    """A result as a numpy array, whether the kernel returned one (a dense result) or a Tensor."""
+    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
+
+
 def make_values(rng: np.random.Generator, count: int, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind == "i":

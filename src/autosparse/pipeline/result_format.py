@@ -8,13 +8,17 @@ A result is sparse when its sparse operands bound its pattern, as Finch and pyda
   CSR × CSR SpGEMM, `A(i,j) * B(i,j)` with B dense, TTV, scaling by a literal);
 - a sum or difference is bounded over an index only when every term is (its pattern is the union: a
   dense term, a literal, or a term that broadcasts over an index it lacks makes that index dense);
-- a scoped or implicit reduction projects the pattern onto the indices it keeps.
+- a scoped or implicit reduction projects the pattern onto the indices it keeps. Where one sparse
+  operand is summed over an index stored above a kept one, the projection is the union of its slices
+  over a whole dimension (SpMV over CSC): stored densely. With two or more sparse factors it is a
+  product's (SpGEMM in any storage order): kept.
 
 Each index of the result takes the level that stores it in a bounding operand: a compressed level of a
 factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to in order (a
 COO operand's non-unique or singleton level, or a hashed one, becomes compressed); a dense level
 otherwise (CSR's rows). The result is sparse when its pattern is bounded over every index and one of
-its levels is compressed; dense otherwise (SpMV over CSR, whose rows are a dense level; MTTKRP; anything
+its levels is compressed, or when it has several indices, each bounded (CSR × CSC, whose columns are
+bounded by B's compressed k below its dense j: the last level is then made compressed); dense otherwise (SpMV over CSR, whose rows are a dense level; MTTKRP; anything
 added to a dense term or a literal). Its mode order is the operands' storage orders merged (stable, ties
 in the result's index order), so the kernel appends concordantly with the default loop order; where the
 operands' orders are cyclic, the result's own index order. A blocked operand (BCSR) makes the result
@@ -39,10 +43,12 @@ from ..notation.ast import IndexVar
 @dataclass(frozen=True, slots=True)
 class _Mode:
     """What the pattern of a subexpression is over one of its indices: `bounded` by sparse operands, and
-    the compressed level of an operand that stores it (None: stored densely)."""
+    the compressed level of an operand that stores it (None: stored densely), below the levels of the
+    indices `above`."""
 
     bounded: bool
     level: Level | None
+    above: frozenset[IndexVar] = frozenset()
 
 
 _UNBOUNDED = _Mode(False, None)
@@ -53,16 +59,18 @@ def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format
     order = len(assignment.lhs.indices)
     if any(isinstance(formats[a.tensor], Layout) for a in accesses(assignment.rhs)):
         return as_format("dense", order)
-    modes = _modes(assignment.rhs, formats)
+    modes = _result_modes(assignment, formats)
     bounded = all(modes.get(index, _UNBOUNDED).bounded for index in assignment.lhs.indices)
+    if not order or not bounded:
+        return as_format("dense", order)
     fmt = _built(assignment, formats, modes)
-    return fmt if order and bounded and not fmt.is_dense else as_format("dense", order)
+    return sparse_result_format(assignment, formats) if fmt.is_dense and order > 1 else fmt
 
 
 def sparse_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
     """The format the rule builds for the result, its last level compressed where the rule makes every
     level dense: the sparse format to suggest in place of a dense result too large for memory."""
-    fmt = _built(assignment, formats, _modes(assignment.rhs, formats))
+    fmt = _built(assignment, formats, _result_modes(assignment, formats))
     if not fmt.is_dense:
         return fmt
     return Format((*fmt.levels[:-1], Compressed()), mode_order=fmt.mode_order)
@@ -77,8 +85,26 @@ def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
     return Format(levels, mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
 
 
+def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
+    """The pattern of the right-hand side over the result's indices, its implicit reductions projected."""
+    return _projected(_modes(assignment.rhs, formats), set(assignment.lhs.indices), assignment.rhs, formats)
+
+
+def _projected(modes: Mapping[IndexVar, _Mode], kept: set[IndexVar], expr,
+               formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
+    """`modes` (of `expr`) summed over the indices not `kept`."""
+    summed = set(modes) - kept
+    whole = len([a for a in accesses(expr) if _is_sparse(formats[a.tensor])]) < 2
+    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else mode
+            for index, mode in modes.items() if index in kept}
+
+
+def _is_sparse(fmt: "Format | Layout") -> bool:
+    return isinstance(fmt, Format) and not fmt.is_dense
+
+
 def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
-    """The pattern of `expr` over each of its free indices."""
+    """The pattern of `expr` over each of its free indices (its scoped sums projected)."""
     if isinstance(expr, notation.Access):
         return _access_modes(expr, formats[expr.tensor])
     if isinstance(expr, notation.Literal):
@@ -86,7 +112,8 @@ def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mo
     if isinstance(expr, notation.Neg):
         return _modes(expr.operand, formats)
     if isinstance(expr, notation.Sum):
-        return {index: mode for index, mode in _modes(expr.body, formats).items() if index != expr.index}
+        body = _modes(expr.body, formats)
+        return _projected(body, set(body) - {expr.index}, expr.body, formats)
     left, right = _modes(expr.left, formats), _modes(expr.right, formats)
     combine = _intersection if isinstance(expr, notation.Mul) else _union
     return {index: combine(left.get(index, _UNBOUNDED), right.get(index, _UNBOUNDED))
@@ -96,18 +123,21 @@ def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mo
 def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[IndexVar, _Mode]:
     if isinstance(fmt, Layout) or fmt.is_dense:
         return {index: _UNBOUNDED for index in access.indices}
-    levels = {mode: level for mode, level in zip(fmt.mode_order, fmt.levels)}
-    return {index: _Mode(True, None if levels[mode].properties.full else levels[mode])
-            for mode, index in enumerate(access.indices)}
+    stored = [access.indices[mode] for mode in fmt.mode_order]
+    return {index: _Mode(True, None if level.properties.full else level, frozenset(stored[:depth]))
+            for depth, (index, level) in enumerate(zip(stored, fmt.levels))}
 
 
 def _intersection(left: _Mode, right: _Mode) -> _Mode:
-    return _Mode(left.bounded or right.bounded, left.level or right.level)
+    stored = left if left.level is not None else right
+    return _Mode(left.bounded or right.bounded, stored.level, stored.above)
 
 
 def _union(left: _Mode, right: _Mode) -> _Mode:
-    bounded = left.bounded and right.bounded
-    return _Mode(bounded, (left.level or right.level) if bounded else None)
+    if not (left.bounded and right.bounded):
+        return _UNBOUNDED
+    stored = left if left.level is not None else right
+    return _Mode(True, stored.level, stored.above)
 
 
 def _appendable(level: Level | None) -> Level:
@@ -124,8 +154,7 @@ def _appendable(level: Level | None) -> Level:
 def _storage_order(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> tuple[IndexVar, ...]:
     """The result's indices in the sparse operands' storage orders merged (a stable topological order,
     ties in the result's index order, then by first appearance), or as written where those are cyclic."""
-    sparse = [a for a in accesses(assignment.rhs)
-              if isinstance(formats[a.tensor], Format) and not formats[a.tensor].is_dense]
+    sparse = [a for a in accesses(assignment.rhs) if _is_sparse(formats[a.tensor])]
     edges = set()
     for access in sparse:
         stored = [access.indices[mode] for mode in formats[access.tensor].mode_order]
