@@ -42,7 +42,7 @@ def reference_dense(coords, values, shape, dtype) -> np.ndarray:
     return dense
 
 
-def dense(result) -> np.ndarray:
+def densified(result) -> np.ndarray:
     """A result as a numpy array, whether the kernel returned one (a dense result) or a Tensor."""
     return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
 
