@@ -192,7 +192,8 @@ class Kernel:
             check_allocation(prod(shape) * value_dtype.itemsize, f"the dense result {result.tensor} of shape {shape}")
         except MemoryLimitError as error:
             sparse = sparse_result_format(self.assignment, self.formats)
-            raise MemoryLimitError(f"{error}; pass format={sparse.name or str(sparse)!r} for a sparse result") from None
+            spelling = sparse.name if sparse.name and sparse.order > 1 else str(sparse)
+            raise MemoryLimitError(f"{error}; pass format={spelling!r} for a sparse result") from None
 
     def _deliver(self, outcome):
         tensor, self.counts = outcome
