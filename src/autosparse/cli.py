@@ -152,6 +152,7 @@ def _demo_kernels(name: str, tensor: Tensor) -> None:
         start = time.perf_counter()
         result = evaluate(expression, format=fmt, **operands)
         elapsed = 1e3 * (time.perf_counter() - start)
+        result = result if isinstance(result, Tensor) else Tensor.from_numpy(result)  # a dense result is an array
         same = np.allclose(result.to_numpy(), expected(), rtol=1e-9, atol=1e-12)
         click.echo(f"{name:28} {expression:>38} {result.nnz:>9,}  {fmt:8} {elapsed:7.1f}  "
                    f"{'ok' if same else 'MISMATCH'}")
@@ -226,6 +227,7 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     for name, tensor in operands.items():
         chosen.setdefault(name, str(tensor.format))
     result = compile_kernel(expression, chosen)(**operands)
+    result = Tensor.from_numpy(result) if isinstance(result, np.ndarray) else result  # a dense result is an array
     if not isinstance(result, Tensor):
         click.echo(result)
     elif output is None:
