@@ -22,7 +22,9 @@ bounded by B's compressed k below its dense j: the last level is then made compr
 added to a dense term or a literal). Its mode order is the operands' storage orders merged (stable, ties
 in the result's index order), so the kernel appends concordantly with the default loop order; where the
 operands' orders are cyclic, the result's own index order. A blocked operand (BCSR) makes the result
-dense: its products' rows arrive block column by block column.
+dense: its products' rows arrive block column by block column; so does an operand whose sparse levels
+are not in increasing order (unsorted, decreasing or hashed), which a kernel walks out of the order it
+appends in.
 
     CSR × CSR -> csr     CSR + CSR -> csr     DCSR × DCSR -> dcsr    CSC × CSC -> csc
     CSR + CSC -> dcsr    sss tensor × c(k) over k -> ss      SpMV over CSR -> dense, over DCSR -> "s"
@@ -57,7 +59,8 @@ _UNBOUNDED = _Mode(False, None)
 def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
     """The result's format by the rule of the module docstring (`formats` holds every operand's)."""
     order = len(assignment.lhs.indices)
-    if any(isinstance(formats[a.tensor], Layout) for a in accesses(assignment.rhs)):
+    reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
+    if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
         return as_format("dense", order)
     modes = _result_modes(assignment, formats)
     bounded = all(modes.get(index, _UNBOUNDED).bounded for index in assignment.lhs.indices)
@@ -142,13 +145,19 @@ def _union(left: _Mode, right: _Mode) -> _Mode:
 
 def _appendable(level: Level | None) -> Level:
     """The operand's compressed level where the kernel can append to it as it is, else a compressed one
-    (for a non-unique, singleton or hashed level); a dense one for an index stored densely."""
+    (for a non-unique or singleton level); a dense one for an index stored densely."""
     if level is None:
         return Dense()
     properties = level.properties
     if Capability.APPEND in level.capabilities and properties.unique and not properties.branchless:
         return level
     return Compressed()
+
+
+def _in_increasing_order(fmt: "Format | Layout") -> bool:
+    """Whether every sparse level of `fmt` holds its siblings in increasing order, the only order a
+    kernel appends a sparse result in."""
+    return all(level.properties.full or level.properties.ordered for level in fmt.levels)
 
 
 def _storage_order(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> tuple[IndexVar, ...]:
