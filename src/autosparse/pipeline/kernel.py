@@ -232,9 +232,13 @@ def _is_dense(fmt: "Format | Layout") -> bool:
 def dense_array(tensor: Tensor) -> np.ndarray:
     """A dense Tensor's values as a writeable numpy array with the tensor's axes, without a copy: a view
     of the buffer the kernel filled (transposed where the format stores the modes in another order). The
-    Tensor is not to be used afterwards: its values are the caller's now."""
+    Tensor is not to be used afterwards: its values are the caller's now. Values in memory numpy may not
+    write (a result that travelled from a Dask worker) are copied."""
     fmt, vals = tensor.format, tensor.vals
-    vals.flags.writeable = True
+    try:
+        vals.flags.writeable = True
+    except ValueError:
+        vals = vals.copy()
     stored = vals.reshape(tuple(tensor.shape[mode] for mode in fmt.mode_order))
     return stored.transpose(np.argsort(fmt.mode_order)) if fmt.mode_order != tuple(range(fmt.order)) else stored
 
