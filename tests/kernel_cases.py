@@ -417,7 +417,8 @@ def check_result(result, expected: np.ndarray, scale: np.ndarray, dtype, out_for
         assert isinstance(result, (int, float, complex)), type(result)
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)
         return
-    if asp.Format(out_format or "dense", order=expected.ndim).is_dense and (out_format or isinstance(result, np.ndarray)):
+    dense_format = asp.Format(out_format or "dense", order=expected.ndim).is_dense
+    if dense_format and (out_format or isinstance(result, np.ndarray)):
         assert isinstance(result, np.ndarray), type(result)  # a dense result is an array, not a copy
         assert result.shape == expected.shape and result.dtype == np.dtype(dtype), (result.shape, result.dtype)
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)

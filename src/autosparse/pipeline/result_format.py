@@ -5,7 +5,8 @@ A result is sparse when its sparse operands bound its pattern, as Finch and pyda
 - a sparse operand bounds the pattern over all of its indices; a dense operand, a literal or a scalar
   bounds nothing;
 - a product is bounded over an index when any factor is (its pattern is the intersection of theirs:
-  CSR × CSR SpGEMM, `A(i,j) * B(i,j)` with B dense, TTV, scaling by a literal);
+  CSR × CSR SpGEMM, `A(i,j) * B(i,j)` with B dense, TTV, scaling by a literal); so is any other binary
+  operation that is not a sum (a quotient by a dense operand or a scalar keeps its numerator's pattern);
 - a sum or difference is bounded over an index only when every term is (its pattern is the union: a
   dense term, a literal, or a term that broadcasts over an index it lacks makes that index dense);
 - a scoped or implicit reduction projects the pattern onto the indices it keeps. Where one sparse
@@ -14,20 +15,24 @@ A result is sparse when its sparse operands bound its pattern, as Finch and pyda
   product's (SpGEMM in any storage order): kept.
 
 Each index of the result takes the level that stores it in a bounding operand: a compressed level of a
-factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to in order (a
-COO operand's non-unique or singleton level, or a hashed one, becomes compressed); a dense level
-otherwise (CSR's rows). The result is sparse when its pattern is bounded over every index and one of
-its levels is compressed, or when it has several indices, each bounded (CSR × CSC, whose columns are
-bounded by B's compressed k below its dense j: the last level is then made compressed); dense otherwise (SpMV over CSR, whose rows are a dense level; MTTKRP; anything
-added to a dense term or a literal). Its mode order is the operands' storage orders merged (stable, ties
-in the result's index order), so the kernel appends concordantly with the default loop order; where the
-operands' orders are cyclic, the result's own index order. A blocked operand (BCSR) makes the result
-dense: its products' rows arrive block column by block column; so does an operand whose sparse levels
-are not in increasing order (unsorted, decreasing or hashed), which a kernel walks out of the order it
-appends in.
+factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to (a COO
+operand's non-unique or singleton level becomes compressed); a dense level otherwise (CSR's rows).
+
+The result is sparse when its pattern is bounded over every index and one of its levels is compressed,
+or when it has several indices, each bounded, though stored densely in every operand (CSR × CSC, whose
+columns are bounded by B's compressed k below its dense j): then its last level is made compressed.
+It is dense otherwise: SpMV over CSR (whose rows are a dense level), MTTKRP, anything added to a dense
+term or a literal. So is it when an operand is blocked (BCSR: its products' rows arrive block column by
+block column) or has sparse levels out of increasing order (unsorted, decreasing or hashed), which a
+kernel walks out of the order it appends in.
+
+Its mode order is the operands' storage orders merged (stable, ties in the result's index order), so
+the kernel appends concordantly with the default loop order; where the operands' orders are cyclic,
+the result's own index order.
 
     CSR × CSR -> csr     CSR + CSR -> csr     DCSR × DCSR -> dcsr    CSC × CSC -> csc
-    CSR + CSC -> dcsr    sss tensor × c(k) over k -> ss      SpMV over CSR -> dense, over DCSR -> "s"
+    CSR + CSC -> dcsr    CSR × CSC -> csr     COO × COO -> dcsr      sss tensor × c(k) over k -> ss
+    SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
 """
 
 from __future__ import annotations
@@ -118,7 +123,7 @@ def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mo
         body = _modes(expr.body, formats)
         return _projected(body, set(body) - {expr.index}, expr.body, formats)
     left, right = _modes(expr.left, formats), _modes(expr.right, formats)
-    combine = _intersection if isinstance(expr, notation.Mul) else _union
+    combine = _union if isinstance(expr, (notation.Add, notation.Sub)) else _intersection
     return {index: combine(left.get(index, _UNBOUNDED), right.get(index, _UNBOUNDED))
             for index in dict.fromkeys((*left, *right))}
 
