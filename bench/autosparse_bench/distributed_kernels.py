@@ -165,7 +165,7 @@ def _join_seconds(expression: str, fmt: str, local, operands: dict) -> float:
     from .timing import seconds_of
 
     plan = prepare(expression, fmt, parts=2, **operands).plan
-    parts = [local(**{**operands, **plan.chunk_operands(k, operands)}) for k in range(plan.chunks)]
+    parts = [local.compute(**{**operands, **plan.chunk_operands(k, operands)}) for k in range(plan.chunks)]  # tensors
     return min(seconds_of(lambda: join(parts, plan.result_mode)) for _ in range(3))
 
 
