@@ -417,6 +417,12 @@ def check_result(result, expected: np.ndarray, scale: np.ndarray, dtype, out_for
         assert isinstance(result, (int, float, complex)), type(result)
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)
         return
+    dense_format = asp.Format(out_format or "dense", order=expected.ndim).is_dense
+    if dense_format and (out_format or isinstance(result, np.ndarray)):
+        assert isinstance(result, np.ndarray), type(result)  # a dense result is an array, not a copy
+        assert result.shape == expected.shape and result.dtype == np.dtype(dtype), (result.shape, result.dtype)
+        np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)
+        return
     assert isinstance(result, asp.Tensor), type(result)
     assert result.shape == expected.shape
     if out_format is not None:
@@ -451,7 +457,7 @@ def run_differential(expression: str, formats: Mapping[str, str], case: str, val
     result_dtype = np.result_type(*(inputs.arrays[n].dtype for n in statement.operands), *literals)
     sparse = [n for n, i in statement.operands.items() if i and not asp.Format(formats.get(n, "dense"),
                                                                                order=len(i)).is_dense]
-    check_result(result, expected, scale, result_dtype, formats.get(statement.lhs.name, "dense"),
+    check_result(result, expected, scale, result_dtype, formats.get(statement.lhs.name, kernel.result_format),
                  np.dtype(index_dtype) if sparse else None)
     return result
 

@@ -34,7 +34,7 @@ DEFAULT_SCHEDULES = [
     ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"},
      "∀i where(∀j C(i,j) = w(j), ∀k ∀j w(j) += A(i,k) * B(k,j))"),
     ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csc", "C": "csr"}, "∀i ∀j ∀k C(i,j) += A(i,k) * B(k,j)"),
-    ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr"}, "∀i ∀k ∀j C(i,j) += A(i,k) * B(k,j)"),
+    ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "dense"}, "∀i ∀k ∀j C(i,j) += A(i,k) * B(k,j)"),
     ("C(i,j) = A(i,k) * B(k,j)", {"A": "csc", "B": "csr", "C": "csr"},
      "where(∀i ∀j C(i,j) = w(i,j), ∀k ∀i ∀j w(i,j) += A(i,k) * B(k,j))"),
     ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csc"},

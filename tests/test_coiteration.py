@@ -347,7 +347,7 @@ def test_random_vectors_and_strategies(n, seed, strategy, fa, fb, op, who):
     rng = np.random.default_rng(seed)
     (ca, va), (cb, vb) = _vector(rng, n, rng.random()), _vector(rng, n, rng.random())
     schedule = f"coiterate(i, {strategy}{f', {who}' if who else ''})"
-    kernel = _compile_or_refuse(f"z(i) = a(i) {op} b(i)", {"a": fa, "b": fb}, schedule)
+    kernel = _compile_or_refuse(f"z(i) = a(i) {op} b(i)", {"a": fa, "b": fb, "z": "dense"}, schedule)
     if kernel is None:
         assert 0 in (ORDERS[fa], ORDERS[fb]) or ORDERS[fa] != ORDERS[fb]  # sorted alike: every strategy runs
         return

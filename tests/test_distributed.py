@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import autosparse as asp
+from conftest import densified
 from autosparse.distributed import Partitioned, Resident, evaluate_planned, partition
 from autosparse.distributed.evaluate import INLINE_BYTES
 from autosparse.tensor.slicing import cut
@@ -46,6 +47,12 @@ def _tensor(shape, density, seed, fmt="sss"):
     return asp.Tensor.from_coo(coords, rng.random(count), shape, format=fmt)
 
 
+def _kind(result) -> tuple:
+    """What a distributed result must share with the local one: its type, format (a dense one is an
+    array) and shape."""
+    return type(result), getattr(result, "format", None), result.shape
+
+
 def _chunk_tasks(client, run):
     """The chunk tasks a run put on the cluster."""
     with distributed.get_task_stream(client) as stream:
@@ -75,8 +82,8 @@ def test_kernels_equal_the_single_process_result(client, name):
     result, plan, tasks = _chunk_tasks(client, lambda: evaluate_planned(expression, client, fmt, **operands))
     assert plan.chunks >= WORKERS
     assert len(tasks) == plan.chunks  # one task per chunk
-    assert result.format == local.format and result.shape == local.shape
-    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12, atol=1e-12)
+    assert _kind(result) == _kind(local)
+    np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("schedule", [None, "auto"])
@@ -85,7 +92,7 @@ def test_partitioned_operands_and_schedules(client, schedule):
     local = asp.evaluate("C(i,j) = A(i,k) * B(k,j)", format="csr", A=a, B=b)
     result, plan = evaluate_planned("C(i,j) = A(i,k) * B(k,j)", client, "csr", schedule, A=partition(a, 5), B=b)
     assert plan.chunks == 5
-    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12)
 
 
 def test_chunks_in_files_are_read_by_the_workers(client, tmp_path):
@@ -97,7 +104,7 @@ def test_chunks_in_files_are_read_by_the_workers(client, tmp_path):
     chunks = Partitioned.from_directory(tmp_path, format="sss")
     result, plan = evaluate_planned("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", client, B=chunks, C=c, D=d)
     assert plan.bounds == (0, 20, 21, 50)
-    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12)
 
 
 def test_persisted_chunks_stay_on_the_workers(client):
@@ -107,7 +114,7 @@ def test_persisted_chunks_stay_on_the_workers(client):
     for seed in (1, 2):  # the second call ships x alone
         x = np.random.default_rng(seed).random(300)
         result, plan = evaluate_planned("y(i) = A(i,j) * x(j)", client, A=held, x=x)
-        np.testing.assert_allclose(result.to_numpy(), a.to_numpy() @ x, rtol=1e-12)
+        np.testing.assert_allclose(densified(result), densified(a) @ x, rtol=1e-12)
     assert plan.chunks == 4
     np.testing.assert_array_equal(held.gather().to_numpy(), a.to_numpy())
 
@@ -122,7 +129,7 @@ def test_results_left_on_the_workers_feed_the_next_evaluation(client):
     z, plan = evaluate_planned("z(i) = A(i,j) * y(j)", client, A=held, y=y)  # y joined on a worker
     assert plan.broadcast == ("y",)
     expected = a.to_numpy() @ (a.to_numpy() @ x)
-    np.testing.assert_allclose(z.to_numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(densified(z), expected, rtol=1e-12)
     np.testing.assert_allclose(y.gather().to_numpy(), a.to_numpy() @ x, rtol=1e-12)
     c = asp.distributed.evaluate("C(j,k) = A(i,j) * A(i,k)", client, "ds~", index="i", parts=3, A=a, gather=False)
     assert len(c.chunks) == 1 and c.format == asp.Format("ds~")  # a sum is one chunk, in the format asked
@@ -135,7 +142,7 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     local = asp.evaluate("C(j,k) = A(i,j) * A(i,k)", format="csr", A=a)
     result, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "csr", parts=5, index="i", A=a)
     assert plan.combine.value == "sum" and plan.chunks == 5
-    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12)
     x = rng.random(1000)
     dot, _ = evaluate_planned("s() = a(i) * b(i)", client, parts=4, a=x, b=x)
     assert dot == pytest.approx(float(x @ x), rel=1e-12)
@@ -145,7 +152,7 @@ def test_contractions_over_the_split_index_add_up_in_a_tree(client):
     assert plan.chunks == 1 and once == pytest.approx(float(x.sum() + 2), rel=1e-12)
     unordered, plan = evaluate_planned("C(j,k) = A(i,j) * A(i,k)", client, "ds~", parts=3, index="i", A=a)
     assert plan.chunks == 3 and unordered.format == asp.Format("ds~")
-    np.testing.assert_allclose(unordered.to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(unordered), densified(local), rtol=1e-12)
 
 
 def test_scoped_sums_on_the_cluster(client):
@@ -155,7 +162,7 @@ def test_scoped_sums_on_the_cluster(client):
     expected = a.to_scipy() @ x + z
     result, plan = evaluate_planned("y(i) = A(i,j) * x(j) + z(i)", client, "dense", A=a, x=x, z=z)
     assert plan.index.name == "i"
-    np.testing.assert_allclose(result.to_numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(densified(result), expected, rtol=1e-12)
     with pytest.raises(asp.AutosparseError, match="summed over part of it"):
         evaluate_planned("y(i) = A(i,j) * x(j) + z(i)", client, "dense", index="j", A=a, x=x, z=z)
 
@@ -165,17 +172,17 @@ def test_a_tensor_read_two_ways_squares_on_the_cluster(client):
     local = asp.evaluate("C(i,j) = A(i,k) * A(k,j)", format="csr", A=a)
     result, plan = evaluate_planned("C(i,j) = A(i,k) * A(k,j)", client, "csr", A=a)
     assert plan.chunks == WORKERS and plan.broadcast == ("A1",)
-    np.testing.assert_allclose(result.to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12)
 
 
 def test_empty_and_single_row_inputs(client):
     empty = asp.Tensor.from_coo(np.zeros((2, 0), int), [], (5, 4), format="csr")
     result, _ = evaluate_planned("y(i) = A(i,j) * x(j)", client, A=empty, x=np.ones(4))
-    np.testing.assert_array_equal(result.to_numpy(), np.zeros(5))
+    np.testing.assert_array_equal(densified(result), np.zeros(5))
     one = _csr(1, 6, 0.9, 11)
     result, plan = evaluate_planned("C(i,j) = A(i,k) * B(k,j)", client, "csr", A=one, B=_csr(6, 3, 0.9, 12))
     assert plan.chunks == 1  # one row cannot be cut in two
-    np.testing.assert_allclose(result.to_numpy(), one.to_numpy() @ _csr(6, 3, 0.9, 12).to_numpy())
+    np.testing.assert_allclose(densified(result), densified(one) @ densified(_csr(6, 3, 0.9, 12)))
 
 
 def test_each_worker_builds_a_kernel_once(client):
@@ -236,7 +243,7 @@ def test_a_worker_killed_mid_run_does_not_change_the_answer(client):
         thread.join(120)
         client.unregister_worker_plugin("stall")
     assert not thread.is_alive() and "result" in outcome
-    np.testing.assert_allclose(outcome["result"].to_numpy(), local.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(densified(outcome["result"]), densified(local), rtol=1e-12)
     client.wait_for_workers(WORKERS, timeout=60)
 
 
@@ -270,8 +277,8 @@ def test_random_expressions_match_numpy_or_refuse_as_locally(client, problem, pa
     atol *= max(1.0, float(np.max(reference(statement, arrays, extents, magnitude=True), initial=0.0)))
     expected = reference(statement, arrays, extents)
     if statement.lhs.indices:
-        assert result.format == local.format and result.shape == local.shape
-        np.testing.assert_allclose(result.to_numpy(), expected, rtol=rtol, atol=atol, err_msg=expression)
+        assert _kind(result) == _kind(local)
+        np.testing.assert_allclose(densified(result), expected, rtol=rtol, atol=atol, err_msg=expression)
     else:
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol, err_msg=expression)
     event(f"matched, {plan.combine.value if plan.index else 'whole'} of {plan.chunks}")
@@ -296,3 +303,14 @@ def test_zero_parts_is_an_error_not_the_default(client):
         evaluate_planned("y(i) = A(i,j) * x(j)", client, parts=0, A=_csr(10, 10, 0.3, 1), x=np.ones(10))
     _, plan = evaluate_planned("y(i) = A(i,j) * x(j)", client, parts=None, A=_csr(10, 10, 0.3, 1), x=np.ones(10))
     assert plan.chunks == WORKERS
+
+
+def test_a_result_format_left_out_is_inferred_as_locally(client):
+    a, b = _csr(120, 100, 0.05, 31), _csr(100, 90, 0.05, 32)
+    C, _ = evaluate_planned("C(i,j) = A(i,k) * B(k,j)", client, A=partition(a, 3), B=b)
+    assert type(C) is asp.Tensor and C.format == asp.Format("csr")  # as asp.evaluate infers it
+    np.testing.assert_allclose(C.to_numpy(), a.to_numpy() @ b.to_numpy(), rtol=1e-12)
+    x = rng.random(100)
+    y, _ = evaluate_planned("y(i) = A(i,j) * x(j)", client, A=partition(a, 3), x=x)
+    assert type(y) is np.ndarray and y.flags.writeable  # a dense result is an array
+    np.testing.assert_allclose(y, a.to_numpy() @ x, rtol=1e-12)

@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
+from conftest import densified
 from autosparse.config import MAX_THREADS
 from autosparse.cin import parse_cin
 from autosparse.cin.ast import MAX_UNROLL
@@ -67,7 +68,7 @@ LITERALS = [
 def test_literal_computes_what_numpy_computes(expression, dtype, value):
     a = _operand(dtype)
     expected = _numpy(expression, a, value)
-    result = asp.Kernel(_with_literal(expression, value))(a=a).to_numpy()
+    result = densified(asp.Kernel(_with_literal(expression, value))(a=a))
     assert result.dtype == expected.dtype
     np.testing.assert_array_equal(result, expected)
 
@@ -75,7 +76,7 @@ def test_literal_computes_what_numpy_computes(expression, dtype, value):
 def test_a_literal_beyond_int64_in_the_text_is_the_double_numpy_uses():
     """`99999999999999999999999 * x(i)` is 1e23 · x (pasted unchecked it was 2.0e17 · x)."""
     x = np.array([1.0, -2.0, 3.0])
-    result = asp.evaluate("y(i) = 99999999999999999999999 * x(i)", x=x).to_numpy()
+    result = densified(asp.evaluate("y(i) = 99999999999999999999999 * x(i)", x=x))
     np.testing.assert_array_equal(result, 99999999999999999999999 * x)
 
 
@@ -115,7 +116,7 @@ def test_int64_elementwise_overflow_wraps_like_numpy():
     a = np.array([INT64_MAX, INT64_MIN, 2**62, -7], dtype=np.int64)
     b = np.array([2, -1, 4, 3], dtype=np.int64)
     c = np.array([INT64_MIN, 1, -1, INT64_MAX], dtype=np.int64)
-    result = asp.evaluate("y(i) = -a(i) * b(i) - c(i)", a=a, b=b, c=c).to_numpy()
+    result = densified(asp.evaluate("y(i) = -a(i) * b(i) - c(i)", a=a, b=b, c=c))
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(result, -a * b - c)
 
@@ -131,7 +132,7 @@ def test_int64_overflow_is_defined_behaviour_in_every_kernel_build(openmp, sanit
 def test_int64_sparse_reduction_overflow_wraps_like_numpy():
     dense = np.array([[INT64_MAX, 0, 2**62], [0, INT64_MIN, 0], [3, 5, INT64_MAX]], dtype=np.int64)
     x = np.array([3, -2, 4], dtype=np.int64)
-    y = asp.evaluate(SPMV, A=sp.csr_array(dense), x=x).to_numpy()
+    y = densified(asp.evaluate(SPMV, A=sp.csr_array(dense), x=x))
     np.testing.assert_array_equal(y, dense @ x)
     total = asp.evaluate("s() = a(i) * b(i)", a=dense.ravel(), b=np.repeat(x, 3))
     assert total == int(np.sum(dense.ravel() * np.repeat(x, 3)))
@@ -159,7 +160,7 @@ def test_schedule_integer_at_the_limit_computes_spmv(schedule):
     """The tile count ⌈N / s⌉ must not overflow for s near 2⁶³ (N + s - 1 would)."""
     matrix = sp.random(5, 4, density=0.5, format="csr", random_state=3)
     x = np.arange(1.0, 5.0)
-    y = asp.compile(SPMV, {"A": "csr"}, schedule=schedule)(A=matrix, x=x).to_numpy()
+    y = densified(asp.compile(SPMV, {"A": "csr"}, schedule=schedule)(A=matrix, x=x))
     np.testing.assert_allclose(y, matrix @ x)
 
 
@@ -192,4 +193,4 @@ def test_num_threads_in_range_run(threads):
     x = np.ones(30)
     kernel = asp.compile(SPMV, {"A": "csr"}, schedule="parallelize(i, cpu_thread, no_races)", num_threads=threads)
     assert f"num_threads({int(threads)})" in kernel.source
-    np.testing.assert_allclose(kernel(A=matrix, x=x).to_numpy(), matrix @ x)
+    np.testing.assert_allclose(densified(kernel(A=matrix, x=x)), matrix @ x)

@@ -17,8 +17,6 @@ import scipy.sparse
 
 from . import __version__, io
 from .errors import AutosparseError
-from .format import as_format
-from .notation import Access, Add, Mul, Neg, Sub, Sum
 from .tensor import Tensor
 
 DEFAULT_DATA = Path(os.environ.get("AUTOSPARSE_DATA", "../shared/data"))
@@ -323,40 +321,12 @@ def run(expression: str, inputs: tuple[str, ...], formats: tuple[str, ...], outp
     for name, tensor in operands.items():
         chosen.setdefault(name, str(tensor.format))
     name = assignment.lhs.tensor
-    if name not in chosen and assignment.lhs.indices:
-        chosen[name] = _result_format(assignment, chosen)
-    result = compile_kernel(expression, chosen)(**operands)
+    result = compile_kernel(expression, chosen)(**operands)  # the result's format inferred when not given
     if output is None:
         _print_result(result)
         return
     io.write(output, Tensor.from_numpy(result) if isinstance(result, np.ndarray) else result)
     click.echo(f"wrote {name} {result.shape} with {_stored(result):,} entries to {output}")
-
-
-def _result_format(assignment, formats: dict[str, str]) -> str:
-    """The result's format when none is given: sparse (a compressed vector, CSR, or CSF) when sparse
-    operands bound its pattern along every index, else dense -- the rule `evaluate` documents for an
-    omitted format."""
-    order = len(assignment.lhs.indices)
-    if not set(assignment.lhs.indices) <= _sparse_bound(assignment.rhs, formats):
-        return "d" * order
-    return {1: "s", 2: "csr"}.get(order, "s" * order)
-
-
-def _sparse_bound(expr, formats: dict[str, str]) -> frozenset:
-    """The indices along which `expr` is zero wherever its sparse operands hold no entry: a sparse
-    access's indices, the union over a product's factors (SpGEMM's i from A, j from B), the intersection
-    over a sum's terms; none for a dense access or a literal."""
-    match expr:
-        case Access(tensor=name, indices=used):
-            return frozenset() if as_format(formats.get(name, "dense"), len(used)).is_dense else frozenset(used)
-        case Mul(left=left, right=right):
-            return _sparse_bound(left, formats) | _sparse_bound(right, formats)
-        case Add(left=left, right=right) | Sub(left=left, right=right):
-            return _sparse_bound(left, formats) & _sparse_bound(right, formats)
-        case Neg(operand=operand) | Sum(body=operand):
-            return _sparse_bound(operand, formats)
-    return frozenset()  # a literal, or anything else: no pattern bounds it
 
 
 def _print_result(result) -> None:

@@ -5,58 +5,97 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..errors import AutosparseError, ParseError
 from ..format import Format
-from ..errors import ParseError
-from ..notation import accesses, einsum_assignment, operand_name
+from ..notation import Assignment, accesses, einsum_assignment, operand_name
+from ..pipeline.conversions import stored_entries
+from ..pipeline.operands import as_assignment, infer_format
+from ..pipeline.result_format import inferred_result_format
 from ..tensor.operations import install as install_array_operations
 from .arrays import ArrayOperations
 from .auto import autoschedule, chosen_schedule
 from .kernel import Kernel
-from ..pipeline.conversions import stored_entries
-from ..pipeline.operands import as_assignment, infer_format
+
+#: evaluate's parameters: an operand of the expression with one of these names is passed in `operands=`.
+OPTIONS = ("format", "schedule", "instrument", "model", "num_threads", "operands")
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
             num_threads: int | None = None, instrument: bool = False) -> Kernel:
-    """A kernel for `expression` with each tensor in `formats` (dense where not given). With
-    `instrument=True` each call records its loops' iteration counts in `kernel.counts`."""
+    """A kernel for `expression` with each tensor in `formats`: operands dense where not given; the
+    result, where not given, in the format inferred from the operands' (as `evaluate` infers it; dense
+    under CIN written by hand), which `kernel.formats` shows. With `instrument=True` each call records
+    its loops' iteration counts in `kernel.counts`."""
     return Kernel(expression, formats, schedule, num_threads, instrument)
 
 
-def evaluate(expression: str, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
-             model: str = "asymptotic", **operands):
-    """Compute `expression` from the operands (Tensors keep their formats; arrays are dense, scipy
-    matrices CSR or CSC). The result is a Tensor in `format` (dense by default), or a number for order 0.
-    `schedule="auto"` runs the autoscheduler `model` ("asymptotic" or "sparseauto") and selects a
-    candidate for these operands, each of its loops co-iterating as `coiterate(i, auto)` chooses."""
+def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
+             model: str = "asymptotic", num_threads: int | None = None,
+             operands: "Mapping[str, object] | None" = None, **named):
+    """Compute `expression` from the operands, by keyword or in the mapping `operands` (needed for an
+    operand named like one of the parameters, `OPTIONS`). Tensors keep their formats; arrays are dense,
+    scipy matrices CSR or CSC. Without `format`, the result's is inferred from the operands' (sparse
+    where sparse operands bound its pattern: pipeline/result_format.py). A dense result is a numpy array
+    (no copy), a sparse one a Tensor, an order-0 one a Python number. `schedule="auto"` runs the
+    autoscheduler `model` ("asymptotic" or "sparseauto") and selects a candidate for these operands, each
+    of its loops co-iterating as `coiterate(i, auto)` chooses. `num_threads` caps the kernel's threads."""
     assignment = as_assignment(expression)
-    formats = _operand_formats(assignment, operands)
-    if format is not None:
-        formats[assignment.lhs.tensor] = format
+    operands = _operands(assignment, operands, named)
+    formats = _formats(assignment, operands, format)
     if isinstance(schedule, str) and schedule.strip() == "auto":
         schedule = chosen_schedule(assignment, formats, operands, model)
-        return Kernel(assignment, formats, schedule, instrument=instrument, coiteration="auto")(**operands)
-    return Kernel(assignment, formats, schedule, instrument=instrument, stored=stored_entries(operands))(**operands)
+        return Kernel(assignment, formats, schedule, num_threads, instrument, coiteration="auto")(**operands)
+    return Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored_entries(operands))(**operands)
 
 
-def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None):
-    """numpy.einsum's spelling: `einsum("ij,jk->ik", A, B)`."""
+def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None,
+           num_threads: int | None = None):
+    """numpy.einsum's spelling: `einsum("ij,jk->ik", A, B)`; the result as `evaluate` gives it."""
     if not isinstance(subscripts, str):
         raise ParseError(f"Expected einsum subscripts as text, such as 'ij,jk->ik', but found "
                          f"{type(subscripts).__name__}", f"{subscripts!r:.80}", 1)
     assignment = einsum_assignment(subscripts, [tuple(getattr(value, "shape", ())) for value in operands])
     named = {operand_name(k): value for k, value in enumerate(operands)}
-    formats = _operand_formats(assignment, named)
-    if format is not None:
-        formats[assignment.lhs.tensor] = format
-    return Kernel(assignment, formats, schedule, stored=stored_entries(named))(**named)
+    return Kernel(assignment, _formats(assignment, named, format), schedule, num_threads,
+                  stored=stored_entries(named))(**named)
 
 
-def _operand_formats(assignment, operands) -> dict:
+def _operands(assignment: Assignment, mapping: "Mapping[str, object] | None", named: Mapping[str, object]) -> dict:
+    """The operands by name, from the mapping and the keywords, checked against the expression's: an
+    operand named like an option must come in the mapping (as a keyword it is taken for the option)."""
+    expected = sorted({a.tensor for a in accesses(assignment.rhs)})
+    mapping = {} if mapping is None else mapping
+    if not isinstance(mapping, Mapping):
+        raise AutosparseError(f"Expected operands= to map the operands' names to their values, but found "
+                              f"{type(mapping).__name__}")
+    clashes = sorted(set(expected) & set(OPTIONS) - set(mapping))
+    if clashes:
+        given = ", ".join(f"{name!r}: ..." for name in clashes)
+        raise AutosparseError(f"The operand(s) {clashes} of {assignment} share their names with evaluate's "
+                              f"options: pass them as operands={{{given}}}")
+    twice = sorted(set(mapping) & set(named))
+    if twice:
+        raise AutosparseError(f"Expected each operand once, but {twice} came both in operands= and as keywords")
+    operands = {**mapping, **named}
+    unknown = sorted(set(operands) - set(expected))
+    if unknown:
+        raise AutosparseError(f"Expected the operands {expected} of {assignment}, but found {unknown} too "
+                              f"(not an option of evaluate nor an operand)")
+    return operands
+
+
+def _formats(assignment: Assignment, operands: Mapping[str, object], format: "str | Format | None") -> dict:
+    """Every tensor's format: the operands' own, the result's as given or inferred from theirs."""
     orders = {a.tensor: len(a.indices) for a in accesses(assignment.rhs)}
-    return {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
+    formats = {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
+    result = assignment.lhs.tensor
+    if format is not None:
+        formats[result] = format
+    elif result not in formats and formats.keys() == orders.keys():
+        formats[result] = inferred_result_format(assignment, formats)
+    return formats
 
 
 install_array_operations(ArrayOperations(evaluate))  # Tensor's operators: one kernel each, through evaluate
 
-__all__ = ["Kernel", "autoschedule", "compile", "einsum", "evaluate"]
+__all__ = ["OPTIONS", "Kernel", "autoschedule", "compile", "einsum", "evaluate"]

@@ -20,7 +20,9 @@ import numpy as np
 from ..api import Kernel
 from ..api.auto import chosen
 from ..api.kernel import unwrap_candidate
+from ..pipeline import delivered
 from ..pipeline.operands import infer_format
+from ..pipeline.result_format import inferred_result_format
 from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
 from ..errors import AutosparseError
@@ -92,7 +94,8 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
     index_extents(assignment, {name: t.shape for name, t in tensors.items()})
     result = assignment.lhs.tensor
     formats = {name: str(t.format) for name, t in tensors.items()}
-    requested = as_format("dense" if format is None else format, len(assignment.lhs.indices))
+    requested = as_format(format, len(assignment.lhs.indices)) if format is not None else \
+        inferred_result_format(assignment, {name: t.format for name, t in tensors.items()})
     formats[result] = str(requested)
     estimate, coiteration = None, None
     if isinstance(schedule, str) and schedule.strip() == "auto":
@@ -136,7 +139,7 @@ def run(client, job: Job, gather: bool = True):
             futures = pairs + futures[len(pairs) * 2:]
     if gather or not result.indices:  # a number is always gathered
         value = futures[0].result() if len(futures) == 1 else join(client.gather(futures), plan.result_mode)
-        return value.to_format(job.result_format) if isinstance(value, Tensor) else value
+        return delivered(value.to_format(job.result_format)) if isinstance(value, Tensor) else value
     held = futures if computed == job.result_format else [
         client.submit(to_format, f, job.result_format, key=f"autosparse-result-{token}-{k}")
         for k, f in enumerate(futures)]

@@ -38,8 +38,9 @@ class KernelSpec:
 
 
 def run_chunk(spec: KernelSpec, operands: Mapping[str, "Tensor | TensorFile"]):
-    """One chunk's result: a Tensor in the spec's result format, or a number for order 0."""
-    return spec.kernel()(**{name: loaded(value) for name, value in operands.items()})
+    """One chunk's result: a Tensor in the spec's result format (dense too: chunks are joined as
+    tensors), or a number for order 0."""
+    return spec.kernel().compute(**{name: loaded(value) for name, value in operands.items()})
 
 
 def add(left, right, result_format: str):
@@ -50,7 +51,7 @@ def add(left, right, result_format: str):
     modes = ",".join(f"i{k}" for k in range(left.order))
     spec = KernelSpec(f"R({modes}) = P({modes}) + Q({modes})",
                       (("P", str(left.format)), ("Q", str(right.format)), ("R", result_format)))
-    return spec.kernel()(P=left, Q=right)
+    return spec.kernel().compute(P=left, Q=right)
 
 
 def joined(chunks: list, mode: int) -> Tensor:

@@ -9,7 +9,8 @@ It may import lower, schedule, coiterate, runtime, cin, tensor, notation, format
 config; never autoschedule or api, whose autoscheduler candidates reach it unwrapped.
 """
 
-from .kernel import Kernel
+from .kernel import Kernel, delivered
 from .operands import as_assignment, infer_format
+from .result_format import inferred_result_format
 
-__all__ = ["Kernel", "as_assignment", "infer_format"]
+__all__ = ["Kernel", "as_assignment", "delivered", "infer_format", "inferred_result_format"]

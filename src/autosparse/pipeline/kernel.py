@@ -4,12 +4,20 @@
     CIN + operand dtypes --specialise--> C --cc--> loaded kernel     (once per process, memoised)
     operands --runtime.calls--> result                               (each call)
 
+A call returns a dense result as a numpy array (a view of the buffer the kernel filled, owned by the
+caller), a sparse one as a Tensor and an order-0 one as a Python number; `compute` keeps every result
+a Tensor, for callers that combine results (distributed chunks).
+
+A result whose format is not given is inferred from the operands' (`result_format`), except under CIN
+written by hand, whose loops were written for a result format: there it is dense unless given.
+
 A `Kernel` is specialised lazily, once per combination of operand dtypes, and the specialisations are
 memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate` skips the pipeline.
 """
 
 from __future__ import annotations
 
+from math import prod
 from typing import Mapping
 
 import numpy as np
@@ -17,9 +25,9 @@ import numpy as np
 from ..cin import Stmt, tensors
 from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
-from ..config import checked_thread_count, memory_limit, num_threads as default_threads
-from ..errors import AutosparseError, ScheduleError
-from ..format import Format
+from ..config import check_allocation, checked_thread_count, memory_limit, num_threads as default_threads
+from ..errors import AutosparseError, MemoryLimitError, ScheduleError
+from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
 from ..notation import Assignment, Div, Literal, accesses, index_extents, split_diagonals, walk
 from ..runtime import BoundCall, KernelCall
@@ -29,7 +37,8 @@ from ..tensor.dtypes import promote_value_dtype
 from .conversions import operand_in
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
-from .schedules import assembly_format, derived_indices, scheduled
+from .result_format import inferred_result_format, sparse_result_format
+from .schedules import assembly_format, derived_indices, scheduled, written_as_cin
 from .specialise import specialise
 
 
@@ -40,9 +49,10 @@ class Kernel:
                  schedule=None, num_threads: int | None = None, instrument: bool = False,
                  coiteration: str | None = None, stored: Mapping[str, int] | None = None):
         """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
-        `coiterate(i, auto)` (the operands of each call choose). Under the default schedule, operands
-        whose storage orders disagree are computed in concordant formats (`conversions`), chosen by
-        their `stored` entries where known."""
+        `coiterate(i, auto)` (the operands of each call choose). Without the result in `formats`, its
+        format is inferred from the operands' (see `result_format`), or dense under CIN written by hand.
+        Under the default schedule, operands whose storage orders disagree are computed in concordant
+        formats (`conversions`), chosen by their `stored` entries where known."""
         self.assignment, self._diagonals = split_diagonals(as_assignment(expression))
         formats = format_mapping(formats)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
@@ -53,12 +63,17 @@ class Kernel:
         self.formats = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
         self.formats.update(identity_formats(self._diagonals, self.formats))
         result = self.assignment.lhs.tensor
-        self.result_format = self.formats[result]
-        self.formats[result] = assembly_format(self.result_format)
-        given, self._warned = self.formats, set()
+        given, self._warned = dict(self.formats), set()
         if schedule is None:
             self.formats = concordant_formats(self.assignment, self.formats, stored)
-        self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if fmt != given[n]}
+        if result not in formats and not written_as_cin(schedule):  # inferred from the formats computed in
+            self.formats[result] = inferred_result_format(self.assignment, self.formats)
+            if schedule is None:
+                self.formats = concordant_formats(self.assignment, self.formats, stored)
+        self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if n != result and fmt != given[n]}
+        self.result_format = self.formats[result]
+        self.formats[result] = assembly_format(self.result_format)
+        self._dense_result = _is_dense(self.result_format)
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
@@ -118,6 +133,12 @@ class Kernel:
     # --- calling ---
 
     def __call__(self, /, **operands):
+        """The result: a numpy array if dense, a Tensor if sparse, a Python number for order 0."""
+        result = self.compute(**operands)
+        return dense_array(result) if self._dense_result and type(result) is Tensor else result
+
+    def compute(self, /, **operands):
+        """The result as a Tensor in the result format, dense ones too (a Python number for order 0)."""
         operands = with_identities(self._diagonals, self.formats, operands) if self._diagonals else operands
         bound = self._bound.get(self._signature(operands))
         if bound is not None and bound.limit == memory_limit():
@@ -158,6 +179,7 @@ class Kernel:
         value_dtype = result_value_dtype(tensors_in, self._literals, self._divides)
         index_dtype = result_index_dtype(tensors_in, extents.values())
         cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
+        self._check_dense_result(extents, value_dtype)
         while True:
             bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin).bind(extents)
             outcome = bound.run(tensors_in)
@@ -168,6 +190,20 @@ class Kernel:
         if signature is not None:
             self._bound[signature] = bound
         return self._deliver(outcome)
+
+    def _check_dense_result(self, extents, value_dtype: np.dtype) -> None:
+        """A dense result over the memory limit is refused before anything runs, naming the sparse format
+        to pass instead."""
+        if not self._dense_result or not self.result_format.order:
+            return
+        result = self.assignment.lhs
+        shape = tuple(extents[i] for i in result.indices)
+        try:
+            check_allocation(prod(shape) * value_dtype.itemsize, f"the dense result {result.tensor} of shape {shape}")
+        except MemoryLimitError as error:
+            sparse = sparse_result_format(self.assignment, self.formats)
+            spelling = sparse.name if sparse.name and sparse.order > 1 else str(sparse)
+            raise MemoryLimitError(f"{error}; pass format={spelling!r} for a sparse result") from None
 
     def _deliver(self, outcome):
         tensor, self.counts = outcome
@@ -191,4 +227,28 @@ class Kernel:
                           {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
             call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
         return call
+
+
+def delivered(result):
+    """A result as calls return it: a dense Tensor as a numpy array (`dense_array`), anything else as
+    it is."""
+    return dense_array(result) if type(result) is Tensor and _is_dense(result.format) else result
+
+
+def _is_dense(fmt: "Format | Layout") -> bool:
+    return not isinstance(fmt, Layout) and fmt.is_dense
+
+
+def dense_array(tensor: Tensor) -> np.ndarray:
+    """A dense Tensor's values as a writeable numpy array with the tensor's axes, without a copy: a view
+    of the buffer the kernel filled (transposed where the format stores the modes in another order). The
+    Tensor is not to be used afterwards: its values are the caller's now. Values in memory numpy may not
+    write (a result that travelled from a Dask worker) are copied."""
+    fmt, vals = tensor.format, tensor.vals
+    try:
+        vals.flags.writeable = True
+    except ValueError:
+        vals = vals.copy()
+    stored = vals.reshape(tuple(tensor.shape[mode] for mode in fmt.mode_order))
+    return stored.transpose(np.argsort(fmt.mode_order)) if fmt.mode_order != tuple(range(fmt.order)) else stored
 

@@ -40,7 +40,7 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
         if text == "auto":
             raise ScheduleError("schedule='auto' selects for the operands of one call: use evaluate(..., "
                                 "schedule='auto'), or autoschedule(...).select(**operands) as the schedule")
-        if text.startswith(("∀", "forall", "where", "sequence")) or _CIN_ASSIGNMENT.match(text):
+        if written_as_cin(text):
             if blocked_operands:
                 raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
                                     f"{blocked_operands}, but found CIN: their block views are the kernel's own")
@@ -59,6 +59,15 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
     if not blocked_operands:  # block views are read at the block variables, not the expression's indices
         check_computes(stmt, assignment)
     return stmt
+
+
+def written_as_cin(schedule) -> bool:
+    """Whether `schedule` is CIN (text or a statement), which writes its result in a format of its own,
+    rather than nothing or scheduling commands applied to the default schedule."""
+    if isinstance(schedule, str):
+        text = schedule.strip()
+        return text.startswith(("∀", "forall", "where", "sequence")) or bool(_CIN_ASSIGNMENT.match(text))
+    return hasattr(schedule, "children")
 
 
 def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:

@@ -1,0 +1,184 @@
+"""Assignment + the operands' formats -> the result's format, when the caller gives none.
+
+A result is sparse when its sparse operands bound its pattern, as Finch and pydata/sparse decide:
+
+- a sparse operand bounds the pattern over all of its indices; a dense operand, a literal or a scalar
+  bounds nothing;
+- a product is bounded over an index when any factor is (its pattern is the intersection of theirs:
+  CSR × CSR SpGEMM, `A(i,j) * B(i,j)` with B dense, TTV, scaling by a literal); so is any other binary
+  operation that is not a sum (a quotient by a dense operand or a scalar keeps its numerator's pattern);
+- a sum or difference is bounded over an index only when every term is (its pattern is the union: a
+  dense term, a literal, or a term that broadcasts over an index it lacks makes that index dense);
+- a scoped or implicit reduction projects the pattern onto the indices it keeps. Where one sparse
+  operand is summed over an index stored above a kept one, the projection is the union of its slices
+  over a whole dimension (SpMV over CSC): stored densely. With two or more sparse factors it is a
+  product's (SpGEMM in any storage order): kept.
+
+Each index of the result takes the level that stores it in a bounding operand: a compressed level of a
+factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to (a COO
+operand's non-unique or singleton level becomes compressed); a dense level otherwise (CSR's rows).
+
+The result is sparse when its pattern is bounded over every index and one of its levels is compressed,
+or when it has several indices, each bounded, though stored densely in every operand (CSR × CSC, whose
+columns are bounded by B's compressed k below its dense j): then its last level is made compressed.
+It is dense otherwise: SpMV over CSR (whose rows are a dense level), MTTKRP, anything added to a dense
+term or a literal. So is it when an operand is blocked (BCSR: its products' rows arrive block column by
+block column) or has sparse levels out of increasing order (unsorted, decreasing or hashed), which a
+kernel walks out of the order it appends in.
+
+Its mode order is the operands' storage orders merged (stable, ties in the result's index order), so
+the kernel appends concordantly with the default loop order; where the operands' orders are cyclic,
+the result's own index order.
+
+    CSR × CSR -> csr     CSR + CSR -> csr     DCSR × DCSR -> dcsr    CSC × CSC -> csc
+    CSR + CSC -> dcsr    CSR × CSC -> csr     COO × COO -> dcsr      sss tensor × c(k) over k -> ss
+    SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..format import Capability, Compressed, Dense, Format, Layout, Level
+from ..format.spec import as_format
+from ..notation import Assignment, accesses
+from ..notation import ast as notation
+from ..notation.ast import IndexVar
+
+
+@dataclass(frozen=True, slots=True)
+class _Mode:
+    """What the pattern of a subexpression is over one of its indices: `bounded` by sparse operands, and
+    the compressed level of an operand that stores it (None: stored densely), below the levels of the
+    indices `above`."""
+
+    bounded: bool
+    level: Level | None
+    above: frozenset[IndexVar] = frozenset()
+
+
+_UNBOUNDED = _Mode(False, None)
+
+
+def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
+    """The result's format by the rule of the module docstring (`formats` holds every operand's)."""
+    order = len(assignment.lhs.indices)
+    reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
+    if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
+        return as_format("dense", order)
+    modes = _result_modes(assignment, formats)
+    bounded = all(modes.get(index, _UNBOUNDED).bounded for index in assignment.lhs.indices)
+    if not order or not bounded:
+        return as_format("dense", order)
+    fmt = _built(assignment, formats, modes)
+    return sparse_result_format(assignment, formats) if fmt.is_dense and order > 1 else fmt
+
+
+def sparse_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
+    """The format the rule builds for the result, its last level compressed where the rule makes every
+    level dense: the sparse format to suggest in place of a dense result too large for memory."""
+    fmt = _built(assignment, formats, _result_modes(assignment, formats))
+    if not fmt.is_dense:
+        return fmt
+    return Format((*fmt.levels[:-1], Compressed()), mode_order=fmt.mode_order)
+
+
+def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
+           modes: Mapping[IndexVar, _Mode]) -> Format:
+    """The result's levels, each the appendable kind of the operand level that stores its index, in the
+    operands' storage order."""
+    indices = _storage_order(assignment, formats)
+    levels = tuple(_appendable(modes.get(index, _UNBOUNDED).level) for index in indices)
+    return Format(levels, mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
+
+
+def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
+    """The pattern of the right-hand side over the result's indices, its implicit reductions projected."""
+    return _projected(_modes(assignment.rhs, formats), set(assignment.lhs.indices), assignment.rhs, formats)
+
+
+def _projected(modes: Mapping[IndexVar, _Mode], kept: set[IndexVar], expr,
+               formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
+    """`modes` (of `expr`) summed over the indices not `kept`."""
+    summed = set(modes) - kept
+    whole = len([a for a in accesses(expr) if _is_sparse(formats[a.tensor])]) < 2
+    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else mode
+            for index, mode in modes.items() if index in kept}
+
+
+def _is_sparse(fmt: "Format | Layout") -> bool:
+    return isinstance(fmt, Format) and not fmt.is_dense
+
+
+def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
+    """The pattern of `expr` over each of its free indices (its scoped sums projected)."""
+    if isinstance(expr, notation.Access):
+        return _access_modes(expr, formats[expr.tensor])
+    if isinstance(expr, notation.Literal):
+        return {}
+    if isinstance(expr, notation.Neg):
+        return _modes(expr.operand, formats)
+    if isinstance(expr, notation.Sum):
+        body = _modes(expr.body, formats)
+        return _projected(body, set(body) - {expr.index}, expr.body, formats)
+    left, right = _modes(expr.left, formats), _modes(expr.right, formats)
+    combine = _union if isinstance(expr, (notation.Add, notation.Sub)) else _intersection
+    return {index: combine(left.get(index, _UNBOUNDED), right.get(index, _UNBOUNDED))
+            for index in dict.fromkeys((*left, *right))}
+
+
+def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[IndexVar, _Mode]:
+    if isinstance(fmt, Layout) or fmt.is_dense:
+        return {index: _UNBOUNDED for index in access.indices}
+    stored = [access.indices[mode] for mode in fmt.mode_order]
+    return {index: _Mode(True, None if level.properties.full else level, frozenset(stored[:depth]))
+            for depth, (index, level) in enumerate(zip(stored, fmt.levels))}
+
+
+def _intersection(left: _Mode, right: _Mode) -> _Mode:
+    stored = left if left.level is not None else right
+    return _Mode(left.bounded or right.bounded, stored.level, stored.above)
+
+
+def _union(left: _Mode, right: _Mode) -> _Mode:
+    if not (left.bounded and right.bounded):
+        return _UNBOUNDED
+    stored = left if left.level is not None else right
+    return _Mode(True, stored.level, stored.above)
+
+
+def _appendable(level: Level | None) -> Level:
+    """The operand's compressed level where the kernel can append to it as it is, else a compressed one
+    (for a non-unique or singleton level); a dense one for an index stored densely."""
+    if level is None:
+        return Dense()
+    properties = level.properties
+    if Capability.APPEND in level.capabilities and properties.unique and not properties.branchless:
+        return level
+    return Compressed()
+
+
+def _in_increasing_order(fmt: "Format | Layout") -> bool:
+    """Whether every sparse level of `fmt` holds its siblings in increasing order, the only order a
+    kernel appends a sparse result in."""
+    return all(level.properties.full or level.properties.ordered for level in fmt.levels)
+
+
+def _storage_order(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> tuple[IndexVar, ...]:
+    """The result's indices in the sparse operands' storage orders merged (a stable topological order,
+    ties in the result's index order, then by first appearance), or as written where those are cyclic."""
+    sparse = [a for a in accesses(assignment.rhs) if _is_sparse(formats[a.tensor])]
+    edges = set()
+    for access in sparse:
+        stored = [access.indices[mode] for mode in formats[access.tensor].mode_order]
+        edges.update(zip(stored, stored[1:]))
+    waiting = list(dict.fromkeys((*assignment.lhs.indices, *(i for a in sparse for i in a.indices))))
+    placed = []
+    while waiting:
+        ready = [i for i in waiting if not any(after == i and before in waiting for before, after in edges)]
+        if not ready:
+            return assignment.lhs.indices
+        placed.append(ready[0])
+        waiting.remove(ready[0])
+    return tuple(index for index in placed if index in assignment.lhs.indices)
