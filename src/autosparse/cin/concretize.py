@@ -262,9 +262,11 @@ def _concordance_rank(assignment: notation.Assignment, formats: Mapping[str, For
 
 
 def _whole_loops(assignment: notation.Assignment, formats: Mapping[str, Format], order: tuple[IndexVar, ...]) -> int:
-    """How many loops of `order` no sparse operand's level bounds: each runs over its whole dimension."""
+    """How many loops of `order` below the outermost that no sparse operand's level bounds: each runs over
+    its whole dimension once per iteration of the loops around it (the outermost runs over its own once,
+    as any order's does: CSR × DCSR's rows cost no more than the outer product's levels)."""
     whole = 0
-    for depth, index in enumerate(order):
+    for depth, index in enumerate(order[1:], start=1):
         outer = set(order[:depth])
         if not any(_bounds(access, formats[access.tensor], index, outer) for access in notation.accesses(assignment.rhs)
                    if access.tensor in formats and not formats[access.tensor].is_dense):

@@ -64,9 +64,10 @@ class Kernel:
         self.formats.update(identity_formats(self._diagonals, self.formats))
         result = self.assignment.lhs.tensor
         given, self._warned = dict(self.formats), set()
-        if schedule is None:
+        if schedule is None:  # the result, while not yet inferred, is dense: the operands choose the order
             self.formats = concordant_formats(self.assignment, self.formats, stored)
-        if result not in formats and not written_as_cin(schedule):  # inferred from the formats computed in
+        if result not in formats and not written_as_cin(schedule):
+            # from the formats computed in (CSR + CSC -> CSR), then the operands' order checked against it
             self.formats[result] = inferred_result_format(self.assignment, self.formats)
             if schedule is None:
                 self.formats = concordant_formats(self.assignment, self.formats, stored)
