@@ -91,8 +91,9 @@ def test_run_prints_a_dense_result_as_numpy_does(tmp_path):
 
 
 @pytest.mark.parametrize("expression, formats, printed", [
-    ("y(i) = A(i,j) * x(j)", [], "(4,) in s with"),                       # A spans i
-    ("y(i) = A(i,j) * x(j)", ["-f", "x=d"], "(4,) in s with"),             # a dense factor does not matter
+    ("y(i) = A(i,j) * x(j)", [], "["),                                     # CSR's rows: a dense level
+    ("y(i) = A(i,j) * x(j)", ["-f", "A=dcsr"], "(4,) in s with"),          # DCSR's rows bound i
+    ("y(i) = A(i,j) * x(j)", ["-f", "A=dcsr", "-f", "x=d"], "(4,) in s with"),  # a dense factor does not matter
     ("y(i) = A(i,j) * x(j) + z(i)", [], "(4,) in s with"),                 # a sum of sparse terms
     ("y(i) = A(i,j) * x(j) + z(i)", ["-f", "z=d"], "["),                   # a dense term
     ("y(i) = A(i,j) * x(j) + 2", [], "["),                                 # a literal term
