@@ -112,7 +112,8 @@ def test_vector_products():
     check(sa * sb, a * b, sparse=True)
     check(sa + sb, a + b, sparse=True)
     m = matrix("random", (5, 5), seed=7)
-    check(tensor(m, "csr") @ sb, m @ b, sparse=True)  # both sparse: a sparse vector (SpMSpV)
+    check(tensor(m, "csr") @ sb, m @ b, sparse=False)  # CSR's rows are a dense level: a dense vector
+    check(tensor(m, "dcsr") @ sb, m @ b, sparse=True)  # DCSR's rows bound the result: a sparse vector (SpMSpV)
 
 
 # ----- scalars, broadcasting, dtypes --------------------------------------------------------------------------
@@ -172,8 +173,10 @@ def test_division():
     a = tensor(m, "csr")
     check(a / 3, m / 3, sparse=True)
     assert (tensor(m.astype(np.int64), "csr") / 2).dtype == np.float64
-    with pytest.raises(asp.AutosparseError, match="number to divide"):
-        a / np.ones(5)
+    d = np.arange(1.0, 6.0)  # a dense divisor broadcast along the rows, as numpy's
+    check(a / d, m.multiply(1 / d), sparse=True)
+    with pytest.raises(asp.ScheduleError, match="divisor"):  # x / 0 wherever a sparse divisor stores nothing
+        a / a
 
 
 # ----- transpose, sum, astype ------------------------------------------------------------------------------
@@ -308,20 +311,26 @@ def test_scipy_operands_on_either_side(kind):
 
 def test_operators_are_one_expression_each():
     seen = []
-    ops = ArrayOperations(lambda expression, format=None, **operands: seen.append((expression, format)))
+    ops = ArrayOperations(lambda expression, operands: seen.append(expression))
     a, b = tensor(matrix("random", seed=29), "csr"), tensor(matrix("random", seed=30), "csc")
     x = np.ones(5)
     for name, operands, axis in (("matmul", (a, b.T), None), ("matmul", (a, x), None), ("matmul", (x, b.T), None),
                                  ("add", (a, a), None), ("multiply", (a, x), None), ("multiply", (2, a), None),
                                  ("negative", (b,), None), ("sum", (a,), (1,)), ("sum", (a,), None),
-                                 ("add", (a, x), None), ("matmul", (a.T, b), None)):
+                                 ("add", (a, x), None), ("divide", (a, x), None)):
         ops(name, operands, axis)
-    assert seen == [("C(i,j) = A(i,k) * B(k,j)", asp.Format("csr")), ("C(i) = A(i,j) * B(j)", asp.Format("d")),
-                    ("C(j) = A(i) * B(i,j)", asp.Format("d")), ("C(i,j) = A(i,j) + B(i,j)", asp.Format("csr")),
-                    ("C(i,j) = A(i,j) * B(j)", asp.Format("csr")), ("C(i,j) = A() * B(i,j)", asp.Format("csr")),
-                    ("C(i,j) = -A(i,j)", asp.Format("csc")), ("C(i) = A(i,j)", asp.Format("d")),
-                    ("C() = A(i,j)", None), ("C(i,j) = A(i,j) + B(j)", asp.Format("dense", 2)),
-                    ("C(i,j) = A(i,k) * B(k,j)", asp.Format("csc"))]
+    assert seen == ["C(i,j) = A(i,k) * B(k,j)", "C(i) = A(i,j) * B(j)", "C(j) = A(i) * B(i,j)",
+                    "C(i,j) = A(i,j) + B(i,j)", "C(i,j) = A(i,j) * B(j)", "C(i,j) = A() * B(i,j)", "C(i,j) = -A(i,j)",
+                    "C(i) = A(i,j)", "C() = A(i,j)", "C(i,j) = A(i,j) + B(j)", "C(i,j) = A(i,j) / B(j)"]
+
+
+def test_operators_infer_their_result_formats_as_evaluate_does():
+    a, b = tensor(matrix("random", seed=29), "csr"), tensor(matrix("random", seed=30), "csc")
+    x = np.ones(5)
+    assert (a @ b.T).format == asp.Format("csr") and (a.T @ b).format == asp.Format("csc")
+    assert (-b).format == asp.Format("csc") and (a * x).format == asp.Format("csr")
+    assert isinstance(a @ x, np.ndarray) and isinstance(a + x, np.ndarray) and isinstance(a.sum(1), np.ndarray)
+    assert isinstance(a.sum(), float)
 
 
 def test_operator_spellings_equal_evaluate():

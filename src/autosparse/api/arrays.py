@@ -6,15 +6,12 @@
     2 * A   C(i,j) = A() * B(i,j)             -A      C(i,j) = -A(i,j)           A.sum(1)  C(i) = A(i,j)
 
 A number is an order-0 operand, not a literal, so every value shares one kernel; a Python number keeps
-numpy's weak typing (`2 * A` of float32 is float32). `A / s` multiplies by numpy's 1/s (so it may
-differ from numpy's A / s in the last bit). An axis of extent 1 broadcasts in a numpy array (it is
-squeezed away), not in a sparse operand (refused).
+numpy's weak typing (`2 * A` of float32 is float32). `A / d` divides by a number or a dense array (a
+sparse divisor is refused by the notation: x / 0 where it stores nothing). An axis of extent 1
+broadcasts in a numpy array (it is squeezed away), not in a sparse operand (refused).
 
-Result formats, chosen here and passed to `evaluate`: a product is sparse when a sparse factor spans every
-index of the result, a sum when every term does, in a format of that operand's level kinds (full levels dense, the
-others compressed) and mode order; a matrix product of two sparse matrices is sparse (CSC when both are
-stored column-major, rows first otherwise), of a sparse and a dense one dense; a sum over an operand's
-trailing levels keeps its leading levels' format. Everything else is dense.
+Result formats are `evaluate`'s, inferred from the operands' (pipeline/result_format.py): sparse where
+sparse operands bound the result's pattern, so an operator and its `evaluate` spelling agree.
 """
 
 from __future__ import annotations
@@ -24,9 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import AutosparseError, ShapeError
-from ..format import Format, Layout
-from ..pipeline.operands import infer_format
+from ..errors import ShapeError
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 
@@ -46,8 +41,8 @@ class ArrayOperations:
             return self._run(*_sum(operands[0], axis))
         return self._run(*_BUILDERS[name](*_as_operands(operands)))
 
-    def _run(self, expression: str, operands: dict, fmt: Format | None) -> object:
-        return self.evaluate(expression, format=fmt, **operands)
+    def _run(self, expression: str, operands: dict) -> object:
+        return self.evaluate(expression, operands=operands)
 
 
 def _as_operands(values: tuple) -> list:
@@ -86,16 +81,13 @@ def _multiply(left, right):
 
 
 def _divide(left, right):
-    if not (isinstance(right, np.ndarray) and right.ndim == 0):
-        raise AutosparseError(f"Expected a number to divide a tensor by, but found {type(right).__name__} "
-                              f"of shape {right.shape}: division by an array is not computed yet")
-    return _multiply(left, np.asarray(np.divide(1, right)))  # numpy's reciprocal: inf for 0, a float for an integer
+    return _elementwise("/", left, right)
 
 
 def _negative(operand):
     indices = _indices(len(operand.shape))
     expression = f"{_access('C', indices)} = -{_access('A', indices)}"
-    return expression, {"A": operand}, _pattern_format([operand] if _is_sparse(operand) else [], len(indices))
+    return expression, {"A": operand}
 
 
 def _elementwise(operator: str, left, right):
@@ -107,10 +99,7 @@ def _elementwise(operator: str, left, right):
     indices = _indices(len(shape))
     (left, left_indices), (right, right_indices) = (_broadcast(value, indices, shape) for value in (left, right))
     expression = f"{_access('C', indices)} = {_access('A', left_indices)} {operator} {_access('B', right_indices)}"
-    spanning = [value for value, used in ((left, left_indices), (right, right_indices))
-                if _is_sparse(value) and len(used) == len(indices)]
-    bounding = spanning if operator == "*" or len(spanning) == 2 else []  # a sum: only when both terms are
-    return expression, {"A": left, "B": right}, _pattern_format(bounding, len(indices))
+    return expression, {"A": left, "B": right}
 
 
 def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
@@ -142,24 +131,12 @@ def _matmul(left, right):
         raise ShapeError(f"Expected the last extent of {left.shape} to equal the first of {right.shape} in a "
                          f"matrix product, but they differ")
     result, a, b = _MATMUL[orders]
-    return f"{result} = {a} * {b}", {"A": left, "B": right}, _product_format(left, right, sum(orders) - 2)
+    return f"{result} = {a} * {b}", {"A": left, "B": right}
 
 
 def _dot(left, right):
     """numpy's dot: a product by a number, or a matrix product."""
     return _multiply(left, right) if 0 in (len(left.shape), len(right.shape)) else _matmul(left, right)
-
-
-def _product_format(left, right, order: int) -> Format | None:
-    if order == 0:
-        return None
-    if not (_is_sparse(left) and _is_sparse(right)):
-        return Format("dense", order)
-    if order == 1:
-        return Format("s")
-    if _storage_format(left).mode_order == _storage_format(right).mode_order == (1, 0):
-        return Format(_letter(_storage_format(right).levels[0]) + "1s0")
-    return Format(_letter(_storage_format(left).levels[0]) + "s")
 
 
 def _sum(operand, axis: tuple[int, ...] | None):
@@ -171,50 +148,7 @@ def _sum(operand, axis: tuple[int, ...] | None):
     indices = _indices(order)
     kept = [index for mode, index in enumerate(indices) if mode not in summed]
     expression = f"{_access('C', kept)} = {_access('A', indices)}"
-    return expression, {"A": operand}, _sum_format(operand, summed, len(kept))
-
-
-def _sum_format(operand, summed: set[int], order: int) -> Format | None:
-    """The operand's format on the kept modes when they are stored above every summed one; dense otherwise."""
-    if order == 0:
-        return None
-    fmt = operand.format if isinstance(operand, Tensor) else _storage_format(operand)
-    if not _is_sparse(operand) or isinstance(fmt, Layout) or any(mode in summed for mode in fmt.mode_order[:order]):
-        return Format("dense", order)
-    return _result_format(operand, len(summed))
-
-
-# ----- result formats ------------------------------------------------------------------------------------
-
-def _is_sparse(value) -> bool:
-    return is_scipy(value) or (isinstance(value, Tensor) and not value.format.is_dense)
-
-
-def _storage_format(value) -> Format:
-    fmt = value.format if isinstance(value, Tensor) else infer_format(value, len(value.shape))
-    return fmt.storage if isinstance(fmt, Layout) else fmt
-
-
-def _letter(level) -> str:
-    return "d" if level.properties.full else "s"
-
-
-def _pattern_format(bounding: list, order: int) -> Format | None:
-    """The format of a result whose pattern the first of `bounding` bounds (dense when none does)."""
-    if order == 0:
-        return None
-    return _result_format(bounding[0], 0) if bounding else Format("dense", order)
-
-
-def _result_format(operand, dropped: int) -> Format:
-    """A result over the operand's pattern (without its last `dropped` levels): full levels stay dense, the
-    others become compressed (a COO operand gives a DCSR result), in the operand's mode order."""
-    if isinstance(operand, Tensor) and isinstance(operand.format, Layout):
-        return Format("d" + "s" * (len(operand.shape) - 1))
-    fmt = _storage_format(operand)
-    kept = fmt.mode_order[:len(fmt.levels) - dropped]
-    renumbered = [sorted(kept).index(mode) for mode in kept]
-    return Format("".join(_letter(level) for level in fmt.levels[:len(kept)]), mode_order=renumbered)
+    return expression, {"A": operand}
 
 
 _BUILDERS = {"add": _add, "subtract": _subtract, "multiply": _multiply, "divide": _divide, "negative": _negative,
