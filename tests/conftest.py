@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
+from autosparse.pipeline import kernel as pipeline_kernel
 
 VALUE_DTYPES = (np.float64, np.float32, np.int64, np.complex128)
 INDEX_DTYPES = (np.int32, np.int64)
@@ -98,6 +99,15 @@ def assert_same_tensor(a: asp.Tensor, b: asp.Tensor) -> None:
 def _generous_memory_limit():
     yield
     asp.set_memory_limit(None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _threads_on_small_operands():
+    """Tests' operands are small: the default schedule's threads run on them anyway, so its parallel code
+    is what the differential grids check (tests/test_threads.py checks the threshold itself)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline_kernel, "PARALLEL_MIN_ENTRIES", 0)
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")

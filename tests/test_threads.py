@@ -213,7 +213,8 @@ def test_co_iteration_chosen_per_call_under_a_parallel_row_loop_builds_no_shared
 
 _WAIT_POLICY_PROBE = """
 import os, numpy as np, scipy.sparse as sp, autosparse as asp
-kernel = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csr"}, num_threads=2)
+kernel = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csr"}, schedule="parallelize(i, cpu_thread, no_races)",
+                     num_threads=2)
 kernel(A=sp.eye(3, format="csr"), x=np.ones(3))
 print(os.environ.get("OMP_WAIT_POLICY"))
 """
@@ -234,3 +235,23 @@ def test_openmp_threads_sleep_when_idle_unless_the_user_chose(chosen, expected):
 
 def _loops(stmt) -> list[Forall]:
     return [n for n in walk(stmt) if isinstance(n, Forall)]
+
+
+def test_a_call_with_too_little_work_for_threads_runs_the_sequential_default(monkeypatch):
+    """Waking a team costs more than a small kernel takes: below PARALLEL_MIN_ENTRIES stored entries the
+    default schedule's call runs sequentially (same values), above it on the kernel's threads."""
+    from autosparse.pipeline import kernel as pipeline_kernel
+
+    monkeypatch.setattr(pipeline_kernel, "PARALLEL_MIN_ENTRIES", 500)
+    kernel = asp.compile(SPMV, {"A": "csr"}, num_threads=2)
+    assert parallel_outer_loop(kernel)  # what the kernel is: its CIN and C say so
+
+    def threaded_calls() -> list[bool]:
+        return ["omp parallel" in call.source.source for call in kernel._calls.values()]
+
+    for n, expected in ((10, [False]), (100, [False, True])):
+        m = sp.random(n, n, density=0.3, format="csr", random_state=n)
+        x = np.arange(n, dtype=float)
+        np.testing.assert_allclose(kernel(A=asp.Tensor.from_scipy(m), x=x), m @ x)
+        np.testing.assert_allclose(kernel(A=asp.Tensor.from_scipy(m), x=x), m @ x)  # the bound call
+        assert threaded_calls() == expected

@@ -41,6 +41,11 @@ from .result_format import inferred_result_format, sparse_result_format
 from .schedules import assembly_format, derived_indices, scheduled, written_as_cin
 from .specialise import specialise
 
+#: Below this many stored entries in all its operands (a dense one counts its size), a call of the default
+#: schedule runs sequentially: waking a team of threads costs tens of microseconds, more than such a
+#: kernel takes (a 100² SpMV: 12 µs on one thread, 72 µs on two).
+PARALLEL_MIN_ENTRIES = 1 << 16
+
 
 class Kernel:
     """A compiled expression; call it with the operands by name."""
@@ -78,6 +83,8 @@ class Kernel:
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
+        # the default schedule on threads only for calls with the work to share them (PARALLEL_MIN_ENTRIES)
+        self._sized_threads = schedule is None and not instrument and self.num_threads > 1
         self._cin = self._scheduled({})
         if coiteration == "auto":
             self._cin = coiterate.everywhere(self._cin)
@@ -120,9 +127,17 @@ class Kernel:
 
     # --- the pipeline ---
 
-    def _scheduled(self, extents) -> Stmt:
-        threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
+    def _scheduled(self, extents, threads: int | None = None) -> Stmt:
+        if threads is None:
+            threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
         return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
+
+    def _threads_for(self, operands) -> int:
+        """The threads the default schedule runs this call on: one unless the operands hold the work."""
+        if not self._sized_threads:
+            return self.num_threads
+        work = sum(value.nnz if type(value) is Tensor else value.size for value in operands.values())
+        return self.num_threads if work >= PARALLEL_MIN_ENTRIES else 1
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]
@@ -168,6 +183,8 @@ class Kernel:
                 parts.append((value.shape, value.dtype))
             else:
                 return None
+        if self._sized_threads:
+            parts.append(self._threads_for(operands))
         return tuple(parts)
 
     def _call_general(self, operands):
@@ -182,7 +199,8 @@ class Kernel:
         cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
         self._check_dense_result(extents, value_dtype)
         while True:
-            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin).bind(extents)
+            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin,
+                                   self._threads_for(tensors_in)).bind(extents)
             outcome = bound.run(tensors_in)
             if outcome is not ReturnCode.INDEX_OVERFLOW:
                 break
@@ -214,15 +232,16 @@ class Kernel:
             return tensor
         return tensor.to_format(self.result_format, tensor.index_dtype)
 
-    def _call_for(self, tensors_in, extents, value_dtype, index_dtype, cin: Stmt | None = None) -> KernelCall:
+    def _call_for(self, tensors_in, extents, value_dtype, index_dtype, cin: Stmt | None = None,
+                  threads: int | None = None) -> KernelCall:
         """The specialisation for these dtypes (and, under the default schedule, for how legalisation
-        reads these extents; for a schedule with `auto` strategies, `cin` resolves them), built once per
-        Kernel."""
-        legalised_for = legalisation_signature(extents) if self.schedule is None else ()
+        reads these extents and the threads the call's work pays for; for a schedule with `auto`
+        strategies, `cin` resolves them), built once per Kernel."""
+        legalised_for = (legalisation_signature(extents), threads) if self.schedule is None else ()
         key = (legalised_for, cin, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
         call = self._calls.get(key)
         if call is None:
-            cin = cin or (self._cin if self.schedule is not None else self._scheduled(extents))
+            cin = cin or (self._cin if self.schedule is not None else self._scheduled(extents, threads))
             result = self.assignment.lhs.tensor
             types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
                           {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
