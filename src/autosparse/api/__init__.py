@@ -3,8 +3,10 @@ contract)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Mapping
 
+from ..config import num_threads as default_threads
 from ..errors import AutosparseError, ParseError
 from ..format import Format
 from ..notation import Assignment, accesses, einsum_assignment, operand_name
@@ -18,6 +20,11 @@ from .kernel import Kernel
 
 #: evaluate's parameters: an operand of the expression with one of these names is passed in `operands=`.
 OPTIONS = ("format", "schedule", "instrument", "model", "num_threads", "operands")
+
+#: The kernels `evaluate` and `einsum` built, the least recently used dropped past this many: a loop of
+#: calls on like operands (`A @ x` in a solver) parses and schedules once, then only calls.
+KERNELS_KEPT = 256
+_kernels: OrderedDict[tuple, Kernel] = OrderedDict()
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
@@ -45,7 +52,7 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     if isinstance(schedule, str) and schedule.strip() == "auto":
         schedule = chosen_schedule(assignment, formats, operands, model)
         return Kernel(assignment, formats, schedule, num_threads, instrument, coiteration="auto")(**operands)
-    return Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored_entries(operands))(**operands)
+    return _kernel(assignment, formats, schedule, num_threads, instrument, operands)(**operands)
 
 
 def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None,
@@ -56,8 +63,29 @@ def einsum(subscripts: str, *operands, format: "str | Format | None" = None, sch
                          f"{type(subscripts).__name__}", f"{subscripts!r:.80}", 1)
     assignment = einsum_assignment(subscripts, [tuple(getattr(value, "shape", ())) for value in operands])
     named = {operand_name(k): value for k, value in enumerate(operands)}
-    return Kernel(assignment, _formats(assignment, named, format), schedule, num_threads,
-                  stored=stored_entries(named))(**named)
+    return _kernel(assignment, _formats(assignment, named, format), schedule, num_threads, False, named)(**named)
+
+
+def _kernel(assignment: Assignment, formats: dict, schedule, num_threads: int | None, instrument: bool,
+            operands: Mapping[str, object]) -> Kernel:
+    """The Kernel for these formats and options, built once (`KERNELS_KEPT`). The operands' stored
+    entries choose which to convert when their storage orders disagree: kernels are kept per their
+    rounded sizes, so operands twice as large may convert the other one."""
+    stored = stored_entries(operands)
+    threads = default_threads() if num_threads is None else num_threads
+    key = (assignment, tuple(sorted(formats.items(), key=lambda item: item[0])), schedule, threads, instrument,
+           tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())))
+    try:
+        kernel = _kernels.get(key)
+    except TypeError:  # a schedule that is not a value (a candidate's CIN is): built for this call only
+        return Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored)
+    if kernel is None:
+        kernel = _kernels[key] = Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored)
+        if len(_kernels) > KERNELS_KEPT:
+            _kernels.popitem(last=False)
+    else:
+        _kernels.move_to_end(key)
+    return kernel
 
 
 def _operands(assignment: Assignment, mapping: "Mapping[str, object] | None", named: Mapping[str, object]) -> dict:

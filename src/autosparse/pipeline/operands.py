@@ -3,6 +3,8 @@ that specialise a kernel for them (`tensor.as_tensor` stores them in the formats
 
 from __future__ import annotations
 
+import functools
+
 from typing import Mapping
 
 import numpy as np
@@ -17,7 +19,14 @@ from ..tensor.dtypes import INT32_MAX
 
 def as_assignment(expression) -> Assignment:
     """An assignment from its text (parsed and checked: anything but text is a ParseError) or as it is."""
-    return expression if isinstance(expression, Assignment) else parse(expression)
+    if isinstance(expression, Assignment):
+        return expression
+    return _parsed(expression) if type(expression) is str else parse(expression)
+
+
+@functools.lru_cache(maxsize=1024)  # `evaluate` and the operators parse on every call: once per text
+def _parsed(text: str) -> Assignment:
+    return parse(text)
 
 
 def infer_format(value, order: int) -> Format:

@@ -37,6 +37,8 @@ the result's own index order.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -63,6 +65,13 @@ _UNBOUNDED = _Mode(False, None)
 
 def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
     """The result's format by the rule of the module docstring (`formats` holds every operand's)."""
+    names = {a.tensor for a in accesses(assignment.rhs)}
+    return _inferred(assignment, tuple(sorted((n, f) for n, f in formats.items() if n in names)))
+
+
+@functools.lru_cache(maxsize=1024)  # `evaluate` infers on every call: the walk is paid once per case
+def _inferred(assignment: Assignment, operand_formats: tuple) -> Format:
+    formats = dict(operand_formats)
     order = len(assignment.lhs.indices)
     reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
     if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
