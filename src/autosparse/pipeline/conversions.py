@@ -5,9 +5,8 @@ schedule chose: `kernel.conversions`). An operand stored in another format — a
 kernel computing in CSR, a scipy `coo_matrix` (what `mmread` returns) — is converted on every call,
 which can cost more than the kernel itself: the first time for each kernel and operand, a
 `PerformanceWarning` names the format to convert it to once. Matrices convert between CSR, CSC and
-coordinates by a counting sort in C (`runtime/conversion.py`); anything else through the Tensor's
-own conversions. `Tensor.to_format` stays numpy's: tensor/ sits below the runtime, and a hook that let
-it reach compiled code would make every conversion depend on the C compiler.
+coordinates by a counting sort in C (`runtime/conversion.py`, which `Tensor.to_format` reaches too);
+anything else through the Tensor's own conversions.
 """
 
 from __future__ import annotations

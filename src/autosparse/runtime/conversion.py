@@ -4,7 +4,8 @@
     COO (sorted or not) -> CSR/CSC  a counting sort by the outer coordinate, then each segment sorted by
                                     the inner one (skipped when the entries come sorted by it)
 
-Kernels convert operands given in another storage order on every call (`pipeline/conversions.py`);
+Kernels convert operands given in another storage order on every call (`pipeline/conversions.py`), and
+`Tensor.to_format` converts through them too (installed in `tensor.native` when this module loads);
 numpy's generic path (canonical entries, a lexicographic sort) is several times slower than scipy's
 tocsc. These are counting sorts in C, compiled once through the runtime's library loader and cached
 like kernels. Values are moved as bytes of their size (4, 8 or 16), so no dtype needs code of its own.
@@ -21,7 +22,7 @@ import functools
 import numpy as np
 
 from ..format import Format
-from ..tensor import Tensor
+from ..tensor import Tensor, native
 from ..tensor import storage as st
 from .library import load_library
 
@@ -225,3 +226,6 @@ def _library() -> ctypes.CDLL:
     variants = [template.format(i=i, I=I, v=v, V=V) for template in (_TRANSPOSE, _COORDINATES)
                 for i, I in _INDEX.values() for v, V in _VALUE.values()]
     return load_library(_PRELUDE + "".join(variants))
+
+
+native.install(native_conversion)  # Tensor.to_format converts through these sorts too

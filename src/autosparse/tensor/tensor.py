@@ -15,7 +15,7 @@ import numpy as np
 from ..config import check_allocation
 from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format, Layout, as_format
-from . import operations
+from . import native, operations
 from . import storage as st
 from .dtypes import check_index_dtype, check_value_dtype, promote_value_dtype
 from .entries import Entries, canonical
@@ -294,6 +294,10 @@ class Tensor:
         index_dtype = check_index_dtype(index_dtype)
         if fmt == self._format and index_dtype in (None, self.index_dtype):
             return self
+        if index_dtype in (None, self.index_dtype):
+            compiled = native.converted(self, fmt)  # a counting sort in C, where one applies
+            if compiled is not None:
+                return compiled
         if fmt.is_dense:
             return Tensor.from_numpy(self.to_numpy(), fmt)
         coords, values = self.to_coo()
