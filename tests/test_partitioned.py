@@ -154,7 +154,7 @@ def _csr(n=40, m=30, seed=0):
 @pytest.mark.parametrize("expression, formats, index, combine", [
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}, "i", Combine.JOIN),
     ("y(i) = A(i,j) * x(j)", {"A": "csc"}, "j", Combine.SUM),          # the columns come first
-    ("C(j,k) = A(i,j) * A(i,k)", {"A": "csr"}, "i", Combine.SUM),      # j would cut A two ways
+    ("C(j,k) = A(i,j) * A(i,k)", {"A": "csr", "C": "dense"}, "i", Combine.SUM),  # j would cut A two ways
     ("s() = a(i) * b(i)", {}, "i", Combine.SUM),
     ("y(i) = A(i,j) * x(j) + b(i)", {"A": "csr"}, "i", Combine.JOIN),
 ])
@@ -163,7 +163,7 @@ def test_the_plan_splits_the_outermost_index_that_stays_exact(expression, format
     operands = {"A": _csr(), "x": rng.random(30), "a": rng.random(9), "b": rng.random(9 if "s()" in expression else 40)}
     used = {n: (v.to_format(formats[n]) if n in formats else v) for n, v in operands.items()
             if f"{n}(" in expression.split("=", 1)[1]}
-    plan = prepare(expression, parts=3, **used).plan
+    plan = prepare(expression, parts=3, format=formats.get(expression[0]), **used).plan
     assert str(plan.index) == index and plan.combine is combine
     assert plan.chunks == 3 and plan.bounds[0] == 0
 

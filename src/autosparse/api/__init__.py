@@ -49,7 +49,9 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     assignment = as_assignment(expression)
     operands = _operands(assignment, operands, named)
     formats = _formats(assignment, operands, format)
-    if isinstance(schedule, str) and schedule.strip() == "auto":
+    if isinstance(schedule, str) and schedule.strip() == "auto":  # the search needs the result's format
+        if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
+            formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
         schedule = chosen_schedule(assignment, formats, operands, model)
         return Kernel(assignment, formats, schedule, num_threads, instrument, coiteration="auto")(**operands)
     return _kernel(assignment, formats, schedule, num_threads, instrument, operands)(**operands)
@@ -113,14 +115,12 @@ def _operands(assignment: Assignment, mapping: "Mapping[str, object] | None", na
 
 
 def _formats(assignment: Assignment, operands: Mapping[str, object], format: "str | Format | None") -> dict:
-    """Every tensor's format: the operands' own, the result's as given or inferred from theirs."""
+    """Every operand's format (its own), and the result's where given (the Kernel infers it otherwise, from
+    the formats it computes in)."""
     orders = {a.tensor: len(a.indices) for a in accesses(assignment.rhs)}
     formats = {name: infer_format(value, orders[name]) for name, value in operands.items() if name in orders}
-    result = assignment.lhs.tensor
     if format is not None:
-        formats[result] = format
-    elif result not in formats and formats.keys() == orders.keys():
-        formats[result] = inferred_result_format(assignment, formats)
+        formats[assignment.lhs.tensor] = format
     return formats
 
 

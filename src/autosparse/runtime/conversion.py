@@ -21,6 +21,7 @@ import functools
 
 import numpy as np
 
+from ..config import check_allocation
 from ..format import Format
 from ..tensor import Tensor, native
 from ..tensor import storage as st
@@ -198,6 +199,9 @@ def _from_coordinates(tensor: Tensor, fmt: Format) -> Tensor | None:
 
 
 def _outputs(n_outer: int, nnz: int, index_dtype: np.dtype, value_dtype: np.dtype):
+    """The result's arrays, its positions (and the sort's own counts, as many) refused over the memory
+    limit before anything is allocated: a hypersparse matrix's CSR has a position per row."""
+    check_allocation(2 * (n_outer + 1) * index_dtype.itemsize, f"the positions of {n_outer:,} compressed rows")
     return (np.empty(n_outer + 1, dtype=index_dtype), np.empty(nnz, dtype=index_dtype),
             np.empty(nnz, dtype=value_dtype))
 
