@@ -8,14 +8,11 @@ import pytest
 
 import autosparse as asp
 from autosparse.notation import Diagonal, parse, split_diagonals
+from conftest import densified
 
 FORMATS = ("dense", "csr", "csc", "dcsr", "coo")
 DTYPES = (np.float64, np.float32, np.int64)
 
-
-def dense(result) -> np.ndarray:
-    """A result as an array, whatever kind the API returns it as."""
-    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
 
 
 def array(shape, dtype=np.float64, seed=0) -> np.ndarray:
@@ -38,11 +35,11 @@ def test_diagonal_trace_and_scaled_diagonal(fmt, dtype):
     A[2, 2] = 0  # an absent diagonal entry
     T = asp.Tensor.from_numpy(A, format=fmt)
     diagonal = asp.evaluate("d(i) = A(i,i)", A=T)
-    np.testing.assert_array_equal(dense(diagonal), np.diag(A))
-    assert dense(diagonal).dtype == A.dtype
+    np.testing.assert_array_equal(densified(diagonal), np.diag(A))
+    assert densified(diagonal).dtype == A.dtype
     assert asp.evaluate("s() = A(i,i)", A=T) == np.trace(A)
-    np.testing.assert_array_equal(dense(asp.evaluate("y(i) = A(i,i) * x(i)", A=T, x=x)), np.diag(A) * x)
-    np.testing.assert_array_equal(dense(asp.einsum("ii->i", T)), np.einsum("ii->i", A))
+    np.testing.assert_array_equal(densified(asp.evaluate("y(i) = A(i,i) * x(i)", A=T, x=x)), np.diag(A) * x)
+    np.testing.assert_array_equal(densified(asp.einsum("ii->i", T)), np.einsum("ii->i", A))
     assert asp.einsum("ii", T) == np.einsum("ii", A)
 
 
@@ -50,11 +47,11 @@ def test_diagonal_trace_and_scaled_diagonal(fmt, dtype):
 def test_order_three(fmt):
     B = array((4, 4, 3))
     T = asp.Tensor.from_numpy(B, format=fmt)
-    np.testing.assert_array_equal(dense(asp.einsum("iij->ij", T)), np.einsum("iij->ij", B))
-    np.testing.assert_array_equal(dense(asp.einsum("iji->ij", asp.Tensor.from_numpy(array((4, 3, 4)), format=fmt))),
+    np.testing.assert_array_equal(densified(asp.einsum("iij->ij", T)), np.einsum("iij->ij", B))
+    np.testing.assert_array_equal(densified(asp.einsum("iji->ij", asp.Tensor.from_numpy(array((4, 3, 4)), format=fmt))),
                                   np.einsum("iji->ij", array((4, 3, 4))))
     C = array((3, 3, 3), seed=1)
-    np.testing.assert_array_equal(dense(asp.einsum("iii->i", asp.Tensor.from_numpy(C, format=fmt))),
+    np.testing.assert_array_equal(densified(asp.einsum("iii->i", asp.Tensor.from_numpy(C, format=fmt))),
                                   np.einsum("iii->i", C))
 
 
@@ -63,11 +60,11 @@ def test_diagonal_in_a_sum_and_a_sparse_result():
     x = np.arange(1.0, 6.0)
     csr = asp.Tensor.from_numpy(A, format="csr")
     got = asp.evaluate("y(i) = A(i,i) + B(i,j) * x(j)", A=csr, B=asp.Tensor.from_numpy(B, format="csr"), x=x)
-    np.testing.assert_array_equal(dense(got), np.diag(A) + B @ x)
+    np.testing.assert_array_equal(densified(got), np.diag(A) + B @ x)
     sparse = asp.evaluate("d(i) = A(i,i)", A=csr, format="s")
-    np.testing.assert_array_equal(dense(sparse), np.diag(A))
+    np.testing.assert_array_equal(densified(sparse), np.diag(A))
     assert sparse.nnz == np.count_nonzero(np.diag(A))
-    np.testing.assert_array_equal(dense(asp.evaluate("C(i,j) = A(i,i) * B(i,j)", A=csr, B=B)), np.diag(A)[:, None] * B)
+    np.testing.assert_array_equal(densified(asp.evaluate("C(i,j) = A(i,i) * B(i,j)", A=csr, B=B)), np.diag(A)[:, None] * B)
 
 
 @pytest.mark.parametrize("A", [np.zeros((4, 4)), np.zeros((0, 0)), np.full((1, 1), 7.0), np.diag([0.0, 3.0, 0.0])],
@@ -75,21 +72,21 @@ def test_diagonal_in_a_sum_and_a_sparse_result():
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_edge_cases(A, fmt):
     T = asp.Tensor.from_numpy(A, format=fmt)
-    np.testing.assert_array_equal(dense(asp.evaluate("d(i) = A(i,i)", A=T)), np.diag(A))
+    np.testing.assert_array_equal(densified(asp.evaluate("d(i) = A(i,i)", A=T)), np.diag(A))
     assert asp.evaluate("s() = A(i,i)", A=T) == np.trace(A)
 
 
 @pytest.mark.parametrize("fmt", ("csr", "coo"))
 def test_explicit_zeros_on_the_diagonal_are_read(fmt):
     T = asp.Tensor.from_coo(np.array([[0, 1, 1], [0, 1, 0]]), np.array([0.0, 2.0, 5.0]), (2, 2), format=fmt)
-    np.testing.assert_array_equal(dense(asp.evaluate("d(i) = A(i,i)", A=T)), [0.0, 2.0])
+    np.testing.assert_array_equal(densified(asp.evaluate("d(i) = A(i,i)", A=T)), [0.0, 2.0])
 
 
 def test_a_compiled_kernel_serves_repeated_calls_and_sizes():
     kernel = asp.compile("d(i) = A(i,i)", formats={"A": "csr"})
     for n in (3, 3, 5, 3):
         A = array((n, n), seed=n)
-        np.testing.assert_array_equal(dense(kernel(A=asp.Tensor.from_numpy(A, format="csr"))), np.diag(A))
+        np.testing.assert_array_equal(densified(kernel(A=asp.Tensor.from_numpy(A, format="csr"))), np.diag(A))
 
 
 def test_mistakes_are_clear():

@@ -7,11 +7,8 @@ import numpy as np
 import pytest
 
 import autosparse as asp
+from conftest import densified
 
-
-def dense(result) -> np.ndarray:
-    """A result as an array, whatever kind the API returns it as."""
-    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
 
 
 def array(shape, dtype=np.float64, seed=0) -> np.ndarray:
@@ -39,7 +36,7 @@ def test_matches_numpy(subscripts, shapes, dtype):
     operands = [array(shape, dtype, seed) for seed, shape in enumerate(shapes)]
     expected = np.einsum(subscripts, *operands)
     got = asp.einsum(subscripts, *operands)
-    got = np.asarray(got) if np.ndim(expected) == 0 else dense(got)
+    got = np.asarray(got) if np.ndim(expected) == 0 else densified(got)
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     assert np.shape(got) == expected.shape
 
@@ -49,8 +46,8 @@ def test_sparse_batched_operands(fmt):
     A, x = array((3, 4, 5)), array((5,), seed=1)
     A[1] = 0  # an all-zero batch
     T = asp.Tensor.from_numpy(A, format=fmt)
-    np.testing.assert_allclose(dense(asp.einsum("...ij,j->...i", T, x)), np.einsum("...ij,j->...i", A, x))
-    np.testing.assert_allclose(dense(asp.einsum("...ij->...", T)), np.einsum("...ij->...", A))
+    np.testing.assert_allclose(densified(asp.einsum("...ij,j->...i", T, x)), np.einsum("...ij,j->...i", A, x))
+    np.testing.assert_allclose(densified(asp.einsum("...ij->...", T)), np.einsum("...ij->...", A))
 
 
 def test_size_one_broadcasting_is_refused_clearly():

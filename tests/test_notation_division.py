@@ -10,13 +10,10 @@ import pytest
 
 import autosparse as asp
 from autosparse.notation import Div, parse
+from conftest import densified
 
 FORMATS = ("dense", "csr", "csc", "dcsr", "coo")
 
-
-def dense(result) -> np.ndarray:
-    """A result as an array, whatever kind the API returns it as."""
-    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
 
 
 def matrix(dtype, shape=(4, 5), seed=0) -> np.ndarray:
@@ -49,7 +46,7 @@ def test_matrix_divided(expression, divisors, reference, fmt):
     A = matrix(np.float64)
     operand = asp.Tensor.from_numpy(A, format=fmt)
     got = asp.evaluate(expression, A=operand, format=fmt, **divisors)
-    np.testing.assert_allclose(dense(got), reference(A), rtol=1e-15)
+    np.testing.assert_allclose(densified(got), reference(A), rtol=1e-15)
     if fmt != "dense":
         assert got.nnz == operand.nnz  # the dividend's pattern
 
@@ -61,24 +58,24 @@ def test_true_division_dtype(dtype, expected_dtype, fmt):
     A, d = matrix(dtype), np.array([3, -2, 7, 4, 5], dtype=dtype)
     got = asp.evaluate("C(i,j) = A(i,j) / d(j)", A=asp.Tensor.from_numpy(A, format=fmt), d=d, format=fmt)
     assert got.dtype == expected_dtype == (A / d).dtype
-    np.testing.assert_allclose(dense(got), A / d, rtol=1e-6 if dtype == np.float32 else 1e-15)
+    np.testing.assert_allclose(densified(got), A / d, rtol=1e-6 if dtype == np.float32 else 1e-15)
 
 
 def test_integer_literal_divides_truly():
     a = np.array([1, 2, 3, -7], dtype=np.int64)
     got = asp.evaluate("y(i) = a(i) / 2", a=a)
     assert got.dtype == np.float64
-    np.testing.assert_array_equal(dense(got), a / 2)
+    np.testing.assert_array_equal(densified(got), a / 2)
 
 
 def test_reduced_quotients_match_numpy():
     A, d, x = matrix(np.float64, (6, 3), seed=3), np.arange(1.0, 4.0), np.arange(2.0, 8.0)
     csr = asp.Tensor.from_numpy(A, format="csr")
-    np.testing.assert_allclose(dense(asp.evaluate("y(i) = A(i,j) / d(j)", A=csr, d=d)), (A / d).sum(1))
-    np.testing.assert_allclose(dense(asp.evaluate("y(j) = A(i,j) * x(i) / d(j)", A=csr, x=x, d=d)), x @ A / d)
+    np.testing.assert_allclose(densified(asp.evaluate("y(i) = A(i,j) / d(j)", A=csr, d=d)), (A / d).sum(1))
+    np.testing.assert_allclose(densified(asp.evaluate("y(j) = A(i,j) * x(i) / d(j)", A=csr, x=x, d=d)), x @ A / d)
     np.testing.assert_allclose(asp.evaluate("s() = A(i,j) / 4", A=csr), A.sum() / 4)
     got = asp.evaluate("y(i) = x(i) / sum(j, D(i,j))", x=x, D=np.abs(A) + 1 / 3)
-    np.testing.assert_allclose(dense(got), x / (np.abs(A) + 1 / 3).sum(1))
+    np.testing.assert_allclose(densified(got), x / (np.abs(A) + 1 / 3).sum(1))
 
 
 def test_a_sum_divided_keeps_the_union():
@@ -86,7 +83,7 @@ def test_a_sum_divided_keeps_the_union():
     d = np.arange(1.0, 6.0)
     got = asp.evaluate("C(i,j) = (A(i,j) + B(i,j)) / d(j)", A=asp.Tensor.from_numpy(A, format="csr"),
                        B=asp.Tensor.from_numpy(B, format="csr"), d=d, format="csr")
-    np.testing.assert_allclose(dense(got), (A + B) / d)
+    np.testing.assert_allclose(densified(got), (A + B) / d)
 
 
 @pytest.mark.parametrize("fmt", ("csr", "coo"))
@@ -97,12 +94,12 @@ def test_stored_entries_divided_by_zero_are_inf_or_nan(fmt):
     d = np.array([0.0, 0.0, 0.0])
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = A / d
-    got = dense(asp.evaluate("C(i,j) = A(i,j) / d(j)", A=A_t, d=d, format=fmt))
+    got = densified(asp.evaluate("C(i,j) = A(i,j) / d(j)", A=A_t, d=d, format=fmt))
     stored = np.zeros((3, 3), bool)
     stored[[0, 0, 2, 1], [0, 2, 1, 1]] = True
     np.testing.assert_array_equal(got[stored], expected[stored])  # inf, -inf, inf, nan
     assert not got[~stored].any()  # absent entries stay absent: 0 / b is 0
-    literal = dense(asp.evaluate("C(i,j) = A(i,j) / 0", A=A_t, format=fmt))
+    literal = densified(asp.evaluate("C(i,j) = A(i,j) / 0", A=A_t, format=fmt))
     np.testing.assert_array_equal(literal[stored], expected[stored])
 
 
@@ -112,7 +109,7 @@ def test_stored_entries_divided_by_zero_are_inf_or_nan(fmt):
 def test_edge_shapes(A, fmt):
     d = np.arange(1.0, A.shape[1] + 1)
     got = asp.evaluate("C(i,j) = A(i,j) / d(j)", A=asp.Tensor.from_numpy(A, format=fmt), d=d, format=fmt)
-    np.testing.assert_array_equal(dense(got), A / d)
+    np.testing.assert_array_equal(densified(got), A / d)
 
 
 @pytest.mark.parametrize("fmt", ("csr", "csc", "dcsr", "coo"))

@@ -18,6 +18,7 @@ from autosparse.api.kernel import Kernel
 from autosparse.cin.ast import Forall, ParallelUnit, Race, Strategy, walk
 from autosparse.config import MAX_THREADS
 
+from conftest import densified
 from kernel_cases import CASES, run_differential
 
 SPMV = "y(i) = A(i,j) * x(j)"
@@ -34,10 +35,6 @@ def process_default(monkeypatch):
     yield
     asp.set_num_threads(None)
 
-
-def dense(result) -> np.ndarray:
-    """A result as a numpy array, whether the kernel returned one or a Tensor."""
-    return result if isinstance(result, np.ndarray) else result.to_numpy()
 
 
 def parallel_outer_loop(kernel) -> bool:
@@ -142,7 +139,7 @@ def test_a_parallel_default_kernel_equals_numpy_and_its_one_thread_kernel(name, 
     index_dtype = np.int64 if "dcsr" in name else np.int32
     parallel = run_differential(expression, formats, case, np.float64, index_dtype, num_threads=2)
     sequential = run_differential(expression, formats, case, np.float64, index_dtype, num_threads=1)
-    np.testing.assert_array_equal(dense(parallel), dense(sequential))
+    np.testing.assert_array_equal(densified(parallel), densified(sequential))
 
 
 def test_parallel_spgemm_and_spmv_equal_scipy_on_many_uneven_rows():
@@ -154,8 +151,8 @@ def test_parallel_spgemm_and_spmv_equal_scipy_on_many_uneven_rows():
     x = rng.random(57)
     for threads in (2, 3):
         product = asp.compile(SPGEMM, {"A": "csr", "B": "csr", "C": "csr"}, num_threads=threads)(A=a, B=b)
-        np.testing.assert_allclose(dense(product), (a @ b).toarray(), rtol=1e-13)
-        np.testing.assert_allclose(dense(asp.compile(SPMV, {"A": "csr"}, num_threads=threads)(A=a, x=x)), a @ x,
+        np.testing.assert_allclose(densified(product), (a @ b).toarray(), rtol=1e-13)
+        np.testing.assert_allclose(densified(asp.compile(SPMV, {"A": "csr"}, num_threads=threads)(A=a, x=x)), a @ x,
                                    rtol=1e-13)
 
 
@@ -194,7 +191,7 @@ def test_an_instrumented_kernel_counts_sequentially():
     """Its counters are shared: with threads they would race (and miss counts)."""
     a = sp.random(40, 30, density=0.2, format="csr", random_state=3)
     kernel = asp.compile(SPMV, {"A": "csr"}, num_threads=2, instrument=True)
-    np.testing.assert_allclose(dense(kernel(A=a, x=np.ones(30))), a @ np.ones(30))
+    np.testing.assert_allclose(densified(kernel(A=a, x=np.ones(30))), a @ np.ones(30))
     assert not parallel_outer_loop(kernel) and kernel.counts == {"∀i dense": 40, "∀j over A(i,j)": a.nnz}
 
 
@@ -206,7 +203,7 @@ def test_co_iteration_chosen_per_call_under_a_parallel_row_loop_builds_no_shared
     x = np.where(rng.random(1500) < 0.5, 1.0, 0.0)
     kernel = Kernel(SPMV, {"A": "csr", "x": "s"}, coiteration="auto", num_threads=2)
     y = kernel(A=a, x=asp.Tensor.from_numpy(x, format="s"))
-    np.testing.assert_allclose(dense(y), a @ x)
+    np.testing.assert_allclose(densified(y), a @ x)
     assert kernel.chosen.parallel is not None
     assert kernel.chosen.body.coiterate.default not in (Strategy.HASH, Strategy.BITMAP)
 

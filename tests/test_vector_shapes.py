@@ -8,11 +8,8 @@ import numpy as np
 import pytest
 
 import autosparse as asp
+from conftest import densified
 
-
-def dense(result) -> np.ndarray:
-    """A result as an array, whatever kind the API returns it as."""
-    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
 
 
 def matrix(shape=(4, 3)) -> np.ndarray:
@@ -26,7 +23,7 @@ def test_a_column_or_row_vector_is_the_vector(shape, fmt):
     A = matrix()
     x = np.arange(1.0, 4.0).reshape(shape)
     got = asp.evaluate("y(i) = A(i,j) * x(j)", A=asp.Tensor.from_numpy(A, format=fmt), x=x)
-    np.testing.assert_allclose(dense(got), A @ x.ravel())
+    np.testing.assert_allclose(densified(got), A @ x.ravel())
 
 
 def test_repeated_calls_of_a_compiled_kernel():
@@ -34,7 +31,7 @@ def test_repeated_calls_of_a_compiled_kernel():
     kernel = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"})
     operand = asp.Tensor.from_numpy(A, format="csr")
     for _ in range(3):  # the second call takes the bound fast path
-        np.testing.assert_allclose(dense(kernel(A=operand, x=x)), A @ x.ravel())
+        np.testing.assert_allclose(densified(kernel(A=operand, x=x)), A @ x.ravel())
 
 
 @pytest.mark.parametrize("x, expected", [(np.ones((1, 1)), 1.0), (np.arange(4.0).reshape(1, 4), 6.0),
