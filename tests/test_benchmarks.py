@@ -330,3 +330,14 @@ def test_the_distributed_suite_times_every_contender_checked_and_projects(tmp_pa
     assert timed[("MTTKRP", "2 workers")]["broadcast_bytes"] > 0
     assert any(k == "overhead" for k, _ in timed)
     assert "Projected on W machines" in done.stdout
+
+
+def test_the_traps_script_measures_each_trap_in_its_own_process():
+    """`python -m autosparse_bench.traps`: one table row per trap, the error a trap raises as its finding."""
+    done = subprocess.run([sys.executable, "-m", "autosparse_bench.traps", "--trap", "division", "missing_file",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    division, missing = rows
+    assert "A(i,j) / 2" in division and "format ds" in division and "**" not in division
+    assert "**FileNotFoundError" in missing and "file not found" in missing

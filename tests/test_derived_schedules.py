@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import autosparse as asp
-from conftest import densified
 from autosparse.cin import Forall, walk
 from autosparse.schedule import Schedule
 

@@ -239,13 +239,14 @@ def described(value) -> str:
 
 
 def timed(call, repeat: int) -> tuple[float, object]:
-    result, samples = call(), []  # the warm-up call compiles (or loads the kernel from the cache)
+    """The median seconds of `repeat` calls after a warm-up call (which compiles, or loads the kernel from
+    the cache), and one more call's result; each timed result is dropped before the next call."""
+    call()
+    samples = []
     for _ in range(repeat):
         start = time.perf_counter()
-        result = call()
+        call()
         samples.append(time.perf_counter() - start)
-        del result
-        result = None
     return statistics.median(samples), call()
 
 

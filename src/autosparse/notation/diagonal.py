@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ast import Access, Assignment, IndexVar, Mul, accesses, product, walk
+from .ast import Access, Assignment, IndexVar, accesses, product, walk
 from .scope import scope_reductions
 
 IDENTITY = "I"
