@@ -15,6 +15,8 @@ with every one, so never mix strings and Formats as keys of one dict or set: rea
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Iterator, Mapping, Sequence
 
@@ -132,13 +134,23 @@ def as_format(spec: "str | Format | Layout", order: int) -> "Format | Layout":
     """A format (or a layout, for a blocked spelling) for a tensor of `order` modes, from a string, a
     name, a Format or a Layout."""
     if isinstance(spec, str):
-        spec = parse_layout(spec) or spec
+        return _from_text(spec, order)
     if isinstance(spec, (Format, Layout)):
-        if spec.order != order:
-            unit = "modes" if isinstance(spec, Layout) else "levels"
-            raise FormatError(f"Expected a format of order {order}, but {str(spec)!r} has {spec.order} {unit}")
-        return spec
+        return _of_order(spec, order)
     return Format(spec, order=order)
+
+
+@functools.lru_cache(maxsize=256)  # the same few spellings come on every call (`to_format("csc")`, `format=`)
+def _from_text(spec: str, order: int) -> "Format | Layout":
+    layout = parse_layout(spec)
+    return Format(spec, order=order) if layout is None else _of_order(layout, order)
+
+
+def _of_order(spec: "Format | Layout", order: int) -> "Format | Layout":
+    if spec.order != order:
+        unit = "modes" if isinstance(spec, Layout) else "levels"
+        raise FormatError(f"Expected a format of order {order}, but {str(spec)!r} has {spec.order} {unit}")
+    return spec
 
 
 def parse_layout(spec: str) -> Layout | None:
