@@ -13,7 +13,7 @@ from ...notation import ast as notation
 from ...notation.scope import sums_normalised
 from ...schedule.big import Compute, Factor, Node
 from .cost import Costs, costs
-from .prune import Solver, dominated, pareto_depths
+from .prune import Solver, dominated, one_placement, pareto_depths
 from .space import SpaceBuilder, numbered
 
 
@@ -95,6 +95,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
     keys = list(by_cost)
     removed = dominated(keys, solver, rule, progress)
     final = [entry for n, key in enumerate(keys) if n not in removed for entry in by_cost[key]]
+    if rule == "literal":
+        final = one_placement(final, {f.tensor for f in compute.factors})
     stage(f"3 SMT ({rule})", len(final), len(keys) - len(removed))
     return Search(compute, final, stages, solver.queries, solver.unknown)
 

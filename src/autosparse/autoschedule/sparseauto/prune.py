@@ -14,6 +14,11 @@ written, a schedule with no temporary then removes every schedule with one that 
 everywhere — on the Listing's own pair it removes Fig. 5(e), the fastest schedule of the paper's first
 motivating case — so it is available to reproduce that behaviour, not as the default. A solver answer
 of `unknown` (or a timeout) keeps both groups.
+
+The literal rule also keeps one placement of an input whose indices are all loops fused around a
+`where` (kernel 1's B(i,j) under `i, j′⟨t; …⟩`): it multiplies the same, with the same costs, in the
+producer or in the consumer, and the paper's Table 3 counts the schedules that differ only there as one
+(its Table 2 puts the input in the producer). docs/notes/autoschedule-counts.md has the counts.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
 from ...format import Format
-from ...schedule.big import Factor
+from ...cin.ast import Forall
+from ...schedule.big import Compute, Factor, Node, Where
 from .constraints import inferred, parse_constraint
 from .poly import Poly, Symbol
 
@@ -109,3 +115,33 @@ def _no_worse_termwise(c: tuple[Poly, Poly], s: tuple[Poly, Poly]) -> bool:
     """c <= s coefficient by coefficient in time and memory, and c != s: then, with every size at
     least 1, c is no worse anywhere and strictly better everywhere it differs (no solver needed)."""
     return c != s and c[0].dominated_termwise_by(s[0]) and c[1].dominated_termwise_by(s[1])
+
+
+def one_placement(schedules: Sequence[tuple[Node, object]], inputs: set[str]) -> list[tuple[Node, object]]:
+    """`schedules` without those that differ from a kept one only in the side of a `where` an input
+    bound by the loops around it sits on; of each such family the one with those inputs in producers."""
+    families: dict[tuple, tuple[int, int]] = {}
+    for position, (big, _) in enumerate(schedules):
+        key, in_consumers = _placement(big, inputs, (), None, False)
+        if key not in families or in_consumers < families[key][0]:
+            families[key] = (in_consumers, position)
+    kept = {position for _, position in families.values()}
+    return [entry for position, entry in enumerate(schedules) if position in kept]
+
+
+def _placement(node: Node, inputs: set[str], loops: tuple[str, ...], fused: tuple[str, ...] | None,
+               consumer: bool) -> tuple[tuple, int]:
+    """`node` as a key without the inputs bound by the loops `fused` around the nearest `where`, and how
+    many of those it places in a consumer."""
+    if isinstance(node, Forall):
+        key, count = _placement(node.body, inputs, (*loops, node.index), fused, consumer)
+        return ("forall", node.index, key), count
+    if isinstance(node, Where):
+        producer, in_producer = _placement(node.producer, inputs, loops, loops, False)
+        consumer_key, in_consumer = _placement(node.consumer, inputs, loops, loops, True)
+        return ("where", node.temporary, producer, consumer_key), in_producer + in_consumer
+    assert isinstance(node, Compute)
+    movable = [f for f in node.factors
+               if fused is not None and f.tensor in inputs and set(f.indices) <= set(fused)]
+    rest = tuple(sorted(f for f in node.factors if f not in movable))
+    return ("compute", node.lhs, rest), len(movable) if consumer else 0
