@@ -9,7 +9,9 @@ numpy on random operands.
 `--frontier paper` (the default) runs the paper's analysis (`paper=True`: Fig. 5's workspace states,
 asymptotic cost the only criterion), which Figure 6's counts come from; `ours` runs autosparse's default
 (workspaces scoped to their loop's iteration, hash-table levels a second criterion), whose frontier
-sizes differ by design.
+sizes differ by design. Three of Figure 6's frontiers (SpMTTKRP and SpGEMM2 in TACO mode, SpGEMMH in
+full) come from two behaviours of Pigeon.jl's analysis that the paper's does not have:
+docs/notes/autoschedule-counts.md explains them and names the programs.
 
 Inputs are stored as in the paper: matrices CSR ("ds"), the 3-tensor "dss", vectors dense. SpMTTKRP in
 full mode is an anytime search: it stops taking programs after --limit seconds and reports the frontier of

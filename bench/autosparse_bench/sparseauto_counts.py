@@ -7,7 +7,9 @@ compile-time stage with their distinct (time, memory) costs, and each stage's ti
 B is stored with a dense first level ("ds", "dss"), as the paper's code treats it. Stage 3 assumes every
 dimension in [16, 256] (the range of the paper's §5.3 example; the paper does not give the ranges
 behind Table 3) and at least two nonzeros per stored row or fiber of B. `--check` (the default)
-compiles every final schedule and compares it with numpy.
+compiles every final schedule and compares it with numpy. `--rule literal` gives Table 3's stage-3
+column for every kernel; the default rule keeps more for kernels 1, 2 and 5
+(docs/notes/autoschedule-counts.md).
 """
 
 from __future__ import annotations
