@@ -28,8 +28,9 @@ from typing import Callable, Mapping, Sequence
 from ...errors import AutosparseError
 from ...format import Format
 from ...cin.ast import Forall
-from ...schedule.big import Compute, Factor, Node, Where
+from ...schedule.big import Factor, Node, Where
 from .constraints import inferred, parse_constraint
+from .cost import Costs
 from .poly import Poly, Symbol
 
 RULES = ("everywhere", "literal")
@@ -117,7 +118,7 @@ def _no_worse_termwise(c: tuple[Poly, Poly], s: tuple[Poly, Poly]) -> bool:
     return c != s and c[0].dominated_termwise_by(s[0]) and c[1].dominated_termwise_by(s[1])
 
 
-def one_placement(schedules: Sequence[tuple[Node, object]], inputs: set[str]) -> list[tuple[Node, object]]:
+def one_placement(schedules: Sequence[tuple[Node, Costs]], inputs: set[str]) -> list[tuple[Node, Costs]]:
     """`schedules` without those that differ from a kept one only in the side of a `where` an input
     bound by the loops around it sits on; of each such family the one with those inputs in producers."""
     families: dict[tuple, tuple[int, int]] = {}
@@ -140,7 +141,6 @@ def _placement(node: Node, inputs: set[str], loops: tuple[str, ...], fused: tupl
         producer, in_producer = _placement(node.producer, inputs, loops, loops, False)
         consumer_key, in_consumer = _placement(node.consumer, inputs, loops, loops, True)
         return ("where", node.temporary, producer, consumer_key), in_producer + in_consumer
-    assert isinstance(node, Compute)
     movable = [f for f in node.factors
                if fused is not None and f.tensor in inputs and set(f.indices) <= set(fused)]
     rest = tuple(sorted(f for f in node.factors if f not in movable))
