@@ -360,8 +360,8 @@ def _describe(result) -> str:
 @click.option("--model", type=click.Choice(["asymptotic", "sparseauto"]), default="asymptotic", show_default=True)
 @click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
 @click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
-@click.option("--paper", is_flag=True, help="The paper's frontier exactly: Fig. 5's workspace analysis, asymptotic "
-              "cost the only criterion (reproduces Figure 6).")
+@click.option("--paper", is_flag=True, help="The paper's frontier: Fig. 5's workspace analysis, asymptotic "
+              "cost the only criterion (Figure 6 but three counts: docs/notes/autoschedule-counts.md).")
 @click.option("--time-limit", type=float, default=None, help="Stop taking programs after this many seconds.")
 @click.option("-c", "--constraint", "constraints", multiple=True, metavar="TEXT",
               help="sparseauto: what stage 3 may assume, e.g. -c 'nnz(B) <= 1e5' -c '10*j < k'.")

@@ -32,7 +32,7 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     given), whose candidates compile through `kernel_factory` (api passes the pipeline's). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
     compares raw task sets; `time_limit` (seconds) makes the search anytime.
 
-    `paper=True` gives the paper's frontier exactly (its Figure 6 counts): a workspace analysed as Fig. 5
+    `paper=True` gives the paper's frontier (Figure 6 but three, docs/notes/autoschedule-counts.md): a workspace analysed as Fig. 5
     does, nonzero wherever any iteration of the loops around its `where` wrote, and asymptotic cost the
     only criterion. By default a workspace's state is that of the current iteration, and a program also
     stays when it needs fewer hash-table levels than the programs asymptotically cheaper than it: the
