@@ -4,9 +4,11 @@ schedule that makes the difference (docs/notes/autoschedule-counts.md): Figure 6
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import autosparse as asp
+from autosparse.autoschedule.verify import verify
 from autosparse.cin.ast import Assign, Forall, Where as CinWhere
 from autosparse.schedule.big import Compute, Where
 
@@ -171,3 +173,29 @@ def test_kernel_2_literal_rule_reproduces_8_and_everywhere_keeps_16():
     rule keeps 16 (5): B on either side, and two groups with a temporary over j."""
     assert final(2, "literal") == (8, 3)
     assert final(2, "everywhere") == (16, 5)
+
+
+@pytest.mark.parametrize("number", [1, 5])
+def test_the_literal_final_sets_compute_what_numpy_computes(number):
+    passed, failures = verify(table_3_front(number, "literal"))
+    assert failures == [] and passed == final(number, "literal")[0]
+
+
+@pytest.mark.parametrize("b_entries", [[], [(2, 3, 1.5)], [(0, 0, 0.0), (1, 2, -2.0)]])
+def test_kernel_1_literal_schedule_on_empty_single_entry_and_explicit_zero_b(b_entries):
+    """A(i,l) = B(i,j) C(i,k) D(j,k) E(j,l), B stored "ds" with 0, 1 or an explicit zero beside one entry."""
+    rng = np.random.default_rng(1)
+    shapes = {"B": (3, 4), "C": (3, 5), "D": (4, 5), "E": (4, 2)}
+    dense = {name: rng.random(shape) for name, shape in shapes.items()}
+    dense["B"] = np.zeros(shapes["B"])
+    coords = [(i, j) for i, j, _ in b_entries]
+    values = [v for _, _, v in b_entries]
+    for (i, j), v in zip(coords, values):
+        dense["B"][i, j] = v
+    operands = {name: asp.Tensor.from_numpy(value, format="dense") for name, value in dense.items() if name != "B"}
+    operands["B"] = asp.Tensor.from_coo(np.array(coords, dtype=np.int64).reshape(-1, 2).T, np.array(values),
+                                        shapes["B"], format="ds")
+    front = table_3_front(1, "literal")
+    got = front.kernel(front[0])(**operands)
+    got = got.to_numpy() if isinstance(got, asp.Tensor) else got
+    np.testing.assert_allclose(got, np.einsum("ij,ik,jk,jl->il", *(dense[n] for n in "BCDE")))
