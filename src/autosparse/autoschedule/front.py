@@ -18,10 +18,12 @@ from typing import Mapping
 from ..cin import ast as cin_ast
 from ..format import Format
 from ..notation import ast as notation
+from .asymptotic.analysis import tasks
 from .asymptotic.cost import Cost, CostModel
 from .asymptotic.pipeline import Search
+from .asymptotic.query import Query, disjuncts, folded
 from .asymptotic.realise import realise
-from .asymptotic.sketch import Stmt
+from .asymptotic.sketch import Stmt, reads
 from .candidate import Candidates, KernelFactory, ScheduleCandidate
 
 
@@ -66,6 +68,38 @@ class Candidate(ScheduleCandidate):
         into a table only as large as one slice)."""
         return self.model.cost_touching(self._realised.running, self._realised.probed)
 
+    @cached_property
+    def strided_cost(self) -> Cost:
+        """The part of `running_cost` that reads or writes dense tensors against their storage order (the
+        innermost loop over an access's indices is not its last stored mode): each such access misses the
+        cache line the one before it used, where an access in order streams."""
+        return self.model.cost_touching(self._realised.running, frozenset(_strided(self.sketch, {**self.user_formats, **self.formats})))
+
+    @cached_property
+    def dense_workspaces(self) -> tuple[tuple[Cost, tuple[str, ...]], ...]:
+        """Every temporary stored as a dense array of two or more dimensions, as (how often its `where`
+        runs: the iterations of the loops around it, as a cost; its indices). The lowering clears the
+        whole array after each consumer, so each run costs the product of the extents, however few
+        entries it wrote, and the array must fit in memory: a task set sees only the entries written."""
+        found = []
+        for loops, where in _wheres(self.sketch, ()):
+            for assign in cin_ast.assignments(where.producer):
+                fmt = self.formats.get(assign.lhs.tensor)
+                if assign.lhs.tensor in self.temporaries and fmt.order >= 2 and fmt.is_dense:
+                    found.append((self._iterations(loops), tuple(assign.lhs.indices)))
+        return tuple(found)
+
+    def _iterations(self, loops: tuple[str, ...]) -> Cost:
+        """The iterations of the loop nest `loops` (outermost first) as the CIN runs it: the task sets at
+        exactly those indices (an empty cost for no loops: once)."""
+        if not loops:
+            return Cost(())
+        found = tasks(self._realised.running, {name: len(ix) for name, ix in self.model.sparse.items()},
+                      self.model.scoped)
+        assumed = self.model.assumptions
+        return Cost.of(Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
+                       for task in found if task.head == loops for conjunction in disjuncts(task.guard))
+
     @property
     def transposes(self) -> dict[str, Format]:
         """Operands the kernel reads in a format other than the one they were given in."""
@@ -83,6 +117,33 @@ class Candidate(ScheduleCandidate):
 
     def __str__(self) -> str:
         return str(self.sketch)
+
+
+def _wheres(stmt: Stmt, loops: tuple[str, ...]):
+    """Every `where` of `stmt` with the loops around it, outermost first."""
+    if isinstance(stmt, cin_ast.Forall):
+        yield from _wheres(stmt.body, (*loops, stmt.index))
+    elif isinstance(stmt, cin_ast.Where):
+        yield loops, stmt
+        yield from _wheres(stmt.consumer, loops)
+        yield from _wheres(stmt.producer, loops)
+
+
+def _strided(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[str, ...] = ()):
+    """The dense tensors `stmt` accesses with their innermost loop over a mode other than the last one
+    they store (a row-major C(k,j) inside a loop over k, with j outside)."""
+    if isinstance(stmt, cin_ast.Forall):
+        yield from _strided(stmt.body, formats, (*loops, stmt.index))
+    elif isinstance(stmt, cin_ast.Where):
+        yield from _strided(stmt.consumer, formats, loops)
+        yield from _strided(stmt.producer, formats, loops)
+    else:
+        for access in (stmt.lhs, *reads(stmt.rhs)):
+            fmt = formats.get(access.tensor)
+            inner = [i for i in loops if i in access.indices]
+            if fmt is not None and fmt.is_dense and fmt.order >= 2 and inner \
+                    and access.indices.index(inner[-1]) != fmt.mode_order[-1]:
+                yield access.tensor
 
 
 class Front(Candidates):

@@ -20,15 +20,20 @@ operands to reformat.
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass
 from math import prod
 from typing import Mapping
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from ..config import memory_limit
 from ..errors import AutosparseError
 from ..notation import accesses
 from ..tensor import Tensor, as_tensor
+from . import tiebreak
 from .asymptotic.cost import Cost
 from .asymptotic.query import Query
 from .asymptotic.realise import hash_levels
@@ -48,21 +53,61 @@ TABLE_WEIGHT = 64
 #: (`D(j,l)` hashed per row, a different row's table at each probe), about 38 ns against 13 ns. 3 takes
 #: the dearer case, which is where a probe's price decides between schedules.
 PROBE_WEIGHT = 3
+#: What reformatting one stored entry costs, in array tasks: a counting sort scatters each entry to a
+#: random place. Measured: CSR -> CSC of a uniform 2^17 x 2^17 matrix with 1 M entries, 45 ns an entry
+#: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
+CONVERSION_WEIGHT = 20
+#: What an access to a dense tensor against its storage order costs, in array tasks that stream: a new
+#: cache line where the next element of the line in use would do (MTTKRP's factor matrices read down a
+#: column). Conservative, as a matrix that fits in cache pays far less.
+STRIDE_WEIGHT = 4
+#: Bytes per element of a dense workspace, for the memory limit (float64 values).
+VALUE_BYTES = 8
 
 
 def select(front, operands: Mapping[str, object], tune: int = 0):
-    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy);
-    with `tune` > 1, the fastest of the `tune` best estimated, each compiled and timed on `operands`."""
+    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy), the
+    few whose estimates tie timed on them (`tiebreak`); with `tune` > 1, the fastest of the `tune` best
+    estimated, each compiled and timed on `operands`."""
     if not len(front):
         raise AutosparseError("Expected a front with candidates, but it is empty")
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
+    ranked = ranking(front, operands)
+    if tune > 1:
+        return min((cand for _, cand in ranked[:tune]), key=lambda cand: _seconds(front, cand, operands))
+    return tiebreak.broken(front, ranked, operands, _seconds)
+
+
+@dataclass
+class Counts:
+    """How often this process estimated a front's candidates, and how often it reused an estimate made
+    for operands of the same size class."""
+
+    estimated: int = 0
+    reused: int = 0
+
+
+counts = Counts()
+_rankings: "WeakKeyDictionary[object, dict[tuple, list]]" = WeakKeyDictionary()
+
+
+def ranking(front, operands: Mapping[str, object]) -> list[tuple[float, object]]:
+    """(estimated work, candidate) for every candidate, best first (ties to fewer hashed levels, then
+    fewer temporaries, then fewer operands to reformat, then the CIN's text), computed once per size
+    class of the operands (`tiebreak.size_class`) for each front."""
+    per_size = _rankings.setdefault(front, {})
+    size_class = tiebreak.size_class(operands)
+    if size_class in per_size:
+        counts.reused += 1
+        return per_size[size_class]
+    counts.estimated += 1
     work = _estimator(front, operands)
-    ranked = sorted(front, key=lambda c: (work(c), hash_levels(c.formats), len(c.temporaries),
-                                          len(c.transposes), str(c.cin)))
-    if tune <= 1:
-        return ranked[0]
-    return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
+    ranked = sorted(((work(c), c) for c in front),
+                    key=lambda wc: (wc[0], hash_levels(wc[1].formats), len(wc[1].temporaries),
+                                    len(wc[1].transposes), str(wc[1].cin)))
+    per_size[size_class] = ranked
+    return ranked
 
 
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
@@ -91,11 +136,27 @@ def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
 
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
-    hash-table temporaries counted TABLE_WEIGHT times and those that probe hashed operands PROBE_WEIGHT
-    times."""
-    size = _sizer(*_patterns(front, operands))
-    return lambda cand: (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
-                         + (PROBE_WEIGHT - 1) * size(cand.probe_cost))
+    hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
+    times and those that access dense tensors against their storage order STRIDE_WEIGHT times; plus
+    clearing its dense workspaces and reformatting the operands it reads in another format, on every
+    call. A candidate whose dense workspaces would pass the memory limit costs infinitely much."""
+    patterns, extents = _patterns(front, operands)
+    size = _sizer(patterns, extents)
+    indices = {a.tensor: tuple(i.name for i in a.indices) for a in accesses(front.assignment.rhs)}
+    limit = memory_limit()
+
+    def work(cand) -> float:
+        cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
+                   for runs, dims in cand.dense_workspaces]
+        if any(VALUE_BYTES * elements > limit for _, elements in cleared):
+            return math.inf
+        reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
+                          for name, fmt in cand.transposes.items())
+        return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
+                + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (STRIDE_WEIGHT - 1) * size(cand.strided_cost)
+                + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
+
+    return work
 
 
 def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
