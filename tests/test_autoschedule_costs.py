@@ -1,0 +1,186 @@
+"""Costs that see what runs: select prices per-call conversions, dense workspaces' whole extent and
+dense accesses against their storage order, refuses workspaces past the memory limit, and breaks near
+ties by timing (autoschedule/tiebreak.py), once per size class."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+from conftest import densified
+from autosparse.autoschedule import select as selection
+from autosparse.autoschedule import tiebreak
+
+SPMV2 = "a(i) = B(i,j) * C(j,k) * d(k)"
+SDDMM = "A(i,j) = B(i,j) * C(i,k) * D(k,j)"
+
+
+@pytest.fixture(scope="module")
+def spmv2_front():
+    return asp.autoschedule(SPMV2, formats={"B": "ds", "C": "ds"})
+
+
+@pytest.fixture(scope="module")
+def sddmm_front():
+    return asp.autoschedule(SDDMM, formats={"B": "ds", "A": "ds"})
+
+
+@pytest.fixture(autouse=True)
+def fresh_decisions():
+    tiebreak.forget()
+    yield
+    tiebreak.forget()
+
+
+def sparse(rows, cols, density, seed):
+    return sp.random(rows, cols, density, format="csr", random_state=seed)
+
+
+def spmv2_operands(n, m, p, density, seed=0):
+    return {"B": sparse(n, m, density, seed), "C": sparse(m, p, density, seed + 1),
+            "d": np.random.default_rng(seed).random(p)}
+
+
+def sddmm_operands(n, m, rank, density, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"B": sparse(n, m, density, seed), "C": rng.random((n, rank)), "D": rng.random((rank, m))}
+
+
+def dense_of(value):
+    return value.toarray() if sp.issparse(value) else np.asarray(value)
+
+
+@pytest.mark.parametrize("shape, density", [
+    ((7, 5, 3), 0.4),    # non-square
+    ((6, 6, 6), 0.0),    # empty operands
+    ((1, 1, 1), 1.0),    # size 1, a single entry
+    ((30, 20, 25), 0.1),
+])
+def test_the_chosen_spmv2_candidate_computes_numpys_values(spmv2_front, shape, density):
+    operands = spmv2_operands(*shape, density)
+    chosen = spmv2_front.select(**operands)
+    got = spmv2_front.kernel(chosen)(**operands)
+    dense = {name: dense_of(value) for name, value in operands.items()}
+    np.testing.assert_allclose(densified(got), np.einsum("ij,jk,k->i", dense["B"], dense["C"], dense["d"]))
+
+
+@pytest.mark.parametrize("shape, density", [((9, 11, 4), 0.3), ((5, 5, 2), 0.0), ((1, 1, 1), 1.0)])
+def test_the_chosen_sddmm_candidate_computes_numpys_values(sddmm_front, shape, density):
+    operands = sddmm_operands(*shape, density)
+    chosen = sddmm_front.select(**operands)
+    got = sddmm_front.kernel(chosen)(**operands)
+    dense = {name: dense_of(value) for name, value in operands.items()}
+    expected = dense["B"] * np.einsum("ik,kj->ij", dense["C"], dense["D"])
+    np.testing.assert_allclose(densified(got), expected)
+
+
+def test_explicit_zeros_are_not_priced_as_entries(spmv2_front):
+    """An explicit zero stored in B changes no estimate: the query sizes count nonzeros."""
+    operands = spmv2_operands(12, 10, 8, 0.3)
+    padded = operands["B"].copy()
+    padded.data[:3] = 0.0
+    plain = padded.copy()
+    plain.eliminate_zeros()
+    assert selection.estimates(spmv2_front, {**operands, "B": padded}) == \
+        selection.estimates(spmv2_front, {**operands, "B": plain})
+
+
+def test_a_candidate_that_reformats_an_operand_per_call_ranks_below_an_equal_one_that_does_not(spmv2_front):
+    """Same task sets, but one converts an operand on every call: a counting sort of its entries."""
+    operands = spmv2_operands(200, 180, 160, 0.05)
+    work = selection._estimator(spmv2_front, operands)
+    pairs = [(plain, converting) for plain in spmv2_front for converting in spmv2_front
+             if not plain.transposes and converting.transposes
+             and plain.running_cost == converting.running_cost and plain.table_cost == converting.table_cost
+             and plain.probe_cost == converting.probe_cost and plain.strided_cost == converting.strided_cost
+             and plain.dense_workspaces == converting.dense_workspaces]
+    assert pairs
+    for plain, converting in pairs:
+        entries = sum(operands[name].nnz for name in converting.transposes)
+        assert work(converting) >= work(plain) + selection.CONVERSION_WEIGHT * entries
+    ranked = [cand for _, cand in selection.ranking(spmv2_front, operands)]
+    assert all(ranked.index(plain) < ranked.index(converting) for plain, converting in pairs)
+
+
+def test_a_dense_ijk_workspace_ranks_below_the_fused_sddmm_on_a_large_sparse_b(sddmm_front):
+    """58 of SDDMM's candidates stage B(i,j)·C(i,k) in a dense I·J·K array, cleared after each use: priced
+    at its extent they lose to the fused kernel, and past the memory limit they are refused (not run)."""
+    n, rank = 4096, 16
+    operands = {"B": sparse(n, n, 4 / n, 3), "C": np.ones((n, rank)), "D": np.ones((rank, n))}
+    three_d = [c for c in sddmm_front if any(len(dims) == 3 for _, dims in c.dense_workspaces)]
+    fused = next(c for c in sddmm_front if not c.temporaries and str(c.cin).startswith("∀i ∀j ∀k"))
+    assert three_d
+    work = selection._estimator(sddmm_front, operands)
+    assert all(work(c) > 100 * work(fused) for c in three_d)
+    asp.set_memory_limit(n * n * rank * selection.VALUE_BYTES - 1)
+    try:
+        work = selection._estimator(sddmm_front, operands)
+        assert all(math.isinf(work(c)) for c in three_d) and math.isfinite(work(fused))
+    finally:
+        asp.set_memory_limit(None)
+
+
+def test_dense_operands_read_against_their_order_are_priced_as_strided(sddmm_front):
+    """The fused SDDMM reads D(k,j) down a column (k innermost); the row-at-a-time form steps j innermost."""
+    fused = next(c for c in sddmm_front if not c.temporaries and str(c.cin).startswith("∀i ∀j ∀k"))
+    rows = next(c for c in sddmm_front if str(c.cin).startswith("∀i where(∀j A(i,j) = t0(j), ∀k ∀j t0(j) += B"))
+    assert fused.strided_cost.queries and not rows.strided_cost.queries
+
+
+def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(spmv2_front, monkeypatch):
+    """Tied estimates go to the fastest of the few best as timed, not the CIN text; the decision is
+    remembered for operands of the same size class, which are not timed again."""
+    operands = spmv2_operands(40, 30, 20, 0.1)
+    ranked = selection.ranking(spmv2_front, operands)
+    contenders = tiebreak.tied(ranked)
+    assert len(contenders) > 1  # SpMV2's best estimates tie
+    timed = []
+
+    def fake_seconds(front, cand, given):
+        timed.append(cand)
+        return 1.0 if cand is contenders[-1] else 2.0  # the last of the tied is the fastest
+
+    monkeypatch.setattr(selection, "_seconds", fake_seconds)
+    before = (tiebreak.counts.ties_timed, tiebreak.counts.remembered)
+    assert selection.select(spmv2_front, operands) is contenders[-1]
+    assert timed == contenders
+    similar = spmv2_operands(40, 30, 20, 0.1, seed=7)  # another input of the same size class
+    assert tiebreak.key(spmv2_front, similar) == tiebreak.key(spmv2_front, operands)
+    assert selection.select(spmv2_front, similar) is contenders[-1]
+    assert len(timed) == len(contenders)
+    assert (tiebreak.counts.ties_timed, tiebreak.counts.remembered) == (before[0] + 1, before[1] + 1)
+
+
+def test_equal_times_keep_the_estimates_order(spmv2_front, monkeypatch):
+    operands = spmv2_operands(24, 16, 12, 0.2)
+    monkeypatch.setattr(selection, "_seconds", lambda front, cand, given: 1.0)
+    assert selection.select(spmv2_front, operands) is selection.ranking(spmv2_front, operands)[0][1]
+
+
+def test_a_clear_winner_is_not_timed(spmv2_front, monkeypatch):
+    operands = spmv2_operands(24, 16, 12, 0.2)
+    ranked = selection.ranking(spmv2_front, operands)
+    runner_up = ranked[1][0]
+    monkeypatch.setattr(selection, "ranking", lambda front, given: [(1.0, ranked[0][1]), (2.0 * runner_up, ranked[1][1])])
+    monkeypatch.setattr(selection, "_seconds", lambda *args: pytest.fail("a clear winner was timed"))
+    assert selection.select(spmv2_front, operands) is ranked[0][1]
+
+
+def test_the_estimate_is_computed_once_per_size_class(spmv2_front):
+    first = spmv2_operands(50, 40, 30, 0.1, seed=1)
+    same_class = spmv2_operands(50, 40, 30, 0.1, seed=2)
+    larger = spmv2_operands(300, 40, 30, 0.1, seed=3)
+    before = (selection.counts.estimated, selection.counts.reused)
+    assert selection.ranking(spmv2_front, first) is selection.ranking(spmv2_front, same_class)
+    assert selection.ranking(spmv2_front, larger) is not selection.ranking(spmv2_front, first)
+    assert (selection.counts.estimated, selection.counts.reused) == (before[0] + 2, before[1] + 2)
+
+
+def test_size_classes_round_dimensions_and_entries_up_to_powers_of_two():
+    small = {"B": sparse(5, 6, 0.5, 0), "d": np.ones(3)}
+    assert tiebreak.size_class(small) == (("B", (8, 8), 16), ("d", (4,), 4))
+    assert tiebreak.size_class({"B": sp.csr_matrix((0, 0))}) == (("B", (1, 1), 1),)
