@@ -96,7 +96,7 @@ def test_a_candidate_that_reformats_an_operand_per_call_ranks_below_an_equal_one
     pairs = [(plain, converting) for plain in spmv2_front for converting in spmv2_front
              if not plain.transposes and converting.transposes
              and plain.running_cost == converting.running_cost and plain.table_cost == converting.table_cost
-             and plain.probe_cost == converting.probe_cost and plain.strided_cost == converting.strided_cost
+             and plain.probe_cost == converting.probe_cost and plain.scattered_costs == converting.scattered_costs
              and plain.dense_workspaces == converting.dense_workspaces]
     assert pairs
     for plain, converting in pairs:
@@ -124,11 +124,12 @@ def test_a_dense_ijk_workspace_ranks_below_the_fused_sddmm_on_a_large_sparse_b(s
         asp.set_memory_limit(None)
 
 
-def test_dense_operands_read_against_their_order_are_priced_as_strided(sddmm_front):
-    """The fused SDDMM reads D(k,j) down a column (k innermost); the row-at-a-time form steps j innermost."""
+def test_dense_operands_read_out_of_stride_are_priced_apart(sddmm_front):
+    """The fused SDDMM reads D(k,j) down a column (k innermost) and C(i,k) along a row; the row-at-a-time
+    form reads D(k,j) along a row, but only at B's coordinates (a gather): both scatter D, neither C."""
     fused = next(c for c in sddmm_front if not c.temporaries and str(c.cin).startswith("∀i ∀j ∀k"))
     rows = next(c for c in sddmm_front if str(c.cin).startswith("∀i where(∀j A(i,j) = t0(j), ∀k ∀j t0(j) += B"))
-    assert fused.strided_cost.queries and not rows.strided_cost.queries
+    assert set(fused.scattered_costs) == set(rows.scattered_costs) == {"D"}
 
 
 def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(spmv2_front, monkeypatch):

@@ -69,11 +69,15 @@ class Candidate(ScheduleCandidate):
         return self.model.cost_touching(self._realised.running, self._realised.probed)
 
     @cached_property
-    def strided_cost(self) -> Cost:
-        """The part of `running_cost` that reads or writes dense tensors against their storage order (the
-        innermost loop over an access's indices is not its last stored mode): each such access misses the
-        cache line the one before it used, where an access in order streams."""
-        return self.model.cost_touching(self._realised.running, frozenset(_strided(self.sketch, {**self.user_formats, **self.formats})))
+    def scattered_costs(self) -> dict[str, Cost]:
+        """For each dense operand or result accessed out of stride — its innermost loop runs over a mode
+        other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last one
+        but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
+        accesses it: where the tensor outgrows the cache, each such access fetches a cache line, where
+        a loop over the whole last mode streams through the line in use."""
+        running = self._realised.running
+        return {name: self.model.cost_touching(running, frozenset({name}))
+                for name in dict.fromkeys(_scattered(running, self.user_formats))}
 
     @cached_property
     def dense_workspaces(self) -> tuple[tuple[Cost, tuple[str, ...]], ...]:
@@ -129,20 +133,21 @@ def _wheres(stmt: Stmt, loops: tuple[str, ...]):
         yield from _wheres(stmt.producer, loops)
 
 
-def _strided(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[str, ...] = ()):
-    """The dense tensors `stmt` accesses with their innermost loop over a mode other than the last one
-    they store (a row-major C(k,j) inside a loop over k, with j outside)."""
+def _scattered(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[tuple[str, bool], ...] = ()):
+    """The dense tensors `stmt` accesses out of stride; `loops` are the loops around it, each with
+    whether it visits its whole range (steps through no sparse operand)."""
     if isinstance(stmt, cin_ast.Forall):
-        yield from _strided(stmt.body, formats, (*loops, stmt.index))
+        whole = all(a.protocol_of(stmt.index) != cin_ast.Protocol.STEP for a in reads(stmt.body))
+        yield from _scattered(stmt.body, formats, (*loops, (stmt.index, whole)))
     elif isinstance(stmt, cin_ast.Where):
-        yield from _strided(stmt.consumer, formats, loops)
-        yield from _strided(stmt.producer, formats, loops)
+        yield from _scattered(stmt.consumer, formats, loops)
+        yield from _scattered(stmt.producer, formats, loops)
     else:
         for access in (stmt.lhs, *reads(stmt.rhs)):
             fmt = formats.get(access.tensor)
-            inner = [i for i in loops if i in access.indices]
-            if fmt is not None and fmt.is_dense and fmt.order >= 2 and inner \
-                    and access.indices.index(inner[-1]) != fmt.mode_order[-1]:
+            inner = [(i, whole) for i, whole in loops if i in access.indices]
+            if fmt is not None and fmt.is_dense and inner and not (
+                    inner[-1][1] and access.indices.index(inner[-1][0]) == fmt.mode_order[-1]):
                 yield access.tensor
 
 

@@ -37,6 +37,7 @@ from . import tiebreak
 from .asymptotic.cost import Cost
 from .asymptotic.query import Query
 from .asymptotic.realise import hash_levels
+from .sparseauto.runtime import private_cache_bytes
 
 #: A join with more rows than this is sampled instead of materialised.
 EXACT_ROWS = 1 << 20
@@ -57,9 +58,9 @@ PROBE_WEIGHT = 3
 #: random place. Measured: CSR -> CSC of a uniform 2^17 x 2^17 matrix with 1 M entries, 45 ns an entry
 #: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
 CONVERSION_WEIGHT = 20
-#: What an access to a dense tensor against its storage order costs, in array tasks that stream: a new
-#: cache line where the next element of the line in use would do (MTTKRP's factor matrices read down a
-#: column). Conservative, as a matrix that fits in cache pays far less.
+#: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
+#: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
+#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the private caches pay it: a smaller one keeps its lines there.
 STRIDE_WEIGHT = 4
 #: Bytes per element of a dense workspace, for the memory limit (float64 values).
 VALUE_BYTES = 8
@@ -137,13 +138,16 @@ def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
-    times and those that access dense tensors against their storage order STRIDE_WEIGHT times; plus
-    clearing its dense workspaces and reformatting the operands it reads in another format, on every
-    call. A candidate whose dense workspaces would pass the memory limit costs infinitely much."""
+    times and those that access dense tensors larger than the private caches out of stride
+    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting the operands it reads in
+    another format, on every call. A candidate whose dense workspaces would pass the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
-    indices = {a.tensor: tuple(i.name for i in a.indices) for a in accesses(front.assignment.rhs)}
+    indices = {a.tensor: tuple(i.name for i in a.indices)
+               for a in (front.assignment.lhs, *accesses(front.assignment.rhs))}
     limit = memory_limit()
+    uncached = {name for name, ix in indices.items()
+                if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes()}
 
     def work(cand) -> float:
         cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
@@ -153,7 +157,9 @@ def _estimator(front, operands: Mapping[str, object]):
         reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
                           for name, fmt in cand.transposes.items())
         return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
-                + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (STRIDE_WEIGHT - 1) * size(cand.strided_cost)
+                + (PROBE_WEIGHT - 1) * size(cand.probe_cost)
+                + (STRIDE_WEIGHT - 1) * sum(size(cost) for name, cost in cand.scattered_costs.items()
+                                            if name in uncached)
                 + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
 
     return work
