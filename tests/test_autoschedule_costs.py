@@ -185,3 +185,16 @@ def test_size_classes_round_dimensions_and_entries_up_to_powers_of_two():
     small = {"B": sparse(5, 6, 0.5, 0), "d": np.ones(3)}
     assert tiebreak.size_class(small) == (("B", (8, 8), 16), ("d", (4,), 4))
     assert tiebreak.size_class({"B": sp.csr_matrix((0, 0))}) == (("B", (1, 1), 1),)
+
+
+@pytest.mark.parametrize("shape", [(30, 20, 25), (1, 1, 1), (4, 0, 3)])
+def test_a_two_operand_join_is_counted_from_multiplicities_exactly(shape):
+    """{[i,k,j] | B(i,k) ∧ C(k,j)} is a sparse product's multiplications: (B ≠ 0) @ (C ≠ 0) summed."""
+    from autosparse.autoschedule.asymptotic.query import Atom, Query
+
+    n, m, p = shape
+    B, C = sparse(n, m, 0.3, 5), sparse(m, p, 0.3, 6)
+    query = Query.of([(v, v) for v in "ikj"], [Atom("B", ("i", "k")), Atom("C", ("k", "j"))])
+    patterns = {name: np.argwhere(dense_of(x) != 0).astype(np.int64) for name, x in (("B", B), ("C", C))}
+    expected = ((dense_of(B) != 0).astype(int) @ (dense_of(C) != 0).astype(int)).sum()
+    assert selection.query_size(query, patterns, {"i": n, "k": m, "j": p}) == expected

@@ -194,10 +194,18 @@ def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         for index, extent in zip(access.indices, tensor.shape):
             extents[index.name] = extent
         if not front.formats[name].is_dense:
-            coords, values = tensor.to_coo()
-            keep = values != 0
-            patterns[name] = np.ascontiguousarray(np.asarray(coords)[:, keep].T.astype(np.int64))
+            patterns[name] = _nonzero_rows(*tensor.to_coo())
     return patterns, extents
+
+
+def _nonzero_rows(coords, values) -> np.ndarray:
+    """The coordinates of the nonzero values, one int64 row each (filled column by column: one copy)."""
+    coords, keep = np.asarray(coords), np.asarray(values) != 0
+    everything = bool(keep.all())
+    rows = np.empty((len(values) if everything else int(keep.sum()), len(coords)), np.int64)
+    for mode, column in enumerate(coords):
+        rows[:, mode] = column if everything else column[keep]
+    return rows
 
 
 def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int],
@@ -263,7 +271,7 @@ class _Relation:
             bounds = tuple(int(b) + 1 for b in rows.max(axis=0))
             if prod(bounds) >= 1 << 62:
                 return np.unique(rows, axis=0)
-            keys = np.unique(_keys(rows, bounds))
+            keys = _distinct(_keys(rows, bounds), prod(bounds))
             return np.stack(np.unravel_index(keys, bounds), axis=1).astype(np.int64)
 
         rows = self._memoised(("project", columns), compute)
@@ -355,6 +363,10 @@ def _component_size(relations, head, dims, rng) -> float:
     variables = sorted({v for r in relations for v in r.variables})
     if len(relations) == 1:
         return float(len(relations[0].rows))
+    if len(relations) == 2 and all(v in head for v in variables):
+        counted = _pair_join_size(*relations)
+        if counted is not None:
+            return counted
     joined = _join_all(relations)
     if joined is not None:
         kept = [v for v in joined.variables if v in head]
@@ -380,6 +392,27 @@ def _component_size(relations, head, dims, rng) -> float:
     if pivot not in head:
         return float(found > 0)
     return found * len(candidates) / len(chosen)
+
+
+def _pair_join_size(a: _Relation, b: _Relation) -> float | None:
+    """The rows of a ⋈ b joined on one variable, without joining: for each value, the rows of `a` with it
+    times the rows of `b` with it (a sparse matrix product's multiplications, from its operands' column
+    and row counts). None when they share no variable or several."""
+    shared = [v for v in a.variables if v in b.variables]
+    if len(shared) != 1:
+        return None
+    column_a, column_b = (r.rows[:, r.variables.index(shared[0])] for r in (a, b))
+    length = int(max(column_a.max(initial=-1), column_b.max(initial=-1))) + 1
+    return float(np.dot(np.bincount(column_a, minlength=length).astype(np.float64),
+                        np.bincount(column_b, minlength=length).astype(np.float64)))
+
+
+def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
+    """The distinct `keys` (each below `bound`), sorted: by marking them in an array of `bound` counts
+    where that is not much larger than the keys (a scan instead of a sort), else by np.unique."""
+    if bound <= 4 * len(keys) + (1 << 16):
+        return np.flatnonzero(np.bincount(keys, minlength=bound))
+    return np.unique(keys)
 
 
 def _split(relations, variable) -> tuple[int, int]:
