@@ -1,4 +1,5 @@
-"""Choosing a frontier candidate for the operands at hand, without running any kernel.
+"""Choosing a frontier candidate for the operands at hand: every candidate estimated on them, only near
+ties run (`tiebreak`).
 
 Each candidate's cost is a union of conjunctive queries; on actual operands each query has a size: the
 number of distinct head tuples for which some binding of the other variables makes every atom true.
@@ -11,11 +12,18 @@ the sketch promised, and the part of that work which builds hash-table temporari
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
 loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
 row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
-into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). The candidate with
-the least work wins (optional tuning times the few best estimated instead, off by default); ties (the
-frontier keeps equal costs) go to the one with fewer hashed levels, then fewer temporaries (a workspace
-written and read back does the same work twice, which a union of task sets cannot see), then fewer
-operands to reformat.
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). What a task set cannot
+see is priced on the operands too: reformatting each operand the candidate reads in another format, on
+every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
+workspace of two or more dimensions over its whole extent each time its `where` runs
+(`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
+dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
+(`Candidate.scattered_costs`). The candidate with the least work wins; candidates whose estimates lie
+within a few percent of the best are timed on the operands (`tiebreak`), the decision remembered per
+expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
+temporaries (a workspace written and read back does the same work twice, which a union of task sets
+cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
+class of the operands (`ranking`).
 """
 
 from __future__ import annotations
