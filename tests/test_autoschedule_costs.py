@@ -132,13 +132,14 @@ def test_dense_operands_read_out_of_stride_are_priced_apart(sddmm_front):
     assert set(fused.scattered_costs) == set(rows.scattered_costs) == {"D"}
 
 
-def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(spmv2_front, monkeypatch):
+def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(sddmm_front, monkeypatch):
     """Tied estimates go to the fastest of the few best as timed, not the CIN text; the decision is
     remembered for operands of the same size class, which are not timed again."""
-    operands = spmv2_operands(40, 30, 20, 0.1)
-    ranked = selection.ranking(spmv2_front, operands)
+    operands = sddmm_operands(40, 30, 8, 0.1)
+    ranked = selection.ranking(sddmm_front, operands)
     contenders = tiebreak.tied(ranked)
-    assert len(contenders) > 1  # SpMV2's best estimates tie
+    assert len(contenders) > 1  # SDDMM's best estimates tie
+    assert len({c.runs_as for c in contenders}) == len(contenders)  # each runs differently
     timed = []
 
     def fake_seconds(front, cand, given):
@@ -147,19 +148,29 @@ def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(spmv2_fr
 
     monkeypatch.setattr(selection, "_seconds", fake_seconds)
     before = (tiebreak.counts.ties_timed, tiebreak.counts.remembered)
-    assert selection.select(spmv2_front, operands) is contenders[-1]
+    assert selection.select(sddmm_front, operands) is contenders[-1]
     assert timed == contenders
-    similar = spmv2_operands(40, 30, 20, 0.1, seed=7)  # another input of the same size class
-    assert tiebreak.key(spmv2_front, similar) == tiebreak.key(spmv2_front, operands)
-    assert selection.select(spmv2_front, similar) is contenders[-1]
+    similar = sddmm_operands(40, 30, 8, 0.1, seed=7)  # another input of the same size class
+    assert tiebreak.key(sddmm_front, similar) == tiebreak.key(sddmm_front, operands)
+    assert selection.select(sddmm_front, similar) is contenders[-1]
     assert len(timed) == len(contenders)
     assert (tiebreak.counts.ties_timed, tiebreak.counts.remembered) == (before[0] + 1, before[1] + 1)
 
 
-def test_equal_times_keep_the_estimates_order(spmv2_front, monkeypatch):
-    operands = spmv2_operands(24, 16, 12, 0.2)
+def test_candidates_that_run_alike_are_not_timed_against_each_other(spmv2_front, monkeypatch):
+    """SpMV2's best estimates tie only between candidates that differ in protocols on dense levels (the
+    same loops over the same arrays): there is nothing to time."""
+    operands = spmv2_operands(40, 30, 20, 0.1)
+    ranked = selection.ranking(spmv2_front, operands)
+    assert ranked[0][0] == ranked[1][0] and ranked[0][1].runs_as == ranked[1][1].runs_as
+    monkeypatch.setattr(selection, "_seconds", lambda *args: pytest.fail("candidates that run alike were timed"))
+    assert selection.select(spmv2_front, operands) is ranked[0][1]
+
+
+def test_equal_times_keep_the_estimates_order(sddmm_front, monkeypatch):
+    operands = sddmm_operands(24, 16, 4, 0.2)
     monkeypatch.setattr(selection, "_seconds", lambda front, cand, given: 1.0)
-    assert selection.select(spmv2_front, operands) is selection.ranking(spmv2_front, operands)[0][1]
+    assert selection.select(sddmm_front, operands) is selection.ranking(sddmm_front, operands)[0][1]
 
 
 def test_a_clear_winner_is_not_timed(spmv2_front, monkeypatch):

@@ -50,6 +50,13 @@ class Candidate(ScheduleCandidate):
         """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
         return dict(self._realised.formats)
 
+    @property
+    def runs_as(self) -> tuple:
+        """What the kernel runs: the sketch as stored (a step through a dense level is a locate) and the
+        formats. Candidates that differ only in protocols their formats ignore run alike, so timing one
+        of them times them all."""
+        return self._realised.running, tuple(sorted((name, str(fmt)) for name, fmt in self.formats.items()))
+
     @cached_property
     def running_cost(self) -> Cost:
         """The cost of the program as its CIN runs (see `Realised.running`), which selection compares:

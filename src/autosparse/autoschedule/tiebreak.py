@@ -56,12 +56,17 @@ def key(front, operands: Mapping[str, object]) -> tuple:
 
 def tied(ranked: Sequence[tuple[float, object]]) -> list:
     """The candidates of `ranked` ((estimate, candidate), best first) whose estimates lie within NEAR of
-    the best, at most TIMED of them: one alone is no tie."""
+    the best, at most TIMED of them, one of each that runs alike (`Candidate.runs_as`): one alone is no
+    tie."""
     best = ranked[0][0]
     if not math.isfinite(best):
         return [ranked[0][1]]
-    near = [cand for work, cand in ranked[:TIMED] if work <= best * (1 + NEAR)]
-    return near if len(near) > 1 else near[:1]
+    near: dict[tuple, object] = {}
+    for work, cand in ranked:
+        if work > best * (1 + NEAR) or len(near) == TIMED:
+            break
+        near.setdefault(cand.runs_as, cand)
+    return list(near.values())
 
 
 def broken(front, ranked: Sequence[tuple[float, object]], operands: Mapping[str, object],
