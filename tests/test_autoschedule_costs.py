@@ -209,3 +209,13 @@ def test_a_two_operand_join_is_counted_from_multiplicities_exactly(shape):
     patterns = {name: np.argwhere(dense_of(x) != 0).astype(np.int64) for name, x in (("B", B), ("C", C))}
     expected = ((dense_of(B) != 0).astype(int) @ (dense_of(C) != 0).astype(int)).sum()
     assert selection.query_size(query, patterns, {"i": n, "k": m, "j": p}) == expected
+
+
+def test_the_tie_breaker_stops_timing_past_its_budget(sddmm_front, monkeypatch):
+    """Past BUDGET seconds no further tied candidate is timed: the first, timed, is kept."""
+    operands = sddmm_operands(40, 30, 8, 0.1, seed=3)
+    contenders = tiebreak.tied(selection.ranking(sddmm_front, operands))
+    timed = []
+    monkeypatch.setattr(tiebreak, "BUDGET", -1.0)
+    monkeypatch.setattr(selection, "_seconds", lambda front, cand, given: timed.append(cand) or 1.0)
+    assert selection.select(sddmm_front, operands) is contenders[0] and timed == contenders[:1]

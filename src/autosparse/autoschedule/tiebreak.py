@@ -12,6 +12,7 @@ gives them to whoever persists them and `remember()` takes them back.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -21,6 +22,8 @@ from ..errors import AutosparseError
 NEAR = 0.05
 #: At most this many tied candidates are compiled and timed.
 TIMED = 3
+#: Seconds after which no further tied candidate is timed (the first always is).
+BUDGET = 2.0
 
 
 @dataclass
@@ -83,8 +86,12 @@ def broken(front, ranked: Sequence[tuple[float, object]], operands: Mapping[str,
             counts.remembered += 1
             return match
     counts.ties_timed += 1
-    counts.candidates_timed += len(contenders)
-    times = [_timed(seconds, front, cand, operands) for cand in contenders]
+    start, times = time.perf_counter(), []
+    for cand in contenders:
+        if times and time.perf_counter() - start > BUDGET:
+            break  # the untimed ones are taken as slower: large inputs are not timed for minutes
+        times.append(_timed(seconds, front, cand, operands))
+    counts.candidates_timed += len(times)
     chosen = contenders[times.index(min(times))]  # equal times: the estimate's order
     _decided[decided] = str(chosen.cin)
     return chosen
