@@ -176,8 +176,8 @@ def test_equal_times_keep_the_estimates_order(sddmm_front, monkeypatch):
 def test_a_clear_winner_is_not_timed(spmv2_front, monkeypatch):
     operands = spmv2_operands(24, 16, 12, 0.2)
     ranked = selection.ranking(spmv2_front, operands)
-    runner_up = ranked[1][0]
-    monkeypatch.setattr(selection, "ranking", lambda front, given: [(1.0, ranked[0][1]), (2.0 * runner_up, ranked[1][1])])
+    clear = [(1.0, ranked[0][1]), (2.0, ranked[1][1])]  # the runner-up estimated at twice the work
+    monkeypatch.setattr(selection, "ranking", lambda front, given: clear)
     monkeypatch.setattr(selection, "_seconds", lambda *args: pytest.fail("a clear winner was timed"))
     assert selection.select(spmv2_front, operands) is ranked[0][1]
 

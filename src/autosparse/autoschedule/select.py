@@ -68,7 +68,8 @@ PROBE_WEIGHT = 3
 CONVERSION_WEIGHT = 20
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
 #: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
-#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the private caches pay it: a smaller one keeps its lines there.
+#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the
+#: private caches pay it: a smaller one keeps its lines there.
 STRIDE_WEIGHT = 4
 #: Bytes per element of a dense workspace, for the memory limit (float64 values).
 VALUE_BYTES = 8
@@ -147,8 +148,9 @@ def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
     times and those that access dense tensors larger than the private caches out of stride
-    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting the operands it reads in
-    another format, on every call. A candidate whose dense workspaces would pass the memory limit costs infinitely much."""
+    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting
+    the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
+    the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
     indices = {a.tensor: tuple(i.name for i in a.indices)

@@ -47,7 +47,8 @@ def size_class(operands: Mapping[str, object]) -> tuple:
     for name, tensor in sorted(operands.items()):
         shape = tuple(int(n) for n in getattr(tensor, "shape", ()))
         stored = getattr(tensor, "nnz", None)
-        found.append((name, tuple(_rounded(n) for n in shape), _rounded(math.prod(shape) if stored is None else stored)))
+        entries = math.prod(shape) if stored is None else stored
+        found.append((name, tuple(_rounded(n) for n in shape), _rounded(entries)))
     return tuple(found)
 
 
