@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 import autosparse as asp
 from conftest import densified
 from autosparse.autoschedule import select as selection
+from autosparse.autoschedule import tiebreak
 from autosparse.autoschedule.asymptotic.query import Atom, Query
 
 
@@ -103,11 +104,13 @@ def test_tuning_times_the_best_estimated_candidates_and_returns_one_of_them(monk
     front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k)", formats={"B": "csr", "C": "csr", "A": "csr"}, paper=True)
     operands = {"B": sp.random(60, 50, 0.05, format="csr", random_state=8),
                 "C": sp.random(40, 50, 0.05, format="csr", random_state=9)}
-    timed = []
+    timed, before = [], tiebreak.counts.candidates_timed
+    tiebreak.forget()
     real = selection._seconds
     monkeypatch.setattr(selection, "_seconds", lambda f, c, o: timed.append(c) or real(f, c, o))
     assert front.select(**operands) is front.select(tune=1, **operands)
-    assert not timed  # tuning is off unless asked for
+    assert len(timed) == tiebreak.counts.candidates_timed - before  # only ties are timed unless asked
+    timed.clear()
     chosen = front.select(tune=3, **operands)
     assert len(timed) == 3 and chosen in timed
     with pytest.raises(asp.AutosparseError, match="tune"):
@@ -171,6 +174,7 @@ def test_ties_go_to_fewer_hashed_levels_then_fewer_temporaries(monkeypatch):
 
     front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k) * D(j,k)", formats={n: "ds" for n in "ABCD"}, taco=True)
     monkeypatch.setattr(selection, "_estimator", lambda f, operands: lambda cand: 1.0)
+    monkeypatch.setattr(selection, "_seconds", lambda f, c, o: 1.0)  # the measured tie-break ties too
     chosen = front.select(**{name: sp.random(6, 6, 0.5, format="csr", random_state=seed)
                              for seed, name in enumerate("BCD")})
     fewest = min((hash_levels(c.formats), len(c.temporaries)) for c in front)

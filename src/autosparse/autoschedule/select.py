@@ -1,4 +1,5 @@
-"""Choosing a frontier candidate for the operands at hand, without running any kernel.
+"""Choosing a frontier candidate for the operands at hand: every candidate estimated on them, only near
+ties run (`tiebreak`).
 
 Each candidate's cost is a union of conjunctive queries; on actual operands each query has a size: the
 number of distinct head tuples for which some binding of the other variables makes every atom true.
@@ -11,27 +12,40 @@ the sketch promised, and the part of that work which builds hash-table temporari
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
 loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
 row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
-into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). The candidate with
-the least work wins (optional tuning times the few best estimated instead, off by default); ties (the
-frontier keeps equal costs) go to the one with fewer hashed levels, then fewer temporaries (a workspace
-written and read back does the same work twice, which a union of task sets cannot see), then fewer
-operands to reformat.
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). What a task set cannot
+see is priced on the operands too: reformatting each operand the candidate reads in another format, on
+every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
+workspace of two or more dimensions over its whole extent each time its `where` runs
+(`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
+dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
+(`Candidate.scattered_costs`). The candidate with the least work wins; candidates whose estimates lie
+within a few percent of the best are timed on the operands (`tiebreak`), the decision remembered per
+expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
+temporaries (a workspace written and read back does the same work twice, which a union of task sets
+cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
+class of the operands (`ranking`).
 """
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass
 from math import prod
 from typing import Mapping
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from ..config import memory_limit
 from ..errors import AutosparseError
 from ..notation import accesses
 from ..tensor import Tensor, as_tensor
+from . import tiebreak
 from .asymptotic.cost import Cost
 from .asymptotic.query import Query
 from .asymptotic.realise import hash_levels
+from .sparseauto.runtime import private_cache_bytes
 
 #: A join with more rows than this is sampled instead of materialised.
 EXACT_ROWS = 1 << 20
@@ -48,21 +62,62 @@ TABLE_WEIGHT = 64
 #: (`D(j,l)` hashed per row, a different row's table at each probe), about 38 ns against 13 ns. 3 takes
 #: the dearer case, which is where a probe's price decides between schedules.
 PROBE_WEIGHT = 3
+#: What reformatting one stored entry costs, in array tasks: a counting sort scatters each entry to a
+#: random place. Measured: CSR -> CSC of a uniform 2^17 x 2^17 matrix with 1 M entries, 45 ns an entry
+#: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
+CONVERSION_WEIGHT = 20
+#: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
+#: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
+#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the
+#: private caches pay it: a smaller one keeps its lines there.
+STRIDE_WEIGHT = 4
+#: Bytes per element of a dense workspace, for the memory limit (float64 values).
+VALUE_BYTES = 8
 
 
 def select(front, operands: Mapping[str, object], tune: int = 0):
-    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy);
-    with `tune` > 1, the fastest of the `tune` best estimated, each compiled and timed on `operands`."""
+    """The candidate of `front` with the least estimated work on `operands` (Tensors, arrays, scipy), the
+    few whose estimates tie timed on them (`tiebreak`); with `tune` > 1, the fastest of the `tune` best
+    estimated, each compiled and timed on `operands`."""
     if not len(front):
         raise AutosparseError("Expected a front with candidates, but it is empty")
     if tune < 0:
         raise AutosparseError(f"Expected tune >= 0 candidates to time, but found {tune}")
+    ranked = ranking(front, operands)
+    if tune > 1:
+        return min((cand for _, cand in ranked[:tune]), key=lambda cand: _seconds(front, cand, operands))
+    return tiebreak.broken(front, ranked, operands, _seconds)
+
+
+@dataclass
+class Counts:
+    """How often this process estimated a front's candidates, and how often it reused an estimate made
+    for operands of the same size class."""
+
+    estimated: int = 0
+    reused: int = 0
+
+
+counts = Counts()
+_rankings: "WeakKeyDictionary[object, dict[tuple, list]]" = WeakKeyDictionary()
+
+
+def ranking(front, operands: Mapping[str, object]) -> list[tuple[float, object]]:
+    """(estimated work, candidate) for every candidate, best first (ties to fewer hashed levels, then
+    fewer temporaries, then fewer operands to reformat, then the CIN's text), computed once per size
+    class of the operands (`tiebreak.size_class`) for each front."""
+    per_size = _rankings.setdefault(front, {})
+    size_class = tiebreak.size_class(operands)
+    if size_class in per_size:
+        counts.reused += 1
+        return per_size[size_class]
+    counts.estimated += 1
     work = _estimator(front, operands)
-    ranked = sorted(front, key=lambda c: (work(c), hash_levels(c.formats), len(c.temporaries),
-                                          len(c.transposes), str(c.cin)))
-    if tune <= 1:
-        return ranked[0]
-    return min(ranked[:tune], key=lambda cand: _seconds(front, cand, operands))
+    ranked = sorted(((work(c), c) for c in front),
+                    key=lambda wc: (wc[0], hash_levels(wc[1].formats), len(wc[1].temporaries),
+                                    len(wc[1].transposes), str(wc[1].cin)))
+    per_size[size_class] = ranked
+    return ranked
 
 
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
@@ -91,11 +146,33 @@ def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
 
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
-    hash-table temporaries counted TABLE_WEIGHT times and those that probe hashed operands PROBE_WEIGHT
-    times."""
-    size = _sizer(*_patterns(front, operands))
-    return lambda cand: (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
-                         + (PROBE_WEIGHT - 1) * size(cand.probe_cost))
+    hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
+    times and those that access dense tensors larger than the private caches out of stride
+    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting
+    the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
+    the memory limit costs infinitely much."""
+    patterns, extents = _patterns(front, operands)
+    size = _sizer(patterns, extents)
+    indices = {a.tensor: tuple(i.name for i in a.indices)
+               for a in (front.assignment.lhs, *accesses(front.assignment.rhs))}
+    limit = memory_limit()
+    uncached = {name for name, ix in indices.items()
+                if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes()}
+
+    def work(cand) -> float:
+        cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
+                   for runs, dims in cand.dense_workspaces]
+        if any(VALUE_BYTES * elements > limit for _, elements in cleared):
+            return math.inf
+        reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
+                          for name, fmt in cand.transposes.items())
+        return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
+                + (PROBE_WEIGHT - 1) * size(cand.probe_cost)
+                + (STRIDE_WEIGHT - 1) * sum(size(cost) for name, cost in cand.scattered_costs.items()
+                                            if name in uncached)
+                + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
+
+    return work
 
 
 def _sizer(patterns: Mapping[str, np.ndarray], extents: Mapping[str, int]):
@@ -127,10 +204,18 @@ def _patterns(front, operands) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         for index, extent in zip(access.indices, tensor.shape):
             extents[index.name] = extent
         if not front.formats[name].is_dense:
-            coords, values = tensor.to_coo()
-            keep = values != 0
-            patterns[name] = np.ascontiguousarray(np.asarray(coords)[:, keep].T.astype(np.int64))
+            patterns[name] = _nonzero_rows(*tensor.to_coo())
     return patterns, extents
+
+
+def _nonzero_rows(coords, values) -> np.ndarray:
+    """The coordinates of the nonzero values, one int64 row each (filled column by column: one copy)."""
+    coords, keep = np.asarray(coords), np.asarray(values) != 0
+    everything = bool(keep.all())
+    rows = np.empty((len(values) if everything else int(keep.sum()), len(coords)), np.int64)
+    for mode, column in enumerate(coords):
+        rows[:, mode] = column if everything else column[keep]
+    return rows
 
 
 def query_size(query: Query, patterns: Mapping[str, np.ndarray], extents: Mapping[str, int],
@@ -196,7 +281,7 @@ class _Relation:
             bounds = tuple(int(b) + 1 for b in rows.max(axis=0))
             if prod(bounds) >= 1 << 62:
                 return np.unique(rows, axis=0)
-            keys = np.unique(_keys(rows, bounds))
+            keys = _distinct(_keys(rows, bounds), prod(bounds))
             return np.stack(np.unravel_index(keys, bounds), axis=1).astype(np.int64)
 
         rows = self._memoised(("project", columns), compute)
@@ -288,6 +373,10 @@ def _component_size(relations, head, dims, rng) -> float:
     variables = sorted({v for r in relations for v in r.variables})
     if len(relations) == 1:
         return float(len(relations[0].rows))
+    if len(relations) == 2 and all(v in head for v in variables):
+        counted = _pair_join_size(*relations)
+        if counted is not None:
+            return counted
     joined = _join_all(relations)
     if joined is not None:
         kept = [v for v in joined.variables if v in head]
@@ -313,6 +402,30 @@ def _component_size(relations, head, dims, rng) -> float:
     if pivot not in head:
         return float(found > 0)
     return found * len(candidates) / len(chosen)
+
+
+def _pair_join_size(a: _Relation, b: _Relation) -> float | None:
+    """The rows of a ⋈ b joined on one variable, without joining: for each value, the rows of `a` with it
+    times the rows of `b` with it (a sparse matrix product's multiplications, from its operands' column
+    and row counts). None when they share no variable or several."""
+    shared = [v for v in a.variables if v in b.variables]
+    if len(shared) != 1:
+        return None
+    column_a, column_b = (r.rows[:, r.variables.index(shared[0])] for r in (a, b))
+    length = int(max(column_a.max(initial=-1), column_b.max(initial=-1))) + 1
+    return float(np.dot(np.bincount(column_a, minlength=length).astype(np.float64),
+                        np.bincount(column_b, minlength=length).astype(np.float64)))
+
+
+def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
+    """The distinct `keys` (each below `bound`), sorted: by marking them in an array of `bound` counts
+    where that is not much larger than the keys (a scan instead of a sort), else by sorting them (numpy's
+    hashed unique degrades to seconds on a million keys that are multiples of a power of two, as
+    linearised coordinates are)."""
+    if bound <= 4 * len(keys) + (1 << 16):
+        return np.flatnonzero(np.bincount(keys, minlength=bound))
+    ordered = keys if bool(np.all(keys[1:] >= keys[:-1])) else np.sort(keys)  # a prefix of sorted columns
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def _split(relations, variable) -> tuple[int, int]:

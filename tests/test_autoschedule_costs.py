@@ -1,0 +1,221 @@
+"""Costs that see what runs: select prices per-call conversions, dense workspaces' whole extent and
+dense accesses against their storage order, refuses workspaces past the memory limit, and breaks near
+ties by timing (autoschedule/tiebreak.py), once per size class."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+from conftest import densified
+from autosparse.autoschedule import select as selection
+from autosparse.autoschedule import tiebreak
+
+SPMV2 = "a(i) = B(i,j) * C(j,k) * d(k)"
+SDDMM = "A(i,j) = B(i,j) * C(i,k) * D(k,j)"
+
+
+@pytest.fixture(scope="module")
+def spmv2_front():
+    return asp.autoschedule(SPMV2, formats={"B": "ds", "C": "ds"})
+
+
+@pytest.fixture(scope="module")
+def sddmm_front():
+    return asp.autoschedule(SDDMM, formats={"B": "ds", "A": "ds"})
+
+
+@pytest.fixture(autouse=True)
+def fresh_decisions():
+    tiebreak.forget()
+    yield
+    tiebreak.forget()
+
+
+def sparse(rows, cols, density, seed):
+    return sp.random(rows, cols, density, format="csr", random_state=seed)
+
+
+def spmv2_operands(n, m, p, density, seed=0):
+    return {"B": sparse(n, m, density, seed), "C": sparse(m, p, density, seed + 1),
+            "d": np.random.default_rng(seed).random(p)}
+
+
+def sddmm_operands(n, m, rank, density, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"B": sparse(n, m, density, seed), "C": rng.random((n, rank)), "D": rng.random((rank, m))}
+
+
+def dense_of(value):
+    return value.toarray() if sp.issparse(value) else np.asarray(value)
+
+
+@pytest.mark.parametrize("shape, density", [
+    ((7, 5, 3), 0.4),    # non-square
+    ((6, 6, 6), 0.0),    # empty operands
+    ((1, 1, 1), 1.0),    # size 1, a single entry
+    ((30, 20, 25), 0.1),
+])
+def test_the_chosen_spmv2_candidate_computes_numpys_values(spmv2_front, shape, density):
+    operands = spmv2_operands(*shape, density)
+    chosen = spmv2_front.select(**operands)
+    got = spmv2_front.kernel(chosen)(**operands)
+    dense = {name: dense_of(value) for name, value in operands.items()}
+    np.testing.assert_allclose(densified(got), np.einsum("ij,jk,k->i", dense["B"], dense["C"], dense["d"]))
+
+
+@pytest.mark.parametrize("shape, density", [((9, 11, 4), 0.3), ((5, 5, 2), 0.0), ((1, 1, 1), 1.0)])
+def test_the_chosen_sddmm_candidate_computes_numpys_values(sddmm_front, shape, density):
+    operands = sddmm_operands(*shape, density)
+    chosen = sddmm_front.select(**operands)
+    got = sddmm_front.kernel(chosen)(**operands)
+    dense = {name: dense_of(value) for name, value in operands.items()}
+    expected = dense["B"] * np.einsum("ik,kj->ij", dense["C"], dense["D"])
+    np.testing.assert_allclose(densified(got), expected)
+
+
+def test_explicit_zeros_are_not_priced_as_entries(spmv2_front):
+    """An explicit zero stored in B changes no estimate: the query sizes count nonzeros."""
+    operands = spmv2_operands(12, 10, 8, 0.3)
+    padded = operands["B"].copy()
+    padded.data[:3] = 0.0
+    plain = padded.copy()
+    plain.eliminate_zeros()
+    assert selection.estimates(spmv2_front, {**operands, "B": padded}) == \
+        selection.estimates(spmv2_front, {**operands, "B": plain})
+
+
+def test_a_candidate_that_reformats_an_operand_per_call_ranks_below_an_equal_one_that_does_not(spmv2_front):
+    """Same task sets, but one converts an operand on every call: a counting sort of its entries."""
+    operands = spmv2_operands(200, 180, 160, 0.05)
+    work = selection._estimator(spmv2_front, operands)
+    pairs = [(plain, converting) for plain in spmv2_front for converting in spmv2_front
+             if not plain.transposes and converting.transposes
+             and plain.running_cost == converting.running_cost and plain.table_cost == converting.table_cost
+             and plain.probe_cost == converting.probe_cost and plain.scattered_costs == converting.scattered_costs
+             and plain.dense_workspaces == converting.dense_workspaces]
+    assert pairs
+    for plain, converting in pairs:
+        entries = sum(operands[name].nnz for name in converting.transposes)
+        assert work(converting) >= work(plain) + selection.CONVERSION_WEIGHT * entries
+    ranked = [cand for _, cand in selection.ranking(spmv2_front, operands)]
+    assert all(ranked.index(plain) < ranked.index(converting) for plain, converting in pairs)
+
+
+def test_a_dense_ijk_workspace_ranks_below_the_fused_sddmm_on_a_large_sparse_b(sddmm_front):
+    """58 of SDDMM's candidates stage B(i,j)·C(i,k) in a dense I·J·K array, cleared after each use: priced
+    at its extent they lose to the fused kernel, and past the memory limit they are refused (not run)."""
+    n, rank = 4096, 16
+    operands = {"B": sparse(n, n, 4 / n, 3), "C": np.ones((n, rank)), "D": np.ones((rank, n))}
+    three_d = [c for c in sddmm_front if any(len(dims) == 3 for _, dims in c.dense_workspaces)]
+    fused = next(c for c in sddmm_front if not c.temporaries and str(c.cin).startswith("∀i ∀j ∀k"))
+    assert three_d
+    work = selection._estimator(sddmm_front, operands)
+    assert all(work(c) > 100 * work(fused) for c in three_d)
+    asp.set_memory_limit(n * n * rank * selection.VALUE_BYTES - 1)
+    try:
+        work = selection._estimator(sddmm_front, operands)
+        assert all(math.isinf(work(c)) for c in three_d) and math.isfinite(work(fused))
+    finally:
+        asp.set_memory_limit(None)
+
+
+def test_dense_operands_read_out_of_stride_are_priced_apart(sddmm_front):
+    """The fused SDDMM reads D(k,j) down a column (k innermost) and C(i,k) along a row; the row-at-a-time
+    form reads D(k,j) along a row, but only at B's coordinates (a gather): both scatter D, neither C."""
+    fused = next(c for c in sddmm_front if not c.temporaries and str(c.cin).startswith("∀i ∀j ∀k"))
+    rows = next(c for c in sddmm_front if str(c.cin).startswith("∀i where(∀j A(i,j) = t0(j), ∀k ∀j t0(j) += B"))
+    assert set(fused.scattered_costs) == set(rows.scattered_costs) == {"D"}
+
+
+def test_near_ties_are_broken_by_the_injected_timer_once_per_size_class(sddmm_front, monkeypatch):
+    """Tied estimates go to the fastest of the few best as timed, not the CIN text; the decision is
+    remembered for operands of the same size class, which are not timed again."""
+    operands = sddmm_operands(40, 30, 8, 0.1)
+    ranked = selection.ranking(sddmm_front, operands)
+    contenders = tiebreak.tied(ranked)
+    assert len(contenders) > 1  # SDDMM's best estimates tie
+    assert len({c.runs_as for c in contenders}) == len(contenders)  # each runs differently
+    timed = []
+
+    def fake_seconds(front, cand, given):
+        timed.append(cand)
+        return 1.0 if cand is contenders[-1] else 2.0  # the last of the tied is the fastest
+
+    monkeypatch.setattr(selection, "_seconds", fake_seconds)
+    before = (tiebreak.counts.ties_timed, tiebreak.counts.remembered)
+    assert selection.select(sddmm_front, operands) is contenders[-1]
+    assert timed == contenders
+    similar = sddmm_operands(40, 30, 8, 0.1, seed=7)  # another input of the same size class
+    assert tiebreak.key(sddmm_front, similar) == tiebreak.key(sddmm_front, operands)
+    assert selection.select(sddmm_front, similar) is contenders[-1]
+    assert len(timed) == len(contenders)
+    assert (tiebreak.counts.ties_timed, tiebreak.counts.remembered) == (before[0] + 1, before[1] + 1)
+
+
+def test_candidates_that_run_alike_are_not_timed_against_each_other(spmv2_front, monkeypatch):
+    """SpMV2's best estimates tie only between candidates that differ in protocols on dense levels (the
+    same loops over the same arrays): there is nothing to time."""
+    operands = spmv2_operands(40, 30, 20, 0.1)
+    ranked = selection.ranking(spmv2_front, operands)
+    assert ranked[0][0] == ranked[1][0] and ranked[0][1].runs_as == ranked[1][1].runs_as
+    monkeypatch.setattr(selection, "_seconds", lambda *args: pytest.fail("candidates that run alike were timed"))
+    assert selection.select(spmv2_front, operands) is ranked[0][1]
+
+
+def test_equal_times_keep_the_estimates_order(sddmm_front, monkeypatch):
+    operands = sddmm_operands(24, 16, 4, 0.2)
+    monkeypatch.setattr(selection, "_seconds", lambda front, cand, given: 1.0)
+    assert selection.select(sddmm_front, operands) is selection.ranking(sddmm_front, operands)[0][1]
+
+
+def test_a_clear_winner_is_not_timed(spmv2_front, monkeypatch):
+    operands = spmv2_operands(24, 16, 12, 0.2)
+    ranked = selection.ranking(spmv2_front, operands)
+    clear = [(1.0, ranked[0][1]), (2.0, ranked[1][1])]  # the runner-up estimated at twice the work
+    monkeypatch.setattr(selection, "ranking", lambda front, given: clear)
+    monkeypatch.setattr(selection, "_seconds", lambda *args: pytest.fail("a clear winner was timed"))
+    assert selection.select(spmv2_front, operands) is ranked[0][1]
+
+
+def test_the_estimate_is_computed_once_per_size_class(spmv2_front):
+    first = spmv2_operands(50, 40, 30, 0.1, seed=1)
+    same_class = spmv2_operands(50, 40, 30, 0.1, seed=2)
+    larger = spmv2_operands(300, 40, 30, 0.1, seed=3)
+    before = (selection.counts.estimated, selection.counts.reused)
+    assert selection.ranking(spmv2_front, first) is selection.ranking(spmv2_front, same_class)
+    assert selection.ranking(spmv2_front, larger) is not selection.ranking(spmv2_front, first)
+    assert (selection.counts.estimated, selection.counts.reused) == (before[0] + 2, before[1] + 2)
+
+
+def test_size_classes_round_dimensions_and_entries_up_to_powers_of_two():
+    small = {"B": sparse(5, 6, 0.5, 0), "d": np.ones(3)}
+    assert tiebreak.size_class(small) == (("B", (8, 8), 16), ("d", (4,), 4))
+    assert tiebreak.size_class({"B": sp.csr_matrix((0, 0))}) == (("B", (1, 1), 1),)
+
+
+@pytest.mark.parametrize("shape", [(30, 20, 25), (1, 1, 1), (4, 0, 3)])
+def test_a_two_operand_join_is_counted_from_multiplicities_exactly(shape):
+    """{[i,k,j] | B(i,k) ∧ C(k,j)} is a sparse product's multiplications: (B ≠ 0) @ (C ≠ 0) summed."""
+    from autosparse.autoschedule.asymptotic.query import Atom, Query
+
+    n, m, p = shape
+    B, C = sparse(n, m, 0.3, 5), sparse(m, p, 0.3, 6)
+    query = Query.of([(v, v) for v in "ikj"], [Atom("B", ("i", "k")), Atom("C", ("k", "j"))])
+    patterns = {name: np.argwhere(dense_of(x) != 0).astype(np.int64) for name, x in (("B", B), ("C", C))}
+    expected = ((dense_of(B) != 0).astype(int) @ (dense_of(C) != 0).astype(int)).sum()
+    assert selection.query_size(query, patterns, {"i": n, "k": m, "j": p}) == expected
+
+
+def test_the_tie_breaker_stops_timing_past_its_budget(sddmm_front, monkeypatch):
+    """Past BUDGET seconds no further tied candidate is timed: the first, timed, is kept."""
+    operands = sddmm_operands(40, 30, 8, 0.1, seed=3)
+    contenders = tiebreak.tied(selection.ranking(sddmm_front, operands))
+    timed = []
+    monkeypatch.setattr(tiebreak, "BUDGET", -1.0)
+    monkeypatch.setattr(selection, "_seconds", lambda front, cand, given: timed.append(cand) or 1.0)
+    assert selection.select(sddmm_front, operands) is contenders[0] and timed == contenders[:1]
