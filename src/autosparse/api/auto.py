@@ -74,6 +74,8 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
         choice = store.load_choice(choice_key, assignment, resolved)
         decisions.stored_choices += choice is not None
     if choice is None:
+        if not len(front):  # a stored front whose every record failed its checks
+            front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
         choice = front.select(**tensors)
         decisions.selections += 1
         store.save_choice(choice_key, choice)
@@ -89,11 +91,16 @@ def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Cand
         front = store.load_front(key, assignment, formats, Kernel)
         decisions.stored_fronts += front is not None
     if front is None:
-        limit = {"time_limit": SEARCH_SECONDS} if model != "sparseauto" else {}
-        front = autoschedule(str(assignment), formats, model=model, **limit)
-        decisions.searches += 1
-        store.save_front(key, front)
+        front = _searched(key, assignment, formats, model)
     _fronts[memo] = front
+    return front
+
+
+def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
+    limit = {"time_limit": SEARCH_SECONDS} if model != "sparseauto" else {}
+    front = autoschedule(str(assignment), formats, model=model, **limit)
+    decisions.searches += 1
+    store.save_front(key, front)
     return front
 
 

@@ -5,7 +5,7 @@ Autoschedulers sit above the pipeline that compiles a kernel but never import it
 candidates (api's `autoschedule`) hands over a kernel factory, with which a front compiles its own
 candidates where selection times them or `verify` checks them.
 
-Every candidate, whichever model found it, also exposes what `select` estimates it by (`CostInputs`):
+Every candidate, whichever model found it, also exposes what `select` estimates it by (the cost inputs `ScheduleCandidate` lists):
 the asymptotic cost model's task sets of the program as its CIN runs. So one front may hold candidates
 of both models (`JointFront`, `model="auto"`), ranked by one estimate.
 """
@@ -13,6 +13,7 @@ of both models (`JointFront`, `model="auto"`), ranked by one estimate.
 from __future__ import annotations
 
 import abc
+from functools import cached_property
 from typing import Callable, Mapping
 
 from ..cin.ast import Stmt, results, tensors
@@ -50,28 +51,32 @@ def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format]) -
     return CostModel(sparse, indices)
 
 
-class CinCosts:
-    """The cost inputs of a program known only by its CIN (protocols chosen, formats given): its task
-    sets as that CIN runs them, and the parts that touch hashed temporaries or operands."""
+class CostedByCin:
+    """The cost inputs of a candidate known by its CIN (protocols chosen, formats given), for a class
+    with `cin` and `model` (its kernel's `cost_model`): the task sets of that CIN as it runs, and the
+    parts that touch hash-table temporaries (or a result staged in one) and hashed operands."""
 
-    def __init__(self, cin: Stmt, model: CostModel):
-        self._running, self._model = from_cin(cin), model
-        written = set(results(cin))
-        hashed = [var for var in tensors(cin).values() if any(level.inserts_sparsely for level in var.format.levels)]
-        self._tables = frozenset(var.name for var in hashed if var.temporary or var.name in written)
-        self._probed = frozenset(var.name for var in hashed) - self._tables
+    @cached_property
+    def _cin_costs(self) -> tuple[object, frozenset[str], frozenset[str]]:
+        written = set(results(self.cin))
+        hashed = [var for var in tensors(self.cin).values()
+                  if any(level.inserts_sparsely for level in var.format.levels)]
+        tables = frozenset(var.name for var in hashed if var.temporary or var.name in written)
+        return from_cin(self.cin), tables, frozenset(var.name for var in hashed) - tables
 
     @property
     def running_cost(self) -> Cost:
-        return self._model.cost(self._running)
+        return self.model.cost(self._cin_costs[0])
 
     @property
     def table_cost(self) -> Cost:
-        return self._model.cost_touching(self._running, self._tables)
+        running, tables, _ = self._cin_costs
+        return self.model.cost_touching(running, tables)
 
     @property
     def probe_cost(self) -> Cost:
-        return self._model.cost_touching(self._running, self._probed)
+        running, _, probed = self._cin_costs
+        return self.model.cost_touching(running, probed)
 
 
 class Candidates:
@@ -101,6 +106,11 @@ class Candidates:
         """`candidate` compiled for this front's expression and formats."""
         return self.kernel_factory(self.assignment, self.formats, schedule=candidate)
 
+    def select(self, tune: int = 0, **tensors):
+        """The candidate expected to run fastest on these operands (`select.py`), whichever model found it."""
+        from .select import select
+        return select(self, tensors, tune)
+
     def __str__(self) -> str:
         return front_table(self)
 
@@ -123,8 +133,3 @@ class JointFront(Candidates):
     @property
     def stages(self) -> list:
         return [stage for front in self.fronts for stage in front.stages]
-
-    def select(self, tune: int = 0, **tensors):
-        """The candidate of either model expected to run fastest on these operands (`select.py`)."""
-        from .select import select
-        return select(self, tensors, tune)

@@ -26,17 +26,17 @@ from pathlib import Path
 from typing import Mapping
 
 from ..cin import ast as cin_ast
+from ..cin.ast import Assign, Forall, Protocol, Where
 from ..cin.check import check_computes
 from ..cin.parser import parse_cin
 from ..errors import AutosparseError
 from ..format import Format
 from ..notation import ast as notation
-from ..runtime.cache import cache_dir, directory_problem, read_private, write_private
-from ..cin.ast import Assign, Forall, Protocol, Where
 from ..notation.ast import Literal
-from .asymptotic.cost import Cost, CostModel
+from ..runtime.cache import cache_dir, directory_problem, read_private, write_private
+from .asymptotic.cost import CostModel
 from .asymptotic.sketch import Access, Call, Sum
-from .candidate import Candidates, CinCosts, KernelFactory, ScheduleCandidate, cost_model
+from .candidate import Candidates, CostedByCin, KernelFactory, ScheduleCandidate, cost_model
 from .front import Candidate
 from .table import model_cost
 
@@ -48,10 +48,10 @@ _UNREADABLE = (OSError, ValueError, TypeError, KeyError, AttributeError, Recursi
 
 
 @dataclass(frozen=True)
-class StoredCandidate(ScheduleCandidate):
+class StoredCandidate(CostedByCin, ScheduleCandidate):
     """A candidate of a model other than the asymptotic one, read back from the store: its CIN, the
     formats of every tensor it names, the cost text its model kept it for, and the asymptotic model's
-    costs of its CIN (as the live candidate's, `CinCosts`), by which `select` ranks it."""
+    costs of its CIN (as the live candidate's, `CostedByCin`), by which `select` ranks it."""
 
     cin: cin_ast.Stmt
     all_formats: Mapping[str, Format] = field(compare=False)
@@ -62,12 +62,9 @@ class StoredCandidate(ScheduleCandidate):
 
     @property
     def formats(self) -> dict[str, Format]:
-        return {name: fmt for name, fmt in self.all_formats.items()
-                if name not in self.user_formats or name in self._operands}
-
-    @cached_property
-    def _operands(self) -> frozenset[str]:
-        return frozenset(self.all_formats) - set(cin_ast.results(self.cin))
+        """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
+        written = cin_ast.results(self.cin)
+        return {name: fmt for name, fmt in self.all_formats.items() if name not in written}
 
     @property
     def transposes(self) -> dict[str, Format]:
@@ -78,22 +75,6 @@ class StoredCandidate(ScheduleCandidate):
     def temporaries(self) -> list[str]:
         return [name for name in self.all_formats if name not in self.user_formats]
 
-    @cached_property
-    def _costs(self) -> CinCosts:
-        return CinCosts(self.cin, self.model)
-
-    @property
-    def running_cost(self) -> Cost:
-        return self._costs.running_cost
-
-    @property
-    def table_cost(self) -> Cost:
-        return self._costs.table_cost
-
-    @property
-    def probe_cost(self) -> Cost:
-        return self._costs.probe_cost
-
     def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
         return self.cin, {name: fmt for name, fmt in self.all_formats.items() if name in self.user_formats}
 
@@ -103,7 +84,7 @@ class StoredCandidate(ScheduleCandidate):
 
 class StoredFront(Candidates):
     """A front read back from the store: its candidates re-derived when first used (a process that
-    finds its choice stored too never parses them)."""
+    finds its choice stored too never parses them), each record that fails its checks left out."""
 
     def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], records: list,
                  complete: bool, kernel_factory: KernelFactory):
@@ -119,11 +100,8 @@ class StoredFront(Candidates):
     @cached_property
     def candidates(self) -> list[ScheduleCandidate]:
         model = cost_model(self.assignment, self.formats)
-        return [_candidate(record, self.assignment, self.formats, model) for record in self.records]
-
-    def select(self, tune: int = 0, **tensors):
-        from .select import select
-        return select(self, tensors, tune)
+        found = (_checked(record, self.assignment, self.formats, model) for record in self.records)
+        return [cand for cand in found if cand is not None]
 
 
 def front_key(model: str, assignment: notation.Assignment, formats: Mapping[str, Format]) -> list:
@@ -140,6 +118,8 @@ def load_front(key: list, assignment: notation.Assignment, formats: Mapping[str,
 
 
 def save_front(key: list, front: Candidates) -> None:
+    if not len(front):
+        return  # nothing to reuse: a later process searches again
     _write(key, {"complete": bool(getattr(front, "complete", True)),
                  "candidates": [_record(cand) for cand in front]})
 
@@ -148,12 +128,8 @@ def load_choice(key: list, assignment: notation.Assignment, formats: Mapping[str
     """The candidate stored under `key` (a front's key and a size class), re-derived; None when absent or
     unusable."""
     found = _read(key)
-    if found is None:
-        return None
-    try:
-        return _candidate(found["choice"], assignment, formats, cost_model(assignment, formats))
-    except _UNREADABLE:
-        return None
+    return None if found is None else _checked(found.get("choice"), assignment, formats,
+                                               cost_model(assignment, formats))
 
 
 def save_choice(key: list, cand: ScheduleCandidate) -> None:
@@ -169,6 +145,15 @@ def _record(cand: ScheduleCandidate) -> dict:
     if isinstance(cand, Candidate):
         return {**record, "sketch": _encoded(cand.sketch)}
     return {**record, "formats": {name: str(var.format) for name, var in cin_ast.tensors(stmt).items()}}
+
+
+def _checked(record, assignment: notation.Assignment, formats: Mapping[str, Format],
+             model: CostModel) -> ScheduleCandidate | None:
+    """`_candidate`, or None where the record is damaged or fails its checks."""
+    try:
+        return _candidate(record, assignment, formats, model)
+    except _UNREADABLE:
+        return None
 
 
 def _candidate(record: dict, assignment: notation.Assignment, formats: Mapping[str, Format],

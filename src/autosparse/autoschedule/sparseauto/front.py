@@ -22,15 +22,15 @@ from ...notation import ast as notation
 from ...schedule.big import Node, cin_text, show, temporaries
 from ...schedule.big_cin import operand_accesses, to_cin
 from ...tensor import as_tensor
-from ..asymptotic.cost import Cost, CostModel
-from ..candidate import Candidates, CinCosts, KernelFactory, ScheduleCandidate, cost_model
+from ..asymptotic.cost import CostModel
+from ..candidate import Candidates, CostedByCin, KernelFactory, ScheduleCandidate, cost_model
 from .cost import Costs
 from .pipeline import Search
 from .runtime import choose, default_budget, sizes
 
 
 @dataclass(frozen=True)
-class SparseAutoCandidate(ScheduleCandidate):
+class SparseAutoCandidate(CostedByCin, ScheduleCandidate):
     """One schedule of stage 3: its branched graph, its SparseAuto costs (`cost`), and the asymptotic
     model's costs of its CIN (`running_cost`, …), by which `select` ranks it beside asymptotic ones."""
 
@@ -62,22 +62,6 @@ class SparseAutoCandidate(ScheduleCandidate):
         """The BIG as CIN (what `text` spells): operands read with their formats' default protocols, dense
         ones and the temporaries located."""
         return to_cin(self.big, operand_accesses(self.big, self.user_formats))
-
-    @cached_property
-    def _costs(self) -> CinCosts:
-        return CinCosts(self.cin, self.model)
-
-    @property
-    def running_cost(self) -> Cost:
-        return self._costs.running_cost
-
-    @property
-    def table_cost(self) -> Cost:
-        return self._costs.table_cost
-
-    @property
-    def probe_cost(self) -> Cost:
-        return self._costs.probe_cost
 
     def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
         return self.cin, self.formats
