@@ -97,6 +97,17 @@ def test_auto_with_both_models_computes_numpys_values(fresh, name):
     # keeps no schedule writing a CSR result out of order, so SpGEMM has only asymptotic candidates
 
 
+def test_auto_on_a_4d_mttkrp(fresh):
+    """B stored dsss: the asymptotic frontier was empty here (issue 29); SparseAuto's candidates stand in."""
+    rng = np.random.default_rng(8)
+    dense = np.where(rng.random((6, 5, 4, 3)) < 0.3, rng.random((6, 5, 4, 3)), 0.0)
+    operands = {"B": asp.Tensor.from_numpy(dense, format="dsss"), "C": rng.random((5, 2)), "D": rng.random((4, 2)),
+                "E": rng.random((3, 2))}
+    got = asp.evaluate("A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)", schedule="auto", **operands)
+    np.testing.assert_allclose(got, np.einsum("iklm,kj,lj,mj->ij", dense, *(operands[n] for n in "CDE")))
+    assert any(cand.found_by == "sparseauto" for cand in next(iter(fresh._fronts.values())))
+
+
 @pytest.mark.parametrize("case", ["empty", "all-zero", "single-entry", "explicit-zero", "size-1"])
 def test_auto_on_edge_operands(fresh, case):
     expression, _, formats, _ = KERNELS["SpMV2"]

@@ -64,22 +64,18 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if unknown:
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
-
-    def asymptotic() -> Front:
-        found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
-                       time_limit=time_limit, progress=progress)
-        return Front(assignment, resolved, found, kernel_factory)
-
-    def sparseauto() -> SparseAutoFront:
+    if model == "auto":
+        models = ("asymptotic", "sparseauto") if _is_product(assignment) else ("asymptotic",)
+        return JointFront([autoschedule(expression, formats, one, taco, sunk_costs, paper, time_limit, progress,
+                                        constraints, rule, max_memory_depth, stage1_groups,
+                                        kernel_factory=kernel_factory) for one in models])
+    if model == "sparseauto":
         found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
                                   progress=progress)
         return SparseAutoFront(assignment, resolved, found, kernel_factory)
-
-    if model == "asymptotic":
-        return asymptotic()
-    if model == "sparseauto":
-        return sparseauto()
-    return JointFront([asymptotic(), sparseauto()] if _is_product(assignment) else [asymptotic()])
+    found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
+                   time_limit=time_limit, progress=progress)
+    return Front(assignment, resolved, found, kernel_factory)
 
 
 def _is_product(assignment) -> bool:
