@@ -66,21 +66,27 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
     key = store.front_key(model, assignment, resolved)
     front = _front(key, assignment, resolved, model)
     tensors = {name: as_tensor(value, resolved[name], name) for name, value in operands.items() if name in orders}
-    size_class = sorted([name, [_rounded(n) for n in t.shape], _rounded(t.nnz)] for name, t in tensors.items())
-    choice_key = [*key, size_class]
-    memo = repr(choice_key)
-    choice = _choices.get(memo)
+    choice_key = [*key, _size_class(tensors)]
+    choice = _choices.get(repr(choice_key)) or _stored_choice(choice_key, assignment, resolved)
     if choice is None:
-        choice = store.load_choice(choice_key, assignment, resolved)
-        decisions.stored_choices += choice is not None
-    if choice is None:
-        if not len(front):  # a stored front whose every record failed its checks
+        if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
             front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
         choice = front.select(**tensors)
         decisions.selections += 1
         store.save_choice(choice_key, choice)
-    _choices[memo] = choice
+    _choices[repr(choice_key)] = choice
     return front, choice
+
+
+def _stored_choice(key: list, assignment: Assignment, formats: dict) -> ScheduleCandidate | None:
+    choice = store.load_choice(key, assignment, formats)
+    decisions.stored_choices += choice is not None
+    return choice
+
+
+def _size_class(tensors: Mapping[str, object]) -> list:
+    """Each operand's dimensions and stored entries rounded up to powers of two (JSON-ready)."""
+    return sorted([name, [_rounded(n) for n in t.shape], _rounded(t.nnz)] for name, t in tensors.items())
 
 
 def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
