@@ -357,7 +357,8 @@ def _describe(result) -> str:
 @click.argument("expression")
 @click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
               help="A tensor's format, e.g. -f B=csr (dense when not given).")
-@click.option("--model", type=click.Choice(["asymptotic", "sparseauto"]), default="asymptotic", show_default=True)
+@click.option("--model", type=click.Choice(["asymptotic", "sparseauto", "auto"]), default="asymptotic", show_default=True,
+              help="auto: both models' candidates side by side (SparseAuto's where the expression is a product).")
 @click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
 @click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
 @click.option("--paper", is_flag=True, help="The paper's frontier: Fig. 5's workspace analysis, asymptotic "
@@ -375,14 +376,14 @@ def _describe(result) -> str:
 def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, taco_mode: bool,
                          no_sunk_costs: bool, paper: bool, time_limit: float | None, constraints: tuple[str, ...],
                          rule: str, max_memory_depth: int, stage1_groups: bool, stats: bool, check: bool) -> None:
-    """Print EXPRESSION's schedules: the asymptotic frontier (each candidate's CIN and cost) or
-    SparseAuto's final set (each schedule, its CIN, symbolic time and memory)."""
+    """Print EXPRESSION's schedules as a table: the asymptotic frontier, SparseAuto's final set, or both
+    (each candidate's CIN, transposes, temporaries, its model's cost and the cost of its CIN as it runs)."""
     from tqdm import tqdm
 
     from .api import autoschedule
     from .autoschedule.verify import verify
 
-    bar = tqdm(unit=" programs" if model == "asymptotic" else " cost groups", leave=False, disable=None,
+    bar = tqdm(unit=" cost groups" if model == "sparseauto" else " programs", leave=False, disable=None,
                mininterval=0.5)
 
     def progress(done: int, total: int) -> None:
@@ -394,31 +395,10 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
                          progress=progress, constraints=constraints, rule=rule,
                          max_memory_depth=max_memory_depth, stage1_groups=stage1_groups)
     bar.close()
-    for number, cand in enumerate(front):
-        if model == "sparseauto":
-            click.echo(f"[{number}] {cand}")
-            click.echo(f"    cin: {cand.text}")
-            click.echo(f"    time: {cand.cost.time}   memory: {cand.cost.memory}   "
-                       f"loop depth {cand.cost.loop_depth}, memory depth {cand.cost.memory_depth}")
-            continue
-        click.echo(f"[{number}] {cand.cin}")
-        click.echo(f"    cost: {cand.cost}")
-        if cand.transposes:
-            click.echo("    reformat: " + ", ".join(f"{n} -> {f}" for n, f in cand.transposes.items()))
-    if stats and model == "sparseauto":
-        click.echo(f"{'stage':28} {'schedules':>14} {'(time, memory) groups':>22} {'seconds':>9}")
-        for stage in front.stages:
-            groups = "—" if stage.groups is None else f"{stage.groups:,}"
-            click.echo(f"{stage.name:28} {stage.count:>14,} {groups:>22} {stage.seconds:>9.3f}")
-        click.echo(f"solver queries: {front.search.solver_queries} ({front.search.solver_unknown} unknown)")
-    elif stats:
-        click.echo(f"{'stage':44} {'count':>10} {'seconds':>9}")
-        for stage in front.stages:
-            click.echo(f"{stage.name:44} {stage.count:>10,} {stage.seconds:>9.3f}")
-        search = front.search
-        click.echo(f"programs processed: {search.processed:,} / {search.total:,}"
-                   + ("" if front.complete else " (time limit reached: the frontier of those processed)"))
-        click.echo(f"frontier: {len(front)} programs")
+    click.echo(str(front))
+    if stats:
+        for part in getattr(front, "fronts", [front]):
+            _echo_stages(part)
     if check:
         passed, failures = verify(front)
         for failure in failures:
@@ -426,6 +406,26 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         click.echo(f"compiled and equal to numpy: {passed} / {len(front)}")
         if failures:
             raise SystemExit(1)
+
+
+def _echo_stages(front) -> None:
+    """One search's stage-by-stage counts and times."""
+    from .autoschedule import SparseAutoFront
+
+    if isinstance(front, SparseAutoFront):
+        click.echo(f"{'stage':28} {'schedules':>14} {'(time, memory) groups':>22} {'seconds':>9}")
+        for stage in front.stages:
+            groups = "—" if stage.groups is None else f"{stage.groups:,}"
+            click.echo(f"{stage.name:28} {stage.count:>14,} {groups:>22} {stage.seconds:>9.3f}")
+        click.echo(f"solver queries: {front.search.solver_queries} ({front.search.solver_unknown} unknown)")
+        return
+    click.echo(f"{'stage':44} {'count':>10} {'seconds':>9}")
+    for stage in front.stages:
+        click.echo(f"{stage.name:44} {stage.count:>10,} {stage.seconds:>9.3f}")
+    search = front.search
+    click.echo(f"programs processed: {search.processed:,} / {search.total:,}"
+               + ("" if front.complete else " (time limit reached: the frontier of those processed)"))
+    click.echo(f"frontier: {len(front)} programs")
 
 
 if __name__ == "__main__":

@@ -37,15 +37,17 @@ def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None
 
 
 def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=None, instrument: bool = False,
-             model: str = "asymptotic", num_threads: int | None = None,
+             model: str = "auto", num_threads: int | None = None,
              operands: "Mapping[str, object] | None" = None, **named):
     """Compute `expression` from the operands, by keyword or in the mapping `operands` (needed for an
     operand named like one of the parameters, `OPTIONS`). Tensors keep their formats; arrays are dense,
     scipy matrices CSR or CSC. Without `format`, the result's is inferred from the operands' (sparse
     where sparse operands bound its pattern: pipeline/result_format.py). A dense result is a numpy array
     (no copy), a sparse one a Tensor, an order-0 one a Python number. `schedule="auto"` runs the
-    autoscheduler `model` ("asymptotic" or "sparseauto") and selects a candidate for these operands, each
-    of its loops co-iterating as `coiterate(i, auto)` chooses. `num_threads` caps the kernel's threads."""
+    autoscheduler `model` ("auto": both models where both apply, their candidates ranked by one estimate;
+    "asymptotic" or "sparseauto": that one alone) and selects a candidate for these operands, each of its
+    loops co-iterating as `coiterate(i, auto)` chooses; the choice is remembered across processes.
+    `num_threads` caps the kernel's threads."""
     assignment = as_assignment(expression)
     operands = _operands(assignment, operands, named)
     formats = _formats(assignment, operands, format)

@@ -1,64 +1,113 @@
 """The autoschedulers as the public API offers them: `autoschedule`, whose fronts compile their
-candidates through the pipeline's Kernel, and `schedule="auto"`: an autoscheduler's candidates for an
-expression (the asymptotic frontier, or SparseAuto's final set), selected from for the operands at hand.
+candidates through the pipeline's Kernel, and `schedule="auto"`: the candidates of an expression (by
+default both models': the asymptotic frontier and SparseAuto's final set, ranked by one estimate),
+selected from for the operands at hand.
 
-Searching and selecting cost far more than a small kernel call, so both are remembered for the process:
-the frontier per expression and formats, the choice per size class of the operands as well (each
-dimension and each operand's stored-entry count rounded up to a power of two), so a loop over similar
-inputs decides once.
+Searching and selecting cost far more than a small kernel call, so both are remembered: the front per
+model, expression and formats, the choice per size class of the operands as well (each dimension and
+each operand's stored-entry count rounded up to a power of two), in this process and in the cache
+directory for later ones (autoschedule/store.py), so a loop over similar inputs — or a program run
+again — decides once.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
-from ..autoschedule import Front, SparseAutoFront
+from ..autoschedule import Candidates
 from ..autoschedule import autoschedule as run_autoscheduler
+from ..autoschedule import store
 from ..autoschedule.candidate import ScheduleCandidate
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
 from ..tensor import as_tensor
 from .kernel import Kernel
 
-#: The autoscheduler's search stops taking programs after this many seconds (the frontier of those
-#: taken is still a frontier of valid schedules; only SpMTTKRP-sized searches reach it).
+#: The asymptotic search stops taking programs after this many seconds (the frontier of those taken is
+#: still a frontier of valid schedules; only searches of four or more factors reach it).
 SEARCH_SECONDS = 20.0
 
-_fronts: dict[tuple, "Front | SparseAutoFront"] = {}
+
+@dataclass
+class Decisions:
+    """What `schedule="auto"` did in this process: searches run and selections made (each avoided
+    where this process or an earlier one decided already), and decisions read back from the store."""
+
+    searches: int = 0
+    selections: int = 0
+    stored_fronts: int = 0
+    stored_choices: int = 0
+
+
+decisions = Decisions()
+_fronts: dict[tuple, Candidates] = {}
 _choices: dict[tuple, ScheduleCandidate] = {}
 
 
 def autoschedule(expression: str, formats: Mapping[str, object] | None = None, model: str = "asymptotic",
-                 **options) -> "Front | SparseAutoFront":
-    """`asp.autoschedule`: the candidates of autoscheduler `model` for `expression` (the options are
-    `autoschedule.autoschedule`'s), compiled by the pipeline's Kernel where `select(tune=...)` times them
-    or `verify` checks them."""
+                 **options) -> Candidates:
+    """`asp.autoschedule`: the candidates of autoscheduler `model` ("asymptotic", "sparseauto", or
+    "auto" for both side by side) for `expression` (the options are `autoschedule.autoschedule`'s),
+    compiled by the pipeline's Kernel where `select(tune=...)` times them or `verify` checks them."""
     return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
 
 
 def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-                    model: str = "asymptotic") -> ScheduleCandidate:
+                    model: str = "auto") -> ScheduleCandidate:
     return chosen(assignment, formats, operands, model)[1]
 
 
 def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-           model: str = "asymptotic") -> tuple["Front | SparseAutoFront", ScheduleCandidate]:
-    """The autoscheduler's candidates for the expression, and the one chosen for these operands."""
+           model: str = "auto") -> tuple[Candidates, ScheduleCandidate]:
+    """The candidates of `model` for the expression, and the one chosen for these operands."""
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
-    resolved = {name: str(as_format(formats.get(name, "dense"), order)) for name, order in orders.items()}
-    key = (model, str(assignment), tuple(sorted(resolved.items())))
-    front = _fronts.get(key)
-    if front is None:
-        limit = {"time_limit": SEARCH_SECONDS} if model == "asymptotic" else {}
-        front = _fronts[key] = autoschedule(str(assignment), resolved, model=model, **limit)
-    tensors = {name: as_tensor(value, front.formats[name], name) for name, value in operands.items()
-               if name in orders}
-    size_class = tuple(sorted((name, tuple(_rounded(n) for n in t.shape), _rounded(t.nnz))
-                              for name, t in tensors.items()))
-    choice = _choices.get((key, size_class))
+    resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
+    key = store.front_key(model, assignment, resolved)
+    front = _front(key, assignment, resolved, model)
+    tensors = {name: as_tensor(value, resolved[name], name) for name, value in operands.items() if name in orders}
+    choice_key = [*key, _size_class(tensors)]
+    choice = _choices.get(repr(choice_key)) or _stored_choice(choice_key, assignment, resolved)
     if choice is None:
-        choice = _choices[(key, size_class)] = front.select(**tensors)
+        if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
+            front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
+        choice = front.select(**tensors)
+        decisions.selections += 1
+        store.save_choice(choice_key, choice)
+    _choices[repr(choice_key)] = choice
     return front, choice
+
+
+def _stored_choice(key: list, assignment: Assignment, formats: dict) -> ScheduleCandidate | None:
+    choice = store.load_choice(key, assignment, formats)
+    decisions.stored_choices += choice is not None
+    return choice
+
+
+def _size_class(tensors: Mapping[str, object]) -> list:
+    """Each operand's dimensions and stored entries rounded up to powers of two (JSON-ready)."""
+    return sorted([name, [_rounded(n) for n in t.shape], _rounded(t.nnz)] for name, t in tensors.items())
+
+
+def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
+    """The front under `key`: this process's, else the store's, else searched (and stored)."""
+    memo = repr(key)
+    front = _fronts.get(memo)
+    if front is None:
+        front = store.load_front(key, assignment, formats, Kernel)
+        decisions.stored_fronts += front is not None
+    if front is None:
+        front = _searched(key, assignment, formats, model)
+    _fronts[memo] = front
+    return front
+
+
+def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
+    limit = {"time_limit": SEARCH_SECONDS} if model != "sparseauto" else {}
+    front = autoschedule(str(assignment), formats, model=model, **limit)
+    decisions.searches += 1
+    store.save_front(key, front)
+    return front
 
 
 def _rounded(n: int) -> int:

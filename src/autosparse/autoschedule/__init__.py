@@ -4,6 +4,9 @@
 Kjolstad and Amarasinghe: every minimum-depth program (loop orders, workspaces, protocols), costed as
 task sets, filtered to the undominated ones. `model="sparseauto"` runs SparseAuto (Dias et al.):
 branched loop nests by recursive fission and fusion, pruned by depth and, under `constraints`, by Z3.
+`model="auto"` runs both where both apply (SparseAuto takes products only) and returns their candidates
+side by side (`JointFront`), each costed by the asymptotic model's estimate of its CIN, so `select`
+ranks them by one measure.
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ from ..format import Format
 from ..format.spec import as_format, format_mapping
 from ..notation import Div, accesses, parse, split_diagonals, walk
 from .asymptotic.pipeline import search
-from .candidate import KernelFactory
+from .candidate import Candidates, JointFront, KernelFactory
 from .front import Candidate, Front
 from .sparseauto.front import SparseAutoCandidate, SparseAutoFront
+from .sparseauto.pipeline import as_compute
 from .sparseauto.pipeline import search as sparseauto_search
 
-MODELS = ("asymptotic", "sparseauto")
+MODELS = ("asymptotic", "sparseauto", "auto")
 
 
 def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None = None, model: str = "asymptotic",
                  taco: bool = False, sunk_costs: bool = True, paper: bool = False,
                  time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
                  constraints: Sequence[str] = (), rule: str = "everywhere", max_memory_depth: int = 2,
-                 stage1_groups: bool = False, *, kernel_factory: KernelFactory) -> "Front | SparseAutoFront":
+                 stage1_groups: bool = False, *, kernel_factory: KernelFactory) -> Candidates:
     """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
     given), whose candidates compile through `kernel_factory` (api passes the pipeline's). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
     compares raw task sets; `time_limit` (seconds) makes the search anytime.
@@ -43,7 +47,10 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     (`"nnz(B) <= 1e5"`, `"10*j < k"`); `rule` is "everywhere" (drop a schedule another one beats or ties
     for every allowed size) or "literal" (the paper's Listing 1); stage 1 drops temporaries of more than
     `max_memory_depth` dimensions; `stage1_groups` also counts stage 1's distinct costs (slow, for the
-    paper's Table 3)."""
+    paper's Table 3).
+
+    `model="auto"` takes both models' options and returns a `JointFront`: the asymptotic frontier, then
+    SparseAuto's final set where the expression is a product of tensors."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
@@ -57,6 +64,11 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if unknown:
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
+    if model == "auto":
+        models = ("asymptotic", "sparseauto") if _is_product(assignment) else ("asymptotic",)
+        return JointFront([autoschedule(expression, formats, one, taco, sunk_costs, paper, time_limit, progress,
+                                        constraints, rule, max_memory_depth, stage1_groups,
+                                        kernel_factory=kernel_factory) for one in models])
     if model == "sparseauto":
         found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
                                   progress=progress)
@@ -66,4 +78,13 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     return Front(assignment, resolved, found, kernel_factory)
 
 
-__all__ = ["Candidate", "Front", "SparseAutoCandidate", "SparseAutoFront", "autoschedule"]
+def _is_product(assignment) -> bool:
+    """Whether SparseAuto schedules `assignment` (a product of tensors, §3 of its paper)."""
+    try:
+        as_compute(assignment)
+    except AutosparseError:
+        return False
+    return True
+
+
+__all__ = ["Candidate", "Candidates", "Front", "JointFront", "SparseAutoCandidate", "SparseAutoFront", "autoschedule"]

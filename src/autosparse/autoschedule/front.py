@@ -37,6 +37,8 @@ class Candidate(ScheduleCandidate):
     user_formats: Mapping[str, Format] = field(repr=False, compare=False)
     model: CostModel = field(repr=False, compare=False)
 
+    found_by = "asymptotic"
+
     @cached_property
     def _realised(self):
         return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor)

@@ -23,7 +23,6 @@ from ..api.kernel import unwrap_candidate
 from ..pipeline import delivered
 from ..pipeline.operands import infer_format
 from ..pipeline.result_format import inferred_result_format
-from ..autoschedule.front import Front
 from ..autoschedule.select import estimated_work
 from ..errors import AutosparseError
 from ..format import Format
@@ -101,9 +100,8 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
     if isinstance(schedule, str) and schedule.strip() == "auto":
         front, schedule = chosen(assignment, formats, _sample(assignment, tensors, index), model)
         coiteration = "auto"
-        if isinstance(front, Front):  # SparseAuto's candidates have no estimate of their own to balance
-            cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}
-            estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
+        cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}  # any model's
+        estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
     schedule, needed = unwrap_candidate(schedule)
     formats.update({name: str(fmt) for name, fmt in needed.items()})
     kernel = Kernel(assignment, formats, schedule, num_threads, coiteration=coiteration)  # checks the schedule

@@ -118,8 +118,8 @@ def _remove_fallback(directory: Path, owner: int) -> None:
 def check_entry(directory: Path, key: str) -> Entry:
     """Whether `<key>.so` may be loaded: this user's, writable by no one else, and matching its checksum."""
     try:
-        recorded = _read_private(directory / f"{key}.sha256")
-        library = _read_private(directory / f"{key}.so")
+        recorded = read_private(directory / f"{key}.sha256")
+        library = read_private(directory / f"{key}.so")
     except FileNotFoundError:
         return Entry.MISSING
     except _Untrusted:
@@ -129,7 +129,7 @@ def check_entry(directory: Path, key: str) -> Entry:
     return Entry.VALID if recorded.decode(errors="replace") == checksum(library) else Entry.DAMAGED
 
 
-def _read_private(path: Path) -> bytes:
+def read_private(path: Path) -> bytes:
     """The bytes of a regular file that this user owns and no one else may write (checked on the open
     file, so the file checked is the file read); `_Untrusted` otherwise."""
     with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as file:
@@ -230,7 +230,7 @@ def remember_version(directory: Path, compiler: str, stamp: str, version: str) -
 
 def _read_compilers(directory: Path) -> dict:
     try:
-        seen = json.loads(_read_private(directory / _COMPILERS_FILE))
+        seen = json.loads(read_private(directory / _COMPILERS_FILE))
     except (OSError, ValueError):  # missing, damaged by hand or not ours: run the compiler again
         return {}
     return seen if isinstance(seen, dict) else {}

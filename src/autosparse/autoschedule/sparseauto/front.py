@@ -22,17 +22,24 @@ from ...notation import ast as notation
 from ...schedule.big import Node, cin_text, show, temporaries
 from ...schedule.big_cin import operand_accesses, to_cin
 from ...tensor import as_tensor
-from ..candidate import Candidates, KernelFactory, ScheduleCandidate
+from ..asymptotic.cost import CostModel
+from ..candidate import Candidates, CostedByCin, KernelFactory, ScheduleCandidate, cost_model
 from .cost import Costs
 from .pipeline import Search
 from .runtime import choose, default_budget, sizes
 
 
 @dataclass(frozen=True)
-class SparseAutoCandidate(ScheduleCandidate):
+class SparseAutoCandidate(CostedByCin, ScheduleCandidate):
+    """One schedule of stage 3: its branched graph, its SparseAuto costs (`cost`), and the asymptotic
+    model's costs of its CIN (`running_cost`, …), by which `select` ranks it beside asymptotic ones."""
+
     big: Node
     cost: Costs
     user_formats: Mapping[str, Format] = field(repr=False, compare=False)
+    model: CostModel = field(repr=False, compare=False)
+
+    found_by = "sparseauto"
 
     @property
     def formats(self) -> dict[str, Format]:
@@ -70,7 +77,8 @@ class SparseAutoFront(Candidates):
                  kernel_factory: KernelFactory):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
         self.kernel_factory = kernel_factory
-        self.candidates = [SparseAutoCandidate(big, cost, self.formats) for big, cost in found.schedules]
+        model = cost_model(assignment, self.formats)
+        self.candidates = [SparseAutoCandidate(big, cost, self.formats, model) for big, cost in found.schedules]
 
     complete = True
 
