@@ -16,12 +16,15 @@ import abc
 from functools import cached_property
 from typing import Callable, Mapping
 
-from ..cin.ast import Stmt, results, tensors
+from ..cin.ast import Forall, Protocol, Stmt, Where, assignments, results, tensors
 from ..format import Format
 from ..notation import accesses
 from ..notation import ast as notation
+from .asymptotic.analysis import tasks
 from .asymptotic.cost import Cost, CostModel
-from .asymptotic.sketch import from_cin
+from .asymptotic.query import Query, disjuncts, folded
+from .asymptotic.realise import Realised
+from .asymptotic.sketch import from_cin, reads
 from .table import front_table
 
 #: `factory(assignment, formats, schedule=candidate)` -> a kernel, called with the operands by name
@@ -51,32 +54,116 @@ def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format]) -
     return CostModel(sparse, indices)
 
 
-class CostedByCin:
-    """The cost inputs of a candidate known by its CIN (protocols chosen, formats given), for a class
-    with `cin` and `model` (its kernel's `cost_model`): the task sets of that CIN as it runs, and the
-    parts that touch hash-table temporaries (or a result staged in one) and hashed operands."""
+class Costed:
+    """What `select` estimates a candidate by, for a class with `_realised` (the program as its CIN runs,
+    a `Realised`), `model` (its kernel's `cost_model`), `user_formats`, `formats` and `temporaries`:
+    the task sets of the running program, the parts of them that touch hash-table temporaries, hashed
+    operands and dense tensors read out of stride, and the dense workspaces it clears whole."""
 
     @cached_property
-    def _cin_costs(self) -> tuple[object, frozenset[str], frozenset[str]]:
-        written = set(results(self.cin))
-        hashed = [var for var in tensors(self.cin).values()
-                  if any(level.inserts_sparsely for level in var.format.levels)]
-        tables = frozenset(var.name for var in hashed if var.temporary or var.name in written)
-        return from_cin(self.cin), tables, frozenset(var.name for var in hashed) - tables
-
-    @property
     def running_cost(self) -> Cost:
-        return self.model.cost(self._cin_costs[0])
+        """The cost of the program as its CIN runs (see `Realised.running`), which selection compares:
+        it exceeds the sketch's cost where a mode the sketch steps is stored dense."""
+        return self.model.cost(self._realised.running)
 
-    @property
+    @cached_property
     def table_cost(self) -> Cost:
-        running, tables, _ = self._cin_costs
-        return self.model.cost_touching(running, tables)
+        """The part of `running_cost` that builds or reads hash-table temporaries (each access one or
+        two orders of magnitude dearer than an array's: selection weighs it in)."""
+        return self.model.cost_touching(self._realised.running, self._realised.tables)
+
+    @cached_property
+    def probe_cost(self) -> Cost:
+        """The part of `running_cost` that reads operands stored with hashed levels (a hash and a probe
+        into a table only as large as one slice)."""
+        return self.model.cost_touching(self._realised.running, self._realised.probed)
 
     @property
-    def probe_cost(self) -> Cost:
-        running, _, probed = self._cin_costs
-        return self.model.cost_touching(running, probed)
+    def runs_as(self) -> tuple:
+        """What the kernel runs: the sketch as stored (a step through a dense level is a locate) and the
+        formats. Candidates that differ only in protocols their formats ignore run alike, so timing one
+        of them times them all."""
+        return self._realised.running, tuple(sorted((name, str(fmt)) for name, fmt in self.formats.items()))
+
+    @cached_property
+    def scattered_costs(self) -> dict[str, Cost]:
+        """For each dense operand or result accessed out of stride — its innermost loop runs over a mode
+        other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last one
+        but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
+        accesses it: where the tensor outgrows the cache, each such access fetches a cache line, where
+        a loop over the whole last mode streams through the line in use."""
+        running = self._realised.running
+        return {name: self.model.cost_touching(running, frozenset({name}))
+                for name in dict.fromkeys(_scattered(running, self.user_formats))}
+
+    @cached_property
+    def dense_workspaces(self) -> tuple[tuple[Cost, tuple[str, ...]], ...]:
+        """Every temporary stored as a dense array of two or more dimensions, as (how often its `where`
+        runs: the iterations of the loops around it, as a cost; its indices). The lowering clears the
+        whole array after each consumer, so each run costs the product of the extents, however few
+        entries it wrote, and the array must fit in memory: a task set sees only the entries written."""
+        found = []
+        temporaries = set(self.temporaries)
+        for loops, where in _wheres(self._realised.running, ()):
+            for assign in assignments(where.producer):
+                fmt = self._realised.formats.get(assign.lhs.tensor)
+                if assign.lhs.tensor in temporaries and fmt is not None and fmt.order >= 2 and fmt.is_dense:
+                    found.append((self._iterations(loops), tuple(assign.lhs.indices)))
+        return tuple(found)
+
+    def _iterations(self, loops: tuple[str, ...]) -> Cost:
+        """The iterations of the loop nest `loops` (outermost first) as the CIN runs it: the task sets at
+        exactly those indices (an empty cost for no loops: once)."""
+        if not loops:
+            return Cost(())
+        found = tasks(self._realised.running, {name: len(ix) for name, ix in self.model.sparse.items()},
+                      self.model.scoped)
+        assumed = self.model.assumptions
+        return Cost.of(Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
+                       for task in found if task.head == loops for conjunction in disjuncts(task.guard))
+
+
+class CostedByCin(Costed):
+    """`Costed` for a candidate known by its CIN (protocols chosen, formats given), for a class with
+    `cin`: the program as it runs is that CIN's sketch; hashed temporaries (or a result staged in one)
+    are its tables, its other hashed tensors the operands it probes."""
+
+    @cached_property
+    def _realised(self) -> Realised:
+        written = set(results(self.cin))
+        variables = tensors(self.cin).values()
+        hashed = [var for var in variables if any(level.inserts_sparsely for level in var.format.levels)]
+        tables = frozenset(var.name for var in hashed if var.temporary or var.name in written)
+        return Realised(self.cin, {var.name: var.format for var in variables if var.name not in written},
+                        from_cin(self.cin), tables, frozenset(var.name for var in hashed) - tables)
+
+
+def _wheres(stmt: Stmt, loops: tuple[str, ...]):
+    """Every `where` of `stmt` with the loops around it, outermost first."""
+    if isinstance(stmt, Forall):
+        yield from _wheres(stmt.body, (*loops, stmt.index))
+    elif isinstance(stmt, Where):
+        yield loops, stmt
+        yield from _wheres(stmt.consumer, loops)
+        yield from _wheres(stmt.producer, loops)
+
+
+def _scattered(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[tuple[str, bool], ...] = ()):
+    """The dense tensors `stmt` accesses out of stride; `loops` are the loops around it, each with
+    whether it visits its whole range (steps through no sparse operand)."""
+    if isinstance(stmt, Forall):
+        whole = all(a.protocol_of(stmt.index) != Protocol.STEP for a in reads(stmt.body))
+        yield from _scattered(stmt.body, formats, (*loops, (stmt.index, whole)))
+    elif isinstance(stmt, Where):
+        yield from _scattered(stmt.consumer, formats, loops)
+        yield from _scattered(stmt.producer, formats, loops)
+    else:
+        for access in (stmt.lhs, *reads(stmt.rhs)):
+            fmt = formats.get(access.tensor)
+            inner = [(i, whole) for i, whole in loops if i in access.indices]
+            if fmt is not None and fmt.is_dense and inner and not (
+                    inner[-1][1] and access.indices.index(inner[-1][0]) == fmt.mode_order[-1]):
+                yield access.tensor
 
 
 class Candidates:
