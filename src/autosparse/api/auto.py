@@ -19,6 +19,7 @@ from ..autoschedule import Candidates
 from ..autoschedule import autoschedule as run_autoscheduler
 from ..autoschedule import store
 from ..autoschedule.candidate import ScheduleCandidate
+from ..autoschedule.tiebreak import size_class
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
 from ..tensor import as_tensor
@@ -85,8 +86,8 @@ def _stored_choice(key: list, assignment: Assignment, formats: dict) -> Schedule
 
 
 def _size_class(tensors: Mapping[str, object]) -> list:
-    """Each operand's dimensions and stored entries rounded up to powers of two (JSON-ready)."""
-    return sorted([name, [_rounded(n) for n in t.shape], _rounded(t.nnz)] for name, t in tensors.items())
+    """The tie-breaker's size class of the operands (`tiebreak.size_class`), JSON-ready."""
+    return [[name, list(shape), entries] for name, shape, entries in size_class(tensors)]
 
 
 def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
@@ -109,6 +110,3 @@ def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> C
     store.save_front(key, front)
     return front
 
-
-def _rounded(n: int) -> int:
-    return 1 << max(int(n) - 1, 0).bit_length()

@@ -5,8 +5,7 @@ first in the text order of their CIN.
 
 A decision is remembered per (expression, formats, size class of the operands): every dimension and
 every operand's stored-entry count rounded up to a power of two, so a loop over similar inputs times
-once. Decisions are kept as the chosen candidate's CIN text, which names it in any process: `decisions()`
-gives them to whoever persists them and `remember()` takes them back.
+once (api's `schedule="auto"` persists the choice it makes, this decision included, across processes).
 """
 
 from __future__ import annotations
@@ -105,17 +104,6 @@ def _timed(seconds, front, cand, operands) -> float:
         return seconds(front, cand, operands)
     except AutosparseError:
         return math.inf
-
-
-def decisions() -> dict[tuple, str]:
-    """Every decision of this process: key -> the chosen candidate's CIN text."""
-    return dict(_decided)
-
-
-def remember(decided: tuple, cin_text: str) -> None:
-    """Take back a decision made earlier (persisted by the caller): ties under `decided` go to the
-    candidate whose CIN prints as `cin_text`, without timing, while it is among the tied."""
-    _decided[decided] = cin_text
 
 
 def forget() -> None:
