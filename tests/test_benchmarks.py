@@ -354,7 +354,7 @@ def test_the_quick_autotune_suite_times_a_checked_sample_of_every_frontier(tmp_p
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     table = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
     header, rows = table[0], table[1:]
-    assert len(header) == 14 and all(len(row) == len(header) for row in rows)
+    assert len(header) == 15 and all(len(row) == len(header) for row in rows)
     assert {row[0].strip("| ") for row in rows} == {"SpMV2", "SDDMM", "SA4"} and len(rows) == 6
     assert "pick within 1.25×" in done.stdout and "search seconds per kernel" in done.stdout
     taken = read(tmp_path / "r.jsonl")

@@ -86,6 +86,9 @@ CASES = {
 }
 REAL_MATRICES = ("CollegeMsg", "4elt")
 REAL_TENSORS = ("CollegeMsg", "yelp")
+COLUMNS = ("kernel", "input", "nnz", "candidates timed / frontier", "search s", "default s", "pick s", "fastest s",
+           "pick / fastest", "default / pick", "auto first call s", "auto / default, through evaluate",
+           "select ms", "select / call", "pick")
 CHAIN_MATRICES = ("4elt",)  # a mesh: its powers stay local, where a graph's fill the whole matrix
 
 
@@ -247,14 +250,14 @@ def measure_kernel(name, args, rows):
         result = measure_front(case.expression, case.formats, found, operands, args.timeout,
                                stratified(found, args.max_candidates, args.best_few))
         auto = auto_end_to_end(case, operands, args.timeout)
-        rows.append(report(name, label, len(found), operands, result, auto, args))
+        rows.append(report(name, label, found, search_seconds, operands, result, auto, args))
 
 
 def seconds_of(outcome):
     return outcome["seconds"] if isinstance(outcome, dict) else None
 
 
-def report(name, label, total, operands, result, auto, args) -> Row:
+def report(name, label, found, search_seconds, operands, result, auto, args) -> Row:
     """The row of one (kernel, input), printed and recorded."""
     default, chosen, select_seconds, timings, _ = result
     pick = next(seconds_of(o) for c, o, _ in timings if c is chosen)
@@ -288,12 +291,14 @@ def report(name, label, total, operands, result, auto, args) -> Row:
               ratio(select_seconds, pick), auto["first"] if isinstance(auto, dict) else None,
               ratio(auto_seconds, auto["default"] if isinstance(auto, dict) else None),
               len(failed) + auto_failed)
-    print(f"| {name} | {label} | {nnz:,} | {len(timed_ok)} (+{cut} cut{f', {refused} over memory' if refused else ''}"
-          f"{f', {len(failed)} FAILED' if failed else ''})"
-          f" / {total} | {shown(default, args.timeout)} | {shown(pick)} | {shown(best)} | "
-          f"{fmt_ratio(row.pick_over_best)}{'' if within(row) else ' ✗'} | {fmt_ratio(row.default_over_pick)} | "
-          f"{shown(row.auto_first)} | {fmt_ratio(row.auto_over_default)} | {row.select_ms:.1f} | "
-          f"{'—' if row.select_share is None else f'{row.select_share:.3g}'} | `{chosen.cin}` |", flush=True)
+    counted = (f"{len(timed_ok)} (+{cut} cut" + (f", {refused} over memory" if refused else "")
+               + (f", {len(failed)} FAILED" if failed else "") + f") / {len(found)}")
+    cells = (name, label, f"{nnz:,}", counted, f"{search_seconds:.1f}" + ("" if found.complete else " (partial)"),
+             shown(default, args.timeout), shown(pick), shown(best),
+             fmt_ratio(row.pick_over_best) + ("" if within(row) else " ✗"), fmt_ratio(row.default_over_pick),
+             shown(row.auto_first), fmt_ratio(row.auto_over_default), f"{row.select_ms:.1f}",
+             fmt_ratio(row.select_share), f"`{chosen.cin}`")
+    print("| " + " | ".join(cells) + " |", flush=True)
     for outcome in failed:
         print(f"FAILED {name} {label}: {outcome}", flush=True)
     if auto_failed:
@@ -378,9 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     quick_sizes(parser, args, kernel=["SpMV2", "SDDMM", "SA4"], max_nnz=2e3, max_candidates=6, best_few=2,
                 no_real=True, timeout=5.0, search_limit=5.0)
     args.records = Records(args.json)
-    print("| kernel | input | nnz | candidates timed / frontier | default s | pick s | fastest s | pick / fastest | "
-          "default / pick | auto first call s | auto / default, through evaluate | select ms | select / call | pick |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS), flush=True)
     rows: list[Row] = []
     for name in args.kernel:
         measure_kernel(name, args, rows)
