@@ -37,9 +37,13 @@ from each of the remaining rank bands (equal slices of the estimate order), the 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import re
 import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -239,18 +243,28 @@ class Row:
     failed: int  # candidates (and the auto call) whose result differed or that raised
 
 
-def measure_kernel(name, args, rows):
+@dataclass
+class Searched:
+    kernel: str
+    seconds: float
+    candidates: int
+    complete: bool
+
+
+def measure_kernel(name, args) -> tuple[Searched, list[Row]]:
+    """Kernel `name`'s search and its rows, printed as they are measured."""
     case = CASES[name]
     found, search_seconds = frontier(case, args)
     args.records.add("count", kernel=name, mode=case.model, stage="frontier", count=len(found),
                      seconds=search_seconds, complete=found.complete)
-    searches[name] = (search_seconds, len(found), found.complete)
+    rows = []
     rng = np.random.default_rng(sum(map(ord, name)))
     for label, operands in inputs(name, case, rng, args):
         result = measure_front(case.expression, case.formats, found, operands, args.timeout,
                                stratified(found, args.max_candidates, args.best_few))
         auto = auto_end_to_end(case, operands, args.timeout)
         rows.append(report(name, label, found, search_seconds, operands, result, auto, args))
+    return Searched(name, search_seconds, len(found), found.complete), rows
 
 
 def seconds_of(outcome):
@@ -334,10 +348,7 @@ def fmt_ratio(value):
 
 # --- the summary -----------------------------------------------------------------------------------------
 
-searches: dict[str, tuple[float, int, bool]] = {}
-
-
-def summary(rows: list[Row]) -> None:
+def summary(rows: list[Row], searches: list[Searched]) -> None:
     """Issue 29's targets, each with the pairs or kernels that miss it."""
     near = [r for r in rows if within(r)]
     slower = [r for r in rows if r.default_over_pick is not None and r.default_over_pick < 1 / 1.1]
@@ -356,8 +367,8 @@ def summary(rows: list[Row]) -> None:
           + "; over 50 ms and over 1% of a call (target none): "
           + (", ".join(f"{r.kernel} {r.dataset} ({r.select_ms:.0f} ms)" for r in slow_select) or "none"))
     print("- search seconds per kernel (target <= 60): "
-          + ", ".join(f"{k} {s:.1f} ({n} candidates{'' if complete else ', partial'})"
-                      for k, (s, n, complete) in searches.items()))
+          + ", ".join(f"{s.kernel} {s.seconds:.1f} ({s.candidates} candidates{'' if s.complete else ', partial'})"
+                      for s in searches))
     auto_slower = [r for r in rows if r.auto_over_default is not None and r.auto_over_default > 1.1]
     print('- schedule="auto" more than 10% slower than the default, both through evaluate: '
           + (", ".join(f"{r.kernel} {r.dataset} ({r.auto_over_default:.2f})" for r in auto_slower) or "none"))
@@ -376,6 +387,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--best-few", type=int, default=5, help="best estimated candidates always timed")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds before the default is cut off")
     parser.add_argument("--search-limit", type=float, default=60.0, help="seconds of an anytime asymptotic search")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
+                        help="worker processes measuring kernels side by side")
     parser.add_argument("--quick", action="store_true",
                         help="CI size: SpMV2, SDDMM and SA4, 2,000 entries, 6 candidates, no real data, 5 s limits")
     add_option(parser)
@@ -385,10 +398,11 @@ def main(argv: list[str] | None = None) -> None:
     args.records = Records(args.json)
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS), flush=True)
-    rows: list[Row] = []
-    for name in args.kernel:
-        measure_kernel(name, args, rows)
-    summary(rows)
+    workers = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) if args.jobs > 1 else None
+    with workers or nullcontext():
+        measured = list((workers.map if workers else map)(measure_kernel, args.kernel, repeat(args)))
+    rows = [row for _, found in measured for row in found]
+    summary(rows, [searched for searched, _ in measured])
     if any(r.failed for r in rows):
         raise SystemExit(f"{sum(r.failed for r in rows)} results failed or differed from the default's (FAILED above)")
 
