@@ -260,6 +260,11 @@ def measure_kernel(name, args) -> tuple[Searched, list[Row]]:
     rows = []
     rng = np.random.default_rng(sum(map(ord, name)))
     for label, operands in inputs(name, case, rng, args):
+        if not len(found):  # select has nothing to choose from: every input misses the targets
+            rows.append(Row(name, label, None, None, 0.0, None, None, None, 0))
+            print(f"| {name} | {label} | {nnz_of(operands):,} | 0 / 0: the frontier is empty | {search_seconds:.1f} |"
+                  + " — |" * (len(COLUMNS) - 5), flush=True)
+            continue
         result = measure_front(case.expression, case.formats, found, operands, args.timeout,
                                stratified(found, args.max_candidates, args.best_few))
         auto = auto_end_to_end(case, operands, args.timeout)
