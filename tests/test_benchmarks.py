@@ -341,3 +341,52 @@ def test_the_traps_script_measures_each_trap_in_its_own_process():
     division, missing = rows
     assert "A(i,j) / 2" in division and "format ds" in division and "**" not in division
     assert "**FileNotFoundError" in missing and "file not found" in missing
+
+
+def test_the_quick_autotune_suite_times_a_checked_sample_of_every_frontier(tmp_path):
+    """`autosparse bench autotune --quick`: one row per (kernel, input) with every column filled, at most
+    --max-candidates timed per pair with the pick among them, and every timed result checked."""
+    from autosparse_bench import command
+    from autosparse_bench.records import read
+
+    argv, environment = command("autotune", ["--quick", "--json", str(tmp_path / "r.jsonl")])
+    done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    table = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    header, rows = table[0], table[1:]
+    assert len(header) == 15 and all(len(row) == len(header) for row in rows)
+    assert {row[0].strip("| ") for row in rows} == {"SpMV2", "SDDMM", "SA4"} and len(rows) == 6
+    assert "pick within 1.25×" in done.stdout and "search seconds per kernel" in done.stdout
+    taken = read(tmp_path / "r.jsonl")
+    candidates = [r for r in taken if r["kind"] == "candidate"]
+    pairs = {(r["kernel"], r["dataset"]) for r in candidates}
+    assert len(pairs) == 6
+    for pair in pairs:
+        mine = [r for r in candidates if (r["kernel"], r["dataset"]) == pair]
+        assert 1 <= len(mine) <= 6 and sum(r["selected"] for r in mine) == 1
+    assert all(r["checked"] for r in candidates if r["seconds"] is not None)
+    searches = [r for r in taken if r["kind"] == "count"]  # one per kernel: its frontier and search seconds
+    assert sorted(r["kernel"] for r in searches) == ["SA4", "SDDMM", "SpMV2"]
+    assert all(r["count"] >= len({c["cin"] for c in candidates if c["kernel"] == r["kernel"]}) for r in searches)
+    timings = [r for r in taken if r["kind"] == "timing"]
+    assert all([r["role"] for r in timings if (r["kernel"], r["dataset"]) == pair].count("ours") == 1 for pair in pairs)
+
+
+def test_the_autotune_sample_keeps_the_pick_the_best_estimated_and_spreads_over_ranks_and_structures():
+    from types import SimpleNamespace
+
+    from autosparse_bench.autotune import stratified
+
+    def candidate(loops, transposes=()):
+        return SimpleNamespace(cin=" ".join(f"∀{i}" for i in loops) + " A(i) += B(i)",
+                               transposes=dict.fromkeys(transposes), temporaries=[])
+
+    front = [candidate("ij" if n % 2 else "ji", ("B",) if n % 5 == 0 else ()) for n in range(40)]
+    order = [7, *range(7), *range(8, 40)]  # the pick first, then by estimate
+    sample = stratified(front, budget=10, best_few=3)
+    kept = sample(order)
+    assert kept[:4] == [7, 0, 1, 2] and len(kept) == 10 == len(set(kept))
+    bands = [set(band) for band in np.array_split(np.asarray(order[4:]), 6)]
+    assert all(len(band & set(kept)) == 1 for band in bands)  # one from each rank band
+    assert {tuple(front[n].transposes) for n in kept} == {("B",), ()}
+    assert sample(order[:10]) == order[:10]  # within the budget: every candidate

@@ -14,10 +14,10 @@ import sys
 SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
           "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
           "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
-          "distributed": "distributed_kernels"}
+          "distributed": "distributed_kernels", "autotune": "autotune"}
 #: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
 SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed"}
+SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed", "autotune"}
 
 
 def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:

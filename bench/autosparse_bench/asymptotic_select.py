@@ -20,9 +20,9 @@ estimates, so the selected one is timed first. With --jobs 2 the kernels are sha
 worker processes (longest first), which print their rows as they finish them; the summary counts all. Times are medians of up to 5 calls after a warm-up call on
 operands already in the candidate's formats; reformatting the operands into those formats (transposes)
 is timed on its own and reported beside. Every timed result is checked against the default's (sum and
-sum of squares of the values) where the default finished. The default, the selected and the fastest
-candidate are then timed in two more alternating rounds, each keeping its best median, so that the
-ratios reported do not rest on one sample taken while the machine was busier.
+sum of squares of the values), or the selected candidate's where the default was cut off. The default,
+the selected and the fastest candidate are then timed in two more alternating rounds, each keeping its
+best median, so that the ratios reported do not rest on one sample taken while the machine was busier.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import numpy as np
 
 import autosparse as asp
 from autosparse_bench import data, quick_sizes
+from autosparse.autoschedule import Front
 from autosparse.autoschedule.select import estimates
 from autosparse.notation import accesses, parse
 
@@ -235,34 +236,54 @@ def reformatted(operands, formats, cache):
 
 def measure_input(name, front, operands, args):
     expression, formats = KERNELS[name]
+    return measure_front(expression, formats, front, operands, args.timeout)
+
+
+def ranked(front, operands, chosen):
+    """The indices of `front` in the order of select's estimates, the chosen candidate first (a SparseAuto
+    front, whose sets are small and whose costs `select` evaluates itself, in its own order)."""
+    guesses = estimates(front, operands) if isinstance(front, Front) else [0.0] * len(front)
+    return sorted(range(len(front)), key=lambda n: (front[n] is not chosen, guesses[n]))
+
+
+def measure_front(expression, formats, front, operands, timeout, sample=None):
+    """(default's outcome, the chosen candidate, select's seconds, [candidate, outcome, transposes] per
+    candidate timed, the sources' hashes): every candidate of `front` (or those `sample(order)` keeps of
+    the ranked indices) timed in a child on `operands`, each result checked against the default's (where
+    the default was cut off, against the first candidate timed: the chosen one)."""
     default_kernel = compiled_for(asp.compile(expression, formats=formats, num_threads=1), operands)  # as candidates
     hashes = {"default schedule": source_hash(default_kernel)}
-    default = in_child(lambda: timed(default_kernel, operands), args.timeout + 30)
+    default = in_child(lambda: timed(default_kernel, operands), timeout + 30)
     start = time.perf_counter()
     chosen = front.select(**operands)
     select_seconds = time.perf_counter() - start
-    guesses = estimates(front, operands)
-    order = sorted(range(len(front)), key=lambda n: (front[n] is not chosen, guesses[n]))
+    order = ranked(front, operands, chosen)
     seen, conversions, timings, runs = set(), {}, [], {}
     best = None
-    for n in order:
+    reference = (default, "the default") if isinstance(default, dict) else None  # else the chosen one's
+    for n in (order if sample is None else sample(order)):
         cand = front[n]
         key = (str(cand.cin), tuple(sorted((k, str(v)) for k, v in cand.formats.items())))
         if key in seen:
             continue
         seen.add(key)
         ready, transposes = reformatted(operands, cand.formats, conversions)
-        kernel = compiled_for(asp.compile(expression, formats={k: str(v) for k, v in cand.formats.items()
-                                                               if k in formats}, schedule=cand), ready)
-        limit = args.timeout if best is None else max(0.05, 1.5 * best)
+        kernel = compiled_for(asp.compile(expression, formats=candidate_formats(formats, cand), schedule=cand),
+                              ready)
+        limit = timeout if best is None else max(0.05, 1.5 * best)
         outcome = in_child(lambda: timed(kernel, ready, limit), 4 * limit + 1)
         if isinstance(outcome, dict):
+            if reference is None and not outcome.get("cut"):
+                reference = (outcome, "the first candidate timed")
             if outcome.get("cut"):
                 outcome = "timeout"
-            elif isinstance(default, dict) and not agrees(outcome, default):
-                outcome = f"failed: result differs from the default's ({outcome['sum']} vs {default['sum']})"
+            elif not agrees(outcome, reference[0]):
+                outcome = (f"failed: result differs from {reference[1]}'s ({outcome['sum']} vs "
+                           f"{reference[0]['sum']})")
             elif outcome["seconds"] > limit:
                 outcome = "timeout"
+            else:
+                outcome["checked against"] = reference[1]
         timings.append([cand, outcome, transposes])
         runs[id(cand)] = (kernel, ready)
         hashes[id(cand)] = source_hash(kernel)
@@ -270,6 +291,13 @@ def measure_input(name, front, operands, args):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
     default = confirmed(default, timings, chosen, runs, default_kernel, operands)
     return default, chosen, select_seconds, timings, hashes
+
+
+def candidate_formats(formats, cand):
+    """The formats to compile `cand` with: the kernel's own, the candidate's where it names a tensor the
+    kernel gives a format. The result's stays: a candidate that leaves it out would get the one inferred
+    for hand-written CIN, dense, and time filling an n × n array instead of its sparse result."""
+    return {**formats, **{k: str(v) for k, v in cand.formats.items() if k in formats}}
 
 
 def confirmed(default, timings, chosen, runs, default_kernel, operands, rounds=2):
@@ -292,7 +320,7 @@ def confirmed(default, timings, chosen, runs, default_kernel, operands, rounds=2
             kernel, ready = runs[id(entry[0])]
             again = in_child(lambda: timed(kernel, ready), 3 * entry[1]["seconds"] + 5)
             if isinstance(again, dict) and again["seconds"] < entry[1]["seconds"]:
-                entry[1] = again
+                entry[1] = {**entry[1], **again}  # checked already: the same kernel on the same operands
     return default
 
 

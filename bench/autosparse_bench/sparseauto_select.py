@@ -34,7 +34,7 @@ from autosparse.autoschedule.sparseauto.runtime import sizes
 from autosparse.notation import accesses, parse
 
 from . import quick_sizes
-from .asymptotic_select import DATA, agrees, compiled_for, in_child, timed
+from .asymptotic_select import DATA, agrees, candidate_formats, compiled_for, in_child, timed
 from .records import Records, add_option, source_hash
 from .sparseauto_counts import KERNELS, NAMES, front
 
@@ -141,8 +141,8 @@ def run_kernel(number, args):
             theirs = asymptotic.select(**found)
             ready = {n: t.to_format(theirs.formats[n]) if n in theirs.transposes else t for n, t in found.items()}
             other, sources["asymptotic pick"] = measure(
-                asp.compile(expression, formats={k: str(v) for k, v in theirs.formats.items() if k in formats},
-                            schedule=theirs), ready, args.timeout)
+                asp.compile(expression, formats=candidate_formats(formats, theirs), schedule=theirs), ready,
+                args.timeout)
         for name, outcome in (("default", default), ("asymptotic", other)):
             if outcome and selected and not agrees(outcome, selected):
                 print(f"FAILED kernel {number} {label}: the {name} schedule's result differs", flush=True)
