@@ -29,9 +29,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, walk
+from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, assignments, walk
 from ..config import memory_limit
-from ..notation.ast import IndexVar
+from ..notation.ast import Add, IndexVar, Sub
 from .findable import findable
 from ..tensor import Tensor
 
@@ -94,7 +94,7 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
     """The loop's co-iteration with `auto` resolved: the strategy whose estimated cost is least."""
     operands = _stepped(loop, around, tensors)
     coiteration = loop.coiterate
-    if len(operands) < 2:
+    if len(operands) < 2 or (_appends(loop) and _adds(loop, operands)):
         return coiteration.resolved(lambda tensor: Strategy.MERGE)
     trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
     costs = {}
@@ -107,6 +107,21 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
         if cost is not None:
             costs[candidate] = cost
     return min(costs, key=costs.get) if costs else coiteration.resolved(lambda tensor: Strategy.MERGE)
+
+
+def _appends(loop: Forall) -> bool:
+    """Whether the loop appends coordinates to a sparse result, which takes them in increasing order."""
+    return any(loop.index in a.lhs.level_indices
+               and a.lhs.level_protocols[a.lhs.level_indices.index(loop.index)] is Protocol.APPEND
+               for a in assignments(loop.body))
+
+
+def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
+    """Whether the loop adds operands it steps (`B(i,j) + C(j,i)`): finding one in another then takes a
+    pass per term, out of order for an appended result (lowering refuses it), so only a merge is legal."""
+    stepped = {op.access for op in operands}
+    return any(isinstance(node, (Add, Sub)) and all(stepped & set(accesses(side)) for side in (node.left, node.right))
+               for a in assignments(loop.body) for node in walk(a.rhs))
 
 
 def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int) -> float | None:
