@@ -37,12 +37,14 @@ def autoschedule(expression: str, formats: Mapping[str, object] | None = None, m
 
 
 def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-                    model: str = "asymptotic") -> ScheduleCandidate:
+                    model: str = "asymptotic") -> ScheduleCandidate | None:
+    """The candidate chosen for these operands; None (the default schedule) where the front is empty
+    (`B(i,j) - B(j,i)` reads B in two orders, which no one format of B realises)."""
     return chosen(assignment, formats, operands, model)[1]
 
 
 def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-           model: str = "asymptotic") -> tuple["Front | SparseAutoFront", ScheduleCandidate]:
+           model: str = "asymptotic") -> tuple["Front | SparseAutoFront", ScheduleCandidate | None]:
     """The autoscheduler's candidates for the expression, and the one chosen for these operands."""
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     resolved = {name: str(as_format(formats.get(name, "dense"), order)) for name, order in orders.items()}
@@ -57,7 +59,7 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
                               for name, t in tensors.items()))
     choice = _choices.get((key, size_class))
     if choice is None:
-        choice = _choices[(key, size_class)] = front.select(**tensors)
+        choice = _choices[(key, size_class)] = front.select(**tensors) if len(front) else None  # None: the default
     return front, choice
 
 

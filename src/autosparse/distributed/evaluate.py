@@ -101,7 +101,7 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
     if isinstance(schedule, str) and schedule.strip() == "auto":
         front, schedule = chosen(assignment, formats, _sample(assignment, tensors, index), model)
         coiteration = "auto"
-        if isinstance(front, Front):  # SparseAuto's candidates have no estimate of their own to balance
+        if isinstance(front, Front) and schedule is not None:  # SparseAuto's candidates have no estimate of their own to balance
             cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}
             estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
     schedule, needed = unwrap_candidate(schedule)
