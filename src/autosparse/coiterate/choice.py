@@ -117,10 +117,14 @@ def _appends(loop: Forall) -> bool:
 
 
 def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
-    """Whether the loop adds operands it steps (`B(i,j) + C(j,i)`): finding one in another then takes a
-    pass per term, out of order for an appended result (lowering refuses it), so only a merge is legal."""
+    """Whether the loop adds operands it steps (`B(i,j) + C(j,i)`), or a temporary (which may stand for
+    operands its producer steps here): finding one term's operands in another's then takes a pass per
+    term, out of order for an appended result (lowering refuses it), so only a merge is legal."""
     stepped = {op.access for op in operands}
-    return any(isinstance(node, (Add, Sub)) and all(stepped & set(accesses(side)) for side in (node.left, node.right))
+
+    def steps(side) -> bool:
+        return any(a in stepped or a.tensor.temporary for a in accesses(side))
+    return any(isinstance(node, (Add, Sub)) and steps(node.left) and steps(node.right)
                for a in assignments(loop.body) for node in walk(a.rhs))
 
 
