@@ -94,7 +94,8 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
     """The loop's co-iteration with `auto` resolved: the strategy whose estimated cost is least."""
     operands = _stepped(loop, around, tensors)
     coiteration = loop.coiterate
-    if len(operands) < 2 or (_appends(loop) and _adds(loop, operands)):
+    adds = _adds(loop, operands)
+    if len(operands) < 2 or (adds and _appends(loop)):
         return coiteration.resolved(lambda tensor: Strategy.MERGE)
     trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
     costs = {}
@@ -103,7 +104,7 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
         if shared and strategy in (Strategy.HASH, Strategy.BITMAP):
             continue
         candidate = coiteration.resolved(lambda tensor: strategy)
-        cost = _cost(candidate, operands, trips, extents[loop.index])
+        cost = _cost(candidate, operands, trips, extents[loop.index], adds)
         if cost is not None:
             costs[candidate] = cost
     return min(costs, key=costs.get) if costs else coiteration.resolved(lambda tensor: Strategy.MERGE)
@@ -128,9 +129,16 @@ def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
                for a in assignments(loop.body) for node in walk(a.rhs))
 
 
-def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int) -> float | None:
-    """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it."""
+def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int,
+          adds: bool = False) -> float | None:
+    """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it.
+    Where the loop `adds` operands, each term's pass may walk any of them and find the others, so each
+    must be findable while any other drives."""
     strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
+    if adds and not all(strategy[op.access] is Strategy.MERGE
+                        or findable(strategy[op.access], op.order, op.unique, by.order)
+                        for op in operands for by in operands if by is not op):
+        return None
     runs = prod(trips)
     driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, op.unique, -op.moved_by,
                                            operands.index(op)))
