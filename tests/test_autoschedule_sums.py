@@ -233,3 +233,15 @@ def test_reads_in_two_orders_refuse_as_the_default_schedule_does():
 def test_formats_rotate_over_every_2d_format():
     seen = {formats_of(CASES[1], turn)[name] for turn, name in itertools.product(range(5), "BCD")}
     assert seen == set(FORMATS_2D)
+
+
+@pytest.mark.filterwarnings("ignore::autosparse.PerformanceWarning")
+def test_auto_subtracts_a_coo_operand_from_mttkrp():
+    """A COO E(i,l) may repeat a coordinate: no find strategy may seek it while B(i,j,k) drives the
+    union's pass (co-iteration chosen per call galloped into it)."""
+    expression = "A(i,l) = B(i,j,k)*C(j,l)*D(k,l) - E(i,l)"
+    arrays = dense_operands(expression, "random", 11)
+    operands = stored(arrays, {"B": "sss", "E": "coo"}, "random")
+    got = asp.evaluate(expression, schedule="auto", **operands)
+    expected = np.einsum("ijk,jl,kl->il", arrays["B"], arrays["C"], arrays["D"]) - arrays["E"]
+    np.testing.assert_allclose(densified(got), expected)
