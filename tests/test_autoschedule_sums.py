@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import autosparse as asp
 from autosparse.api import auto
 from autosparse.autoschedule.verify import dense_value, index_extents
+from autosparse.cin.check import check_computes
 from autosparse.cli import main
 from autosparse.notation import accesses, parse
 
@@ -245,3 +246,22 @@ def test_auto_subtracts_a_coo_operand_from_mttkrp():
     got = asp.evaluate(expression, schedule="auto", **operands)
     expected = np.einsum("ijk,jl,kl->il", arrays["B"], arrays["C"], arrays["D"]) - arrays["E"]
     np.testing.assert_allclose(densified(got), expected)
+
+
+@pytest.mark.parametrize("expression", [
+    "A(i,j) = B(i,j) - C(i,k)*D(k,j)",
+    "A(i,j) = -(B(i,j) - C(i,k)*D(k,j))",
+    "A(i,j) = (B(i,k) - E(i,k))*(C(k,j) - D(k,j))",
+    "A(i,j) = B(i,j)*(C(i,j) - D(i,j))*E(i,j)",
+    "A(i,j) = B(i,k)*(C(k,l)*D(l,j) - E(k,j))",
+    "y(i) = b(i) - 2*sum(j, B(i,j)*x(j))",
+])
+def test_compile_accepts_every_rewritten_candidate(expression):
+    """Stage 1 distributes products over sums and spells a - b as a + -b; compile's check that a
+    schedule computes the expression (cin/check.py) must see through both, for every candidate."""
+    assignment = parse(expression)
+    formats = {a.tensor: "csr" for a in (assignment.lhs, *accesses(assignment.rhs)) if len(a.indices) == 2}
+    front = front_of(expression, tuple(sorted(formats.items())))
+    assert len(front) > 0
+    for cand in front:
+        check_computes(cand.cin, assignment)
