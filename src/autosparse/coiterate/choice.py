@@ -18,7 +18,9 @@ of them in the other operands, with ℓ_d the driver's segment length and ℓ_f 
 of machine (WEIGHTS, from `autosparse bench coiteration`'s runs).
 The driver's lengths are its actual segments' (a power-law row and a short row price differently);
 the others' are their means. The cheapest strategy that lowering would accept wins (legality as
-coiterate/findable.py decides it); a bitmap over the memory limit is not a candidate.
+coiterate/findable.py decides it); a bitmap over the memory limit is not a candidate. A loop that adds
+operands it steps runs a pass per term, each walking one operand and finding the others: a find strategy
+must suit every pair, and into an appended (sparse) result, which takes one in-order pass, only a merge.
 """
 
 from __future__ import annotations
