@@ -55,13 +55,16 @@ def autoschedule(expression: str, formats: Mapping[str, object] | None = None, m
 
 
 def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-                    model: str = "auto") -> ScheduleCandidate:
+                    model: str = "auto") -> ScheduleCandidate | None:
+    """The candidate chosen for these operands; None (the default schedule) where the front is empty
+    (`B(i,j) - B(j,i)` reads B in two orders, which no one format of B realises)."""
     return chosen(assignment, formats, operands, model)[1]
 
 
 def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-           model: str = "auto") -> tuple[Candidates, ScheduleCandidate]:
-    """The candidates of `model` for the expression, and the one chosen for these operands."""
+           model: str = "auto") -> tuple[Candidates, ScheduleCandidate | None]:
+    """The candidates of `model` for the expression, and the one chosen for these operands (None where
+    there are none: the default schedule)."""
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
     key = store.front_key(model, assignment, resolved)
@@ -72,6 +75,8 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
     if choice is None:
         if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
             front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
+        if not len(front):
+            return front, None
         choice = front.select(**tensors)
         decisions.selections += 1
         store.save_choice(choice_key, choice)

@@ -26,9 +26,11 @@ def verify(front: "Front | SparseAutoFront", extent: int = 7, density: float = 0
     assignment = front.assignment
     rng = np.random.default_rng(seed)
     reads = accesses(assignment.rhs)
-    extents = {index: extent + n for n, index in enumerate(dict.fromkeys(i for a in reads for i in a.indices))}
+    extents = index_extents(reads, extent)
     dense, operands = {}, {}
-    for access in reads:
+    for access in dict.fromkeys(reads):
+        if access.tensor in dense:
+            continue
         shape = tuple(extents[i] for i in access.indices)
         dense[access.tensor] = rng.random(shape) * (rng.random(shape) < density)
         operands[access.tensor] = Tensor.from_numpy(dense[access.tensor], format=front.formats[access.tensor])
@@ -45,6 +47,25 @@ def verify(front: "Front | SparseAutoFront", extent: int = 7, density: float = 0
         except AutosparseError as error:
             failures.append(f"{cand.cin}: {type(error).__name__}: {error}")
     return passed, failures
+
+
+def index_extents(reads, extent: int) -> dict:
+    """A distinct extent from `extent` up for each index, but one for indices that meet at a mode of
+    one tensor (`B(i,j)` and `B(i,k)` make j and k one dimension, `B(i,j) + B(j,i)` i and j), so
+    that distinct dimensions catch a kernel that confuses them and every operand has one shape."""
+    same: dict = {}
+
+    def root(index):
+        while same.setdefault(index, index) != index:
+            index = same[index]
+        return index
+
+    first: dict = {}
+    for access in reads:
+        for mode, index in enumerate(access.indices):
+            same[root(index)] = root(first.setdefault((access.tensor, mode), index))
+    groups = list(dict.fromkeys(root(i) for a in reads for i in a.indices))
+    return {index: extent + groups.index(root(index)) for index in same}
 
 
 def dense_value(assignment: notation.Assignment, arrays: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -18,7 +18,9 @@ of them in the other operands, with ℓ_d the driver's segment length and ℓ_f 
 of machine (WEIGHTS, from `autosparse bench coiteration`'s runs).
 The driver's lengths are its actual segments' (a power-law row and a short row price differently);
 the others' are their means. The cheapest strategy that lowering would accept wins (legality as
-coiterate/findable.py decides it); a bitmap over the memory limit is not a candidate.
+coiterate/findable.py decides it); a bitmap over the memory limit is not a candidate. A loop that adds
+operands it steps runs a pass per term, each walking one operand and finding the others: a find strategy
+must suit every pair, and into an appended (sparse) result, which takes one in-order pass, only a merge.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, walk
+from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, assignments, walk
 from ..config import memory_limit
-from ..notation.ast import IndexVar
+from ..notation.ast import Add, IndexVar, Sub
 from .findable import findable
 from ..tensor import Tensor
 
@@ -94,7 +96,8 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
     """The loop's co-iteration with `auto` resolved: the strategy whose estimated cost is least."""
     operands = _stepped(loop, around, tensors)
     coiteration = loop.coiterate
-    if len(operands) < 2:
+    adds = _adds(loop, operands)
+    if len(operands) < 2 or (adds and _appends(loop)):
         return coiteration.resolved(lambda tensor: Strategy.MERGE)
     trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
     costs = {}
@@ -103,15 +106,41 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
         if shared and strategy in (Strategy.HASH, Strategy.BITMAP):
             continue
         candidate = coiteration.resolved(lambda tensor: strategy)
-        cost = _cost(candidate, operands, trips, extents[loop.index])
+        cost = _cost(candidate, operands, trips, extents[loop.index], adds)
         if cost is not None:
             costs[candidate] = cost
     return min(costs, key=costs.get) if costs else coiteration.resolved(lambda tensor: Strategy.MERGE)
 
 
-def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int) -> float | None:
-    """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it."""
+def _appends(loop: Forall) -> bool:
+    """Whether the loop appends coordinates to a sparse result, which takes them in increasing order."""
+    return any(loop.index in a.lhs.level_indices
+               and a.lhs.level_protocols[a.lhs.level_indices.index(loop.index)] is Protocol.APPEND
+               for a in assignments(loop.body))
+
+
+def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
+    """Whether the loop adds operands it steps (`B(i,j) + C(j,i)`), or a temporary (which may stand for
+    operands its producer steps here): finding one term's operands in another's then takes a pass per
+    term, out of order for an appended result (lowering refuses it), so only a merge is legal."""
+    stepped = {op.access for op in operands}
+
+    def steps(side) -> bool:
+        return any(a in stepped or a.tensor.temporary for a in accesses(side))
+    return any(isinstance(node, (Add, Sub)) and steps(node.left) and steps(node.right)
+               for a in assignments(loop.body) for node in walk(a.rhs))
+
+
+def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int,
+          adds: bool = False) -> float | None:
+    """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it.
+    Where the loop `adds` operands, each term's pass may walk any of them and find the others, so each
+    must be findable while any other drives."""
     strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
+    if adds and not all(strategy[op.access] is Strategy.MERGE
+                        or findable(strategy[op.access], op.order, op.unique, by.order)
+                        for op in operands for by in operands if by is not op):
+        return None
     runs = prod(trips)
     driver = min(operands, key=lambda op: (strategy[op.access] is not Strategy.MERGE, op.unique, -op.moved_by,
                                            operands.index(op)))

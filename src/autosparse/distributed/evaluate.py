@@ -100,8 +100,9 @@ def prepare(expression: str, format=None, schedule=None, parts: int = 1, index: 
     if isinstance(schedule, str) and schedule.strip() == "auto":
         front, schedule = chosen(assignment, formats, _sample(assignment, tensors, index), model)
         coiteration = "auto"
-        cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}  # any model's
-        estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
+        if schedule is not None:  # an empty front leaves the default schedule, with no estimate to balance
+            cand, whole = schedule, {n: t for n, t in tensors.items() if isinstance(t, Tensor)}  # any model's
+            estimate = lambda chunk: estimated_work(front, cand, {**whole, **chunk})  # noqa: E731
     schedule, needed = unwrap_candidate(schedule)
     formats.update({name: str(fmt) for name, fmt in needed.items()})
     kernel = Kernel(assignment, formats, schedule, num_threads, coiteration=coiteration)  # checks the schedule

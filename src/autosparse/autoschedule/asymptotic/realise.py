@@ -100,26 +100,32 @@ class _Layout:
 
 
 def reads_agree(sketch: Stmt) -> bool:
-    """Whether every tensor is read with one access (protocols included) in one loop order: each operand
-    gets one format, so a program that reads one two ways (a factor distributed over a sum, stepped in
-    one term and located in the other) has no realisation."""
+    """Whether every tensor is read one way (its modes in one loop order, each with one protocol): each
+    operand gets one format, so a program that reads one two ways (a factor distributed over a sum,
+    stepped in one term and located in the other) has no realisation. Reads through other indices in
+    the same way (`sum(j, B(i,j)*x(j)) - B(i,k)*z(k)`) share the format."""
     return all(len(ways) == 1 for ways in _reads(sketch).values())
 
 
-def _reads(sketch: Stmt) -> dict[str, dict[tuple[Access, tuple[str, ...]], None]]:
-    """tensor -> the (read, its indices in loop order) pairs it is read with."""
+def _reads(sketch: Stmt) -> dict[str, dict[tuple, tuple[Access, tuple[str, ...]]]]:
+    """tensor -> each way it is read (`_way`) -> its first (read, its indices in loop order)."""
     found: dict[str, dict] = {}
     _visit_reads(sketch, (), found)
     return found
+
+
+def _way(access: Access, ordered: tuple[str, ...]) -> tuple:
+    """What a read asks of its tensor's format: the modes in loop order and the protocols by mode."""
+    return tuple(access.indices.index(i) for i in ordered), access.protocols
 
 
 def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout:
     reads_of: dict[str, tuple[Access, tuple[str, ...]]] = {}  # tensor -> (its read, its loop-ordered indices)
     for name, ways in _reads(sketch).items():
         if len(ways) > 1:
-            shown = " and ".join(str(access) for access, _ in ways)
-            raise ScheduleError(f"Expected {name} read once, in one order, but it is read as {shown}")
-        reads_of[name] = next(iter(ways))
+            shown = " and ".join(str(access) for access, _ in ways.values())
+            raise ScheduleError(f"Expected {name} read one way, in one order, but it is read as {shown}")
+        reads_of[name] = next(iter(ways.values()))
     chosen: dict[str, Format] = {}
     for name, fmt in formats.items():
         if name != result and name in reads_of:
@@ -165,7 +171,8 @@ def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:
         _visit_reads(stmt.producer, loops, found)
     else:
         for access in reads(stmt.rhs):
-            found.setdefault(access.tensor, {})[(access, tuple(sorted(access.indices, key=loops.index)))] = None
+            ordered = tuple(sorted(access.indices, key=loops.index))
+            found.setdefault(access.tensor, {}).setdefault(_way(access, ordered), (access, ordered))
 
 
 def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Format:
