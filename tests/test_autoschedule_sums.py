@@ -6,7 +6,7 @@ size 1. The reference is numpy on dense copies, term by term (`verify.dense_valu
 against expressions written out in numpy below).
 
 The default run takes a stratified sample (each expression once, the operand kinds and formats rotated
-over the expressions, an even spread of candidates); `-m slow` runs the whole grid."""
+over the expressions, an even spread of candidates); `-m grid` runs the whole grid."""
 
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def test_sampled_candidates_and_auto_match_numpy(turn, case):
     check_auto(case, turn, ("random", kind))
 
 
-@pytest.mark.slow
+@pytest.mark.grid
 @pytest.mark.filterwarnings("ignore::autosparse.PerformanceWarning")
 @pytest.mark.parametrize("turn", range(len(FORMATS_2D)))
 @pytest.mark.parametrize("case", GRID_CASES, ids=[case.expression for case in GRID_CASES])
