@@ -250,13 +250,17 @@ class Memo(dict):
     def __init__(self, limit: int):
         super().__init__()
         self.limit = limit
+        self.hits = self.misses = 0  # how often a lookup found its entry, and how often it computed it
 
     def get_or(self, key, compute):
         found = self.get(key)
         if found is None:
+            self.misses += 1
             if len(self) >= self.limit:
                 self.clear()
             found = self[key] = compute(key)
+        else:
+            self.hits += 1
         return found
 
 
