@@ -84,9 +84,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     placed = [p for nest in nests for p in placements(nest, frozenset(indices), scopes)]
     stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
     taken = {a.tensor for a in (assignment.lhs, *operands)}
-    valid = [(tree, d) for tree, d in placed if bound_everywhere(named(next(orders(tree)), taken, reduce, scopes)[0])]
-    depth = min(d for _, d in valid)
-    shallow = [tree for tree, d in valid if d == depth]
+    depth, shallow = _shallowest_valid(placed, lambda tree: bound_everywhere(
+        named(next(orders(tree)), taken, reduce, scopes)[0]))
     orderings = sum(_orderings(tree) for tree in shallow)
     stage(f"4 minimum depth ({depth})", orderings)
     shapes: dict[Stmt, frozenset[str]] = {}
@@ -143,6 +142,16 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage(f"7 asymptotic filter ({len({key.cost for key in by_cost})} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
     return Search(members, witnesses, costs, model, stages, processed, total, named_all)
+
+
+def _shallowest_valid(placed: list[tuple[Stmt, int]], valid: Callable[[Stmt], bool]) -> tuple[int, list[Stmt]]:
+    """The least depth of a valid placement, and the valid placements of that depth (validity does not
+    depend on loop order, so one ordering decides; deeper placements are never named)."""
+    for depth in sorted({d for _, d in placed}):
+        shallow = [tree for tree, d in placed if d == depth and valid(tree)]
+        if shallow:
+            return depth, shallow
+    raise AssertionError("the nest with every loop outside all statements is always valid")
 
 
 def _interleaved(streams: Iterable[Iterator]) -> Iterator:
