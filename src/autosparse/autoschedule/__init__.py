@@ -20,6 +20,7 @@ from ..notation import Div, accesses, parse, split_diagonals, walk
 from .asymptotic.pipeline import search
 from .candidate import Candidates, JointFront, KernelFactory
 from .front import Candidate, Front
+from .progress import progress_bar
 from .sparseauto.front import SparseAutoCandidate, SparseAutoFront
 from .sparseauto.pipeline import as_compute
 from .sparseauto.pipeline import search as sparseauto_search
@@ -73,8 +74,9 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
         found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
                                   progress=progress)
         return SparseAutoFront(assignment, resolved, found, kernel_factory)
-    found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
-                   time_limit=time_limit, progress=progress)
+    with progress_bar(progress, "programs") as report:
+        found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
+                       time_limit=time_limit, progress=report)
     return Front(assignment, resolved, found, kernel_factory)
 
 

@@ -57,7 +57,15 @@ def _size(query: Query) -> tuple:
 
 
 _cost_memo = Memo(1 << 18)
+_task_memo = Memo(1 << 18)  # one loop or statement's work recurs in thousands of programs of a kernel
 _minimal_memo = Memo(1 << 18)
+
+
+def _task_queries(key: tuple) -> tuple[Query, ...]:
+    """The conjunctive queries of the task `{[head…] | guard}` under assumptions `assumed`."""
+    head, guard, assumed = key
+    return tuple(Query.of(((i, i) for i in head), folded(head, conjunction | assumed))
+                 for conjunction in disjuncts(guard))
 
 
 def _minimal(query: Query) -> Query:
@@ -90,8 +98,8 @@ class CostModel:
 
     def _queries(self, found) -> list[Query]:
         assumed = self.assumptions
-        return [Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
-                for task in found for conjunction in disjuncts(task.guard)]
+        return [query for task in found
+                for query in _task_memo.get_or((task.head, task.guard, assumed), _task_queries)]
 
     @cached_property
     def sunk_costs(self) -> list[Query]:

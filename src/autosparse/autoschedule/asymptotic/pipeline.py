@@ -2,9 +2,12 @@
 
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
 one, so the frontier algorithm runs over distinct costs (with the hash-table levels each program's
-realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit the search is anytime: it
-stops taking programs when time runs out and reports the frontier of those it took, having taken them
-from every loop nest and workspace shape in turn.
+realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
+the search is anytime: it names loop nests for at most half of it (when there are more than
+`NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
+took (at least one), having taken them from every loop nest and workspace shape in turn. The minimum
+depth is that of the valid nests (every access bound by its loops): with four factors or more the
+shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, orders, placements, rewrites
 from .sketch import Stmt
+
+
+#: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
+#: (a few seconds' work; every paper kernel has under 3,000), so stages 5-6 count exactly whatever the
+#: limit; past it (4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
+NAMED_IN_FULL = 100_000
 
 
 @dataclass
@@ -44,10 +53,11 @@ class Search:
     stages: list[Stage] = field(default_factory=list)
     processed: int = 0
     total: int = 0
+    named_all: bool = True  # False: time ran out while stage 5 named the nests, `total` counts the named
 
     @property
     def complete(self) -> bool:
-        return self.processed == self.total
+        return self.named_all and self.processed == self.total
 
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco: bool = False,
@@ -55,7 +65,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
            progress: Callable[[int, int], None] | None = None) -> Search:
     """The asymptotic frontier of `assignment` with its tensors stored in `formats`."""
     stages: list[Stage] = []
-    clock = time.perf_counter()
+    began = clock = time.perf_counter()
 
     def stage(name: str, count: int) -> None:
         nonlocal clock
@@ -73,27 +83,31 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("2 where groupings", len(nests))
     placed = [p for nest in nests for p in placements(nest, frozenset(indices), scopes)]
     stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
-    depth = min(d for _, d in placed)
-    shallow = [tree for tree, d in placed if d == depth]
-    stage(f"4 minimum depth ({depth})", sum(_orderings(tree) for tree in shallow))
     taken = {a.tensor for a in (assignment.lhs, *operands)}
+    depth, shallow = _shallowest_valid(placed, lambda tree: bound_everywhere(
+        named(next(orders(tree)), taken, reduce, scopes)[0]))
+    orderings = sum(_orderings(tree) for tree in shallow)
+    stage(f"4 minimum depth ({depth})", orderings)
     shapes: dict[Stmt, frozenset[str]] = {}
     copies: dict[Stmt, int] = {}  # how often each program arises (the paper counts every copy)
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
-    for tree in shallow:
-        for stmt in orders(tree):
-            program, workspaces = named(stmt, taken, reduce, scopes)
-            if not bound_everywhere(program):
-                continue
-            if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
-                         or not taco_runs(program, result, sparse_result)):
-                continue
-            shapes.setdefault(program, frozenset(workspaces))
-            # Pigeon.jl's TACO mode also offers a scalar workspace's read both protocols, two copies of
-            # one program, and counts both.
-            scalars = sum(not ix for ix in workspaces.values()) if taco else 0
-            copies[program] = copies.get(program, 0) + 2 ** scalars
-    stage("5 named workspaces", len(shapes))
+    deadline = None if time_limit is None else began + time_limit
+    naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL else began + time_limit / 2
+    named_all = True
+    for stmt in _interleaved(map(orders, shallow)):
+        if naming_deadline is not None and shapes and time.perf_counter() > naming_deadline:
+            named_all = False  # leave half the time to cost programs of every nest named so far
+            break
+        program, workspaces = named(stmt, taken, reduce, scopes)
+        if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
+                     or not taco_runs(program, result, sparse_result)):
+            continue
+        shapes.setdefault(program, frozenset(workspaces))
+        # Pigeon.jl's TACO mode also offers a scalar workspace's read both protocols, two copies of
+        # one program, and counts both.
+        scalars = sum(not ix for ix in workspaces.values()) if taco else 0
+        copies[program] = copies.get(program, 0) + 2 ** scalars
+    stage("5 named workspaces" + ("" if named_all else " (cut short)"), len(shapes))
     choices = {s: protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items()}
     total = sum(choices.values())
     stage("6 protocols (min-depth schedules)", total)
@@ -104,12 +118,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     costs: dict[Stmt, Cost] = {}
     multiplicity: dict[Stmt, int] = {}
     processed = 0
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
     frontier = Frontier()
     streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(workspaces), taco))
                for shape, workspaces in shapes.items()]
     for shape, program in _interleaved(streams):
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
         processed += 1
         if progress is not None:
@@ -128,7 +141,17 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
                  for key, programs in by_cost.items() if key not in frontier.members for program in programs}
     stage(f"7 asymptotic filter ({len({key.cost for key in by_cost})} distinct costs)", len(members))
     stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
-    return Search(members, witnesses, costs, model, stages, processed, total)
+    return Search(members, witnesses, costs, model, stages, processed, total, named_all)
+
+
+def _shallowest_valid(placed: list[tuple[Stmt, int]], valid: Callable[[Stmt], bool]) -> tuple[int, list[Stmt]]:
+    """The least depth of a valid placement, and the valid placements of that depth (validity does not
+    depend on loop order, so one ordering decides; deeper placements are never named)."""
+    for depth in sorted({d for _, d in placed}):
+        shallow = [tree for tree, d in placed if d == depth and valid(tree)]
+        if shallow:
+            return depth, shallow
+    raise AssertionError("the nest with every loop outside all statements is always valid")
 
 
 def _interleaved(streams: Iterable[Iterator]) -> Iterator:

@@ -91,17 +91,25 @@ def _connective(node, absorbing: Const, unit: Const, parts) -> Pred:
     return kept[0] if len(kept) == 1 else node(tuple(kept)) if kept else unit
 
 
-_fresh = count()
-
-
 def exists(variables: Iterable[str], body: Pred) -> Pred:
-    """∃variables body, with the variables renamed apart from every other name, so that renaming free
-    variables later can never capture them."""
+    """∃variables body, the variables renamed `v'^n` where n is one more than the deepest ∃ inside
+    `body`: no ∃ shadows one around it and renaming free (index) variables later never captures them,
+    while equal predicates are built equal, so the search can memoise the analysis by predicate."""
     variables = tuple(variables)
     if not variables or isinstance(body, Const):
         return body
-    names = {v: f"{v.split(chr(39))[0]}'{next(_fresh)}" for v in variables}
+    level = _nesting(body) + 1
+    names = {v: f"{v}'^{level}" for v in variables}
     return Exists(tuple(names.values()), rename(body, names))
+
+
+def _nesting(pred: Pred) -> int:
+    """How deeply ∃s nest in `pred`."""
+    if isinstance(pred, Exists):
+        return 1 + _nesting(pred.body)
+    if isinstance(pred, (And, Or)):
+        return max(map(_nesting, pred.parts))
+    return 0
 
 
 def rename(pred: Pred, names: dict[str, str]) -> Pred:
@@ -242,13 +250,17 @@ class Memo(dict):
     def __init__(self, limit: int):
         super().__init__()
         self.limit = limit
+        self.hits = self.misses = 0  # how often a lookup found its entry, and how often it computed it
 
     def get_or(self, key, compute):
         found = self.get(key)
         if found is None:
+            self.misses += 1
             if len(self) >= self.limit:
                 self.clear()
             found = self[key] = compute(key)
+        else:
+            self.hits += 1
         return found
 
 

@@ -12,8 +12,8 @@ minimum depth, with workspaces named and indexed — everything but protocols.
    that uses it when the producer reduces, else into the consumer and into the producer when it uses it —
    then all orders of each block of contiguous loops; an index a scoped sum sums must sink until it is
    inside that sum's producer (it never loops around anything the sum does not hold);
-4. only the nests of minimum maximum depth survive (decided before orders are expanded: depth does not
-   depend on them);
+4. only the nests of minimum maximum depth among the valid ones (every access bound by loops around it,
+   see `bound_everywhere`) survive, decided before orders are expanded (neither depends on them);
 5. a workspace is indexed by the loops inside both its producer and its consumer, in the consumer's
    loop order; workspaces get names in program order, so equal programs are equal sketches.
 """
