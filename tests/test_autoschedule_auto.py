@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import autosparse as asp
 from autosparse.api import auto
-from autosparse.autoschedule import JointFront, SparseAutoFront
+from autosparse.autoschedule import JointFront, SparseAutoFront, store
 from autosparse.autoschedule.select import estimated_work, estimates
 from autosparse.cli import main
 from autosparse.notation import parse
@@ -24,9 +24,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture
-def fresh(monkeypatch):
-    """This process forgets what it decided, and searches stop after two seconds (a frontier of the
-    programs taken is still a frontier of valid schedules)."""
+def fresh(monkeypatch, tmp_path):
+    """This process forgets what it decided and stores its decisions apart from other tests', and
+    searches stop after two seconds (a frontier of the programs taken is still a frontier of valid
+    schedules)."""
+    monkeypatch.setattr(store, "cache_dir", lambda: tmp_path)
     monkeypatch.setattr(auto, "_fronts", {})
     monkeypatch.setattr(auto, "_choices", {})
     monkeypatch.setattr(auto, "decisions", auto.Decisions())

@@ -17,6 +17,7 @@ appear atomically; a file missing, damaged, foreign or for another key is ignore
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -243,8 +244,15 @@ def _write(key: list, content: dict) -> None:
         write_private(path, json.dumps({"key": key, **content}, ensure_ascii=False, indent=1).encode())
 
 
+@functools.lru_cache(maxsize=None)
 def _version() -> str:
+    """autosparse's version and a digest of the autoschedulers' source: a front found by other code
+    (a development checkout changes it without a new version number) is never reused."""
     try:
-        return importlib.metadata.version("autosparse")
+        version = importlib.metadata.version("autosparse")
     except importlib.metadata.PackageNotFoundError:
-        return "0"
+        version = "0"
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return f"{version}+{digest.hexdigest()[:16]}"
