@@ -4,9 +4,10 @@
     PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel MTTKRP TTMc --limit 1 2 20 --pick
 
 Each (kernel, limit) runs in a fresh interpreter (the searches' memos would otherwise carry over), a few
-times (--repeat; the median is shown). With --pick, `select` picks among the frontier's candidates for
-fixed random operands (a uniform and a skewed sparse tensor), and the pick's CIN is compared with the
-pick of the search under the largest limit given.
+times (--repeat; the median is shown). With --pick, `select` ranks the frontier's candidates for
+fixed random operands (a uniform and a skewed sparse tensor), and the best one's rank (estimated work,
+hash levels, temporaries, transposes: all but the CIN's text, the last tie-break) is compared with the
+best of the search under the largest limit given (none: the whole search).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ ONE = """
 import json, sys, time
 import numpy as np
 import autosparse as asp
+from autosparse.autoschedule.asymptotic.realise import hash_levels
+from autosparse.autoschedule.select import ranking
 from autosparse.notation import accesses, parse
 expression, formats, limit, taco, pick = json.loads(sys.argv[1])
 began = time.perf_counter()
@@ -59,7 +62,8 @@ if pick:
                 tensors[access.tensor] = asp.Tensor.from_numpy(values, format=fmt)
             else:
                 tensors[access.tensor] = values
-        picks.append(str(front.select(**tensors).cin))
+        work, best = ranking(front, tensors)[0]
+        picks.append([work, hash_levels(best.formats), len(best.temporaries), len(best.transposes)])
 print(json.dumps([found.processed, found.total, len(found.frontier), seconds, found.complete, picks]))
 """
 

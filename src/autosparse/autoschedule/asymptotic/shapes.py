@@ -188,9 +188,7 @@ def placements(stmt: Stmt, indices: frozenset[str], scopes: Mapping[str, frozens
         return [(Block(indices, stmt), len(indices))] if fits and not indices & _outside(scopes, inside) else []
     found = []
     producer_scope = _producer_scope(stmt, scopes, inside)
-    for stay, consumer_side, producer_side in _sinkings(stmt, indices, scopes, inside):
-        if limit is not None and len(stay) > limit:
-            continue
+    for stay, consumer_side, producer_side in _sinkings(stmt, indices, scopes, inside, limit):
         below = None if limit is None else limit - len(stay)
         for consumer, c_depth in placements(stmt.consumer, consumer_side, scopes, inside, below):
             for producer, p_depth in placements(stmt.producer, producer_side, scopes, producer_scope, below):
@@ -228,15 +226,16 @@ def _producer_scope(stmt: Where, scopes: Mapping[str, frozenset[str]], inside: f
     return inside | scopes.get(_root(stmt.producer).lhs.tensor, frozenset())
 
 
-def _sinkings(stmt: Where, indices: frozenset[str], scopes: Mapping[str, frozenset[str]],
-              inside: frozenset[str]) -> Iterator[tuple[frozenset[str], frozenset[str], frozenset[str]]]:
-    """Each way loops over `indices` split at a where: (those that stay around it, those that sink
-    into its consumer, those that sink into its producer)."""
+def _sinkings(stmt: Where, indices: frozenset[str], scopes: Mapping[str, frozenset[str]], inside: frozenset[str],
+              staying: int | None = None) -> Iterator[tuple[frozenset[str], frozenset[str], frozenset[str]]]:
+    """Each way loops over `indices` split at a where with at most `staying` of them around it (any
+    number if None): (those that stay around it, those that sink into its consumer, those that sink
+    into its producer)."""
     outside = _outside(scopes, inside)
     reducing = _root(stmt.producer).accumulate
     used_consumer, used_producer = _used(stmt.consumer), _used(stmt.producer)
     ordered = sorted(indices)
-    for size in range(len(ordered) + 1):
+    for size in range(0 if staying is None else max(0, len(ordered) - staying), len(ordered) + 1):
         for sunk in combinations(ordered, size):
             stay = indices - set(sunk)
             if not stay & outside:
