@@ -172,3 +172,27 @@ def test_hash_levels_are_not_counted_for_costs_a_hash_free_member_beats(monkeypa
     front = asp.autoschedule(expression, formats=formats)
     assert (front.search.total, len(front.search.frontier)) == (4504, 86)
     assert 0 < len(calls) < front.search.processed
+
+
+def test_streams_are_taken_favouring_the_first():
+    """Each round takes one item of every stream admitted so far and admits as many streams again."""
+    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
+    streams = [iter("abc"), iter("de"), iter("f"), iter(""), iter("gh")]
+    assert "".join(_favouring_first(streams)) == "abdcefgh"
+    assert list(_favouring_first([])) == []
+
+
+def test_protocol_choices_locating_fewest_sparse_modes_come_first():
+    """The same programs as the product of every read's options, ordered by the modes of sparse
+    inputs they locate (a workspace's protocols do not count)."""
+    from autosparse.autoschedule.asymptotic.protocols import _reads_of, protocol_choices, protocolised
+    from autosparse.cin.ast import Protocol
+    expression, formats = SDDMM
+    front = asp.autoschedule(expression, formats=formats)
+    shape = next(program for program, _ in front.search.frontier if "where" in str(program))
+    sparse, workspaces = {"B"}, {"w0"}
+    programs = list(protocolised(shape, sparse, workspaces, False))
+    assert len(set(programs)) == len(programs) == protocol_choices(shape, sparse, workspaces, False) > 2
+    located = [sum(a.protocols.count(Protocol.LOCATE) for a in _reads_of(program) if a.tensor in sparse)
+               for program in programs]
+    assert located == sorted(located) and located[0] == 0 < located[-1]

@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python docs/notes/autoschedule-search.py                   # every kernel, full search
     PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel MTTKRP TTMc --limit 1 2 20 --pick
+    PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel SDDMM TTMc --auto 2 20 --repeat 3
 
 Each (kernel, limit) runs in a fresh interpreter (the searches' memos would otherwise carry over), a few
 times (--repeat; the median is shown). With --pick, `select` ranks the frontier's candidates for
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 KERNELS = {
     "SpMV": ("a(i) = B(i,j) * c(j)", {"B": "ds"}),
@@ -68,6 +71,43 @@ print(json.dumps([found.processed, found.total, len(found.frontier), seconds, fo
 """
 
 
+AUTO = """
+import json, sys, time
+import numpy as np
+import autosparse as asp
+from autosparse.api import auto
+from autosparse.notation import accesses, parse
+expression, formats, seconds = json.loads(sys.argv[1])
+if seconds is not None:
+    auto.SEARCH_SECONDS = seconds
+assignment = parse(expression)
+sizes = dict(zip("ijklmn", (60, 50, 40, 30, 20, 10)))
+rng = np.random.default_rng(1)
+operands = {}
+for access in accesses(assignment.rhs):
+    shape = tuple(sizes[i.name] for i in access.indices)
+    fmt = formats.get(access.tensor, "d" * len(shape))
+    values = rng.random(shape)
+    operands[access.tensor] = (asp.Tensor.from_numpy(values * (rng.random(shape) < 0.05), format=fmt)
+                               if "s" in fmt else values)
+began = time.perf_counter()
+front, choice = auto.chosen(assignment, formats, operands)
+decided = time.perf_counter() - began
+asp.evaluate(expression, format=formats.get(assignment.lhs.tensor), schedule="auto", operands=operands)
+print(json.dumps([decided, time.perf_counter() - began]))
+"""
+
+
+def first_auto_call(expression: str, formats: dict, seconds: float | None) -> list:
+    """`schedule="auto"`'s first decision and first call (compiling included) in a fresh process with an
+    empty cache directory, under SEARCH_SECONDS = `seconds` (None: the module's)."""
+    with tempfile.TemporaryDirectory() as cache:
+        out = subprocess.run([sys.executable, "-c", AUTO, json.dumps([expression, formats, seconds])],
+                             capture_output=True, text=True, check=True,
+                             env={**os.environ, "AUTOSPARSE_CACHE_DIR": cache})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run_one(expression: str, formats: dict, limit: float | None, taco: bool, pick: bool) -> list:
     argument = json.dumps([expression, formats, limit, taco, pick])
     out = subprocess.run([sys.executable, "-c", ONE, argument], capture_output=True, text=True, check=True)
@@ -81,7 +121,17 @@ def main() -> None:
     parser.add_argument("--taco", action="store_true")
     parser.add_argument("--pick", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--auto", nargs="*", type=float, default=None,
+                        help="time schedule='auto''s first call instead, under these SEARCH_SECONDS")
     args = parser.parse_args()
+    if args.auto is not None:
+        print("kernel     SEARCH_SECONDS  decided s (median)  first call s (median)")
+        for name in args.kernel:
+            for seconds in args.auto or [None]:
+                runs = [first_auto_call(*KERNELS[name], seconds) for _ in range(args.repeat)]
+                print(f"{name:10} {str(seconds):15} {statistics.median(r[0] for r in runs):17.2f}  "
+                      f"{statistics.median(r[1] for r in runs):20.2f}", flush=True)
+        return
     print("kernel     limit  programs costed/total  frontier  seconds(median)  complete  pick=longest's")
     for name in args.kernel:
         expression, formats = KERNELS[name]

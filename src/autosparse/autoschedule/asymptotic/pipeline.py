@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from math import factorial
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -123,7 +123,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     beaten: set[Cost] = set()  # costs a member needing no hash table beats: their hash levels do not matter
     promising = sorted(shapes, key=lambda shape: _promise(shape, shapes[shape], formats))
     streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(shapes[shape]), taco)) for shape in promising]
-    for shape, program in _interleaved(streams):
+    for shape, program in _favouring_first(streams):
         if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
         processed += 1
@@ -214,7 +214,33 @@ def _interleaved(streams: Iterable[Iterator]) -> Iterator:
         active = still
 
 
+def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
+    """Items of `streams` in rounds that each take one item from every stream admitted so far, the
+    first round admitting one stream and each next round as many again: stream n gets its first item
+    after about 2n items in all, so the first streams (the most promising shapes) give many items
+    before the last give any. A search cut short reaches the third protocol choice of one of TTMc's
+    first shapes (the whole search's pick) after a few dozen programs rather than 5,142."""
+    waiting = iter(streams)
+    active: list[Iterator] = []
+    admitted, width = 0, 1
+    while True:
+        fresh = list(islice(waiting, width - admitted))
+        admitted += len(fresh)
+        active.extend(fresh)
+        if not active:
+            return
+        still = []
+        for stream in active:
+            item = next(stream, _DONE)
+            if item is not _DONE:
+                still.append(stream)
+                yield item
+        active = still
+        width *= 2
+
+
 _DONE = object()
+
 
 
 def _orderings(tree) -> int:
