@@ -196,3 +196,9 @@ def test_protocol_choices_locating_fewest_sparse_modes_come_first():
     located = [sum(a.protocols.count(Protocol.LOCATE) for a in _reads_of(program) if a.tensor in sparse)
                for program in programs]
     assert located == sorted(located) and located[0] == 0 < located[-1]
+
+
+def test_long_streams_outlast_the_doubling():
+    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
+    assert list(_favouring_first([iter(range(100)), iter(range(100, 103))])) == \
+        [0, 1, 100, 2, 101, 3, 102, *range(4, 100)]

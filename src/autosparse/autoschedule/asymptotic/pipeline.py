@@ -236,7 +236,8 @@ def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
                 still.append(stream)
                 yield item
         active = still
-        width *= 2
+        if admitted == width:  # else every stream is admitted
+            width *= 2
 
 
 _DONE = object()
