@@ -132,7 +132,8 @@ def main() -> None:
                 print(f"{name:10} {str(seconds):15} {statistics.median(r[0] for r in runs):17.2f}  "
                       f"{statistics.median(r[1] for r in runs):20.2f}", flush=True)
         return
-    print("kernel     limit  programs costed/total  frontier  seconds(median)  complete  pick=longest's")
+    print("kernel     limit  programs costed/total  frontier  seconds(median)  complete  pick=longest's "
+          "(estimated work of each operand set's pick)")
     for name in args.kernel:
         expression, formats = KERNELS[name]
         reference = None
@@ -142,8 +143,9 @@ def main() -> None:
             seconds = statistics.median(r[3] for r in runs)
             reference = picks if reference is None else reference
             same = "-" if not args.pick else ("yes" if picks == reference else "NO")
+            works = " ".join(f"{pick[0]:.0f}" for pick in picks)
             print(f"{name:10} {str(limit):6} {processed:>9}/{total:<11} {frontier:8} {seconds:12.2f}    "
-                  f"{str(complete):8}  {same}", flush=True)
+                  f"{str(complete):8}  {same} {works}", flush=True)
 
 
 if __name__ == "__main__":

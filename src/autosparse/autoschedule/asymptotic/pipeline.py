@@ -5,7 +5,11 @@ one, so the frontier algorithm runs over distinct costs (with the hash-table lev
 realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
 the search is anytime: it names loop nests for at most half of it (when there are more than
 `NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
-took (at least one), having taken them from every loop nest and workspace shape in turn. The minimum
+took (at least one), having taken the most promising first: shapes that transpose no sparse input and
+have small workspaces, in doubling rounds that favour them, each shape's protocols locating fewest
+sparse modes first (docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks
+for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
+hash levels beats. The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
 shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
 """
@@ -172,9 +176,8 @@ def _shallowest_valid(placed: Callable[[int], list[tuple[Stmt, int]]], deepest: 
 
 def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]], formats: Mapping[str, Format]) -> tuple[int, int]:
     """What a search cut short takes first: nests that read every sparse input in its stored mode order
-    (no transpose per call), then those with the fewest workspace dimensions. The programs `select`
-    picks are nearly always among them (a concordant, workspace-light nest beats the rest on all but
-    rare inputs), so a short limit finds the picks a whole search finds."""
+    (no transpose per call), then those with the fewest workspace dimensions. `select`'s picks for
+    MTTKRP, TTMc and SDDMM are such nests, so a short limit finds the picks a whole search finds."""
     transposed = sum(_loop_order(access, loops) != _stored_order(access, formats[access.tensor])
                      for access, loops in _reads_in(shape, ())
                      if access.tensor in formats and not formats[access.tensor].is_dense)
