@@ -29,8 +29,14 @@ def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool)
     slots: list[list[tuple[str, ...]]] = []
     _collect(stmt, (), sparse, workspaces, taco, slots)
     of_inputs = [n for n, access in enumerate(_reads_of(stmt)) if access.tensor in sparse]
-    for choice in sorted(product(*slots), key=lambda c: sum(c[n].count(Protocol.LOCATE) for n in of_inputs)):
-        yield _apply(stmt, iter(choice), (), ())
+    others = [n for n in range(len(slots)) if n not in of_inputs]
+    # Only the inputs' choices are sorted (SpMTTKRP has thousands of choices a shape, mostly workspaces').
+    by_located = sorted(product(*(slots[n] for n in of_inputs)),
+                        key=lambda inputs: sum(options.count(Protocol.LOCATE) for options in inputs))
+    for inputs in by_located:
+        for rest in product(*(slots[n] for n in others)):
+            choice = dict(zip(of_inputs, inputs)) | dict(zip(others, rest))
+            yield _apply(stmt, (choice[n] for n in range(len(slots))), (), ())
 
 
 def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> int:
