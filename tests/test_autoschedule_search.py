@@ -121,3 +121,84 @@ def test_the_progress_bar_is_drawn_on_request_and_hidden_from_a_non_terminal(cap
     given = print
     with progress_bar(given, "programs", show=True) as report:
         assert report is given
+
+
+MTTKRP = ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", {"B": "dss"})
+
+
+def _nests(expression):
+    from autosparse.autoschedule.asymptotic.shapes import flatten, groupings
+    from autosparse.notation import parse
+    assignment = parse(expression)
+    operands = asp.notation.accesses(assignment.rhs)
+    indices = frozenset(i.name for a in (assignment.lhs, *operands) for i in a.indices)
+    nests, scopes = groupings(flatten(assignment.lhs), flatten(assignment.rhs), True)
+    return nests, indices, scopes
+
+
+@pytest.mark.parametrize("expression", [SPGEMMH[0], MTTKRP[0], "a(i) = sum(j, B(i,j) * c(j)) * sum(k, C(i,k) * d(k))"])
+def test_placements_up_to_a_depth_are_the_shallow_ones_of_all(expression):
+    """Stage 4 builds placements depth by depth; each limited list is the unlimited one's shallow part,
+    and stage 3 counts, without building them, the orderings the unlimited list stands for."""
+    from autosparse.autoschedule.asymptotic.pipeline import _orderings
+    from autosparse.autoschedule.asymptotic.shapes import nestings, placements
+    nests, indices, scopes = _nests(expression)
+    every = [p for nest in nests for p in placements(nest, indices, scopes)]
+    assert nestings(nests, indices, scopes) == sum(_orderings(tree) for tree, _ in every)
+    for limit in range(len(indices) + 1):
+        limited = [p for nest in nests for p in placements(nest, indices, scopes, limit=limit)]
+        assert limited == [(tree, depth) for tree, depth in every if depth <= limit]
+
+
+def test_a_search_cut_short_costs_concordant_nests_without_workspaces_first():
+    """With no time at all one program is costed: it reads B in its stored order (i, k, l) and
+    builds no workspace, as the default schedule and `select`'s picks for MTTKRP do."""
+    expression, formats = MTTKRP
+    front = asp.autoschedule(expression, formats=formats, time_limit=0)
+    assert front.search.processed == 1 and not front.complete
+    (program, _), = front.search.frontier
+    assert str(program).startswith("∀i ∀") and "where" not in str(program)
+    assert str(program).index("∀k") < str(program).index("∀l")
+
+
+def test_hash_levels_are_not_counted_for_costs_a_hash_free_member_beats(monkeypatch):
+    """SDDMM's frontier (pinned above) comes out the same while fewer programs are realised to count
+    their hash levels than are costed."""
+    from autosparse.autoschedule.asymptotic import pipeline
+    calls = []
+    counted = pipeline.hashed_levels
+    monkeypatch.setattr(pipeline, "hashed_levels", lambda *args: calls.append(1) or counted(*args))
+    expression, formats = SDDMM
+    front = asp.autoschedule(expression, formats=formats)
+    assert (front.search.total, len(front.search.frontier)) == (4504, 86)
+    assert 0 < len(calls) < front.search.processed
+
+
+def test_streams_are_taken_favouring_the_first():
+    """Each round takes one item of every stream admitted so far and admits as many streams again."""
+    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
+    streams = [iter("abc"), iter("de"), iter("f"), iter(""), iter("gh")]
+    assert "".join(_favouring_first(streams)) == "abdcefgh"
+    assert list(_favouring_first([])) == []
+
+
+def test_protocol_choices_locating_fewest_sparse_modes_come_first():
+    """The same programs as the product of every read's options, ordered by the modes of sparse
+    inputs they locate (a workspace's protocols do not count)."""
+    from autosparse.autoschedule.asymptotic.protocols import _reads_of, protocol_choices, protocolised
+    from autosparse.cin.ast import Protocol
+    expression, formats = SDDMM
+    front = asp.autoschedule(expression, formats=formats)
+    shape = next(program for program, _ in front.search.frontier if "where" in str(program))
+    sparse, workspaces = {"B"}, {"w0"}
+    programs = list(protocolised(shape, sparse, workspaces, False))
+    assert len(set(programs)) == len(programs) == protocol_choices(shape, sparse, workspaces, False) > 2
+    located = [sum(a.protocols.count(Protocol.LOCATE) for a in _reads_of(program) if a.tensor in sparse)
+               for program in programs]
+    assert located == sorted(located) and located[0] == 0 < located[-1]
+
+
+def test_long_streams_outlast_the_doubling():
+    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
+    assert list(_favouring_first([iter(range(100)), iter(range(100, 103))])) == \
+        [0, 1, 100, 2, 101, 3, 102, *range(4, 100)]

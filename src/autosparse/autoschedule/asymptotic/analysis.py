@@ -23,7 +23,7 @@ from typing import Mapping
 
 from ...cin.ast import Assign, Forall, Protocol, Where, assignments
 from ...cin.rewrite import without
-from .query import FALSE, TRUE, Atom, Pred, conj, disj, exists, rename
+from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
 from .sketch import Access, Stmt, reads
 
 
@@ -51,6 +51,16 @@ def _modes(order: int) -> tuple[str, ...]:
     return tuple(f"#{m}" for m in range(order))
 
 
+def _nonzero(key: tuple) -> Pred:
+    """A tensor's nonzero pattern read at `indices`, those `free` quantified away. Memoised: the same
+    read under the same loops recurs in most programs of a search, and renaming took a third of it."""
+    pattern, indices, free = key
+    return exists(free, rename(pattern, dict(zip(_modes(len(indices)), indices))))
+
+
+_nonzero_memo = Memo(1 << 18)
+
+
 class _Interpreter:
     def __init__(self, state: dict[str, Pred], scoped: bool):
         self.state, self.scoped = state, scoped
@@ -60,8 +70,8 @@ class _Interpreter:
     def nonzero(self, access: Access, bound: tuple[str, ...]) -> Pred:
         """Where `access` may be nonzero, its indices not yet bound quantified away."""
         pattern = self.state.get(access.tensor, TRUE)
-        pattern = rename(pattern, dict(zip(_modes(len(access.indices)), access.indices)))
-        return exists([i for i in dict.fromkeys(access.indices) if i not in bound], pattern)
+        free = tuple(i for i in dict.fromkeys(access.indices) if i not in bound)
+        return _nonzero_memo.get_or((pattern, access.indices, free), _nonzero)
 
     def statement(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
         if isinstance(node, Assign):

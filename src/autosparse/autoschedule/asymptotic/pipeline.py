@@ -5,7 +5,11 @@ one, so the frontier algorithm runs over distinct costs (with the hash-table lev
 realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
 the search is anytime: it names loop nests for at most half of it (when there are more than
 `NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
-took (at least one), having taken them from every loop nest and workspace shape in turn. The minimum
+took (at least one), having taken the most promising first: shapes that transpose no sparse input and
+have small workspaces, in doubling rounds that favour them, each shape's protocols locating fewest
+sparse modes first (docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks
+for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
+hash levels beats. The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
 shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
 """
@@ -14,18 +18,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from math import factorial
 from typing import Callable, Iterable, Iterator, Mapping
 
+from ...cin.ast import Forall, Where
 from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
-from .shapes import Block, bound_everywhere, flatten, groupings, named, orders, placements, rewrites
-from .sketch import Stmt
+from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
+from .sketch import Access, Stmt, reads
 
 
 #: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
@@ -81,14 +86,14 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("1 expression rewrites", len(rewrites(rhs)))
     nests, scopes = groupings(lhs, rhs, reduce)
     stage("2 where groupings", len(nests))
-    placed = [p for nest in nests for p in placements(nest, frozenset(indices), scopes)]
-    stage("3 forall nestings", sum(_orderings(tree) for tree, _ in placed))
+    stage("3 forall nestings", nestings(nests, frozenset(indices), scopes))
     taken = {a.tensor for a in (assignment.lhs, *operands)}
-    depth, shallow = _shallowest_valid(placed, lambda tree: bound_everywhere(
-        named(next(orders(tree)), taken, reduce, scopes)[0]))
+    depth, shallow = _shallowest_valid(
+        lambda limit: [p for nest in nests for p in placements(nest, frozenset(indices), scopes, limit=limit)],
+        len(indices), lambda tree: bound_everywhere(named(next(orders(tree)), taken, reduce, scopes)[0]))
     orderings = sum(_orderings(tree) for tree in shallow)
     stage(f"4 minimum depth ({depth})", orderings)
-    shapes: dict[Stmt, frozenset[str]] = {}
+    shapes: dict[Stmt, dict[str, tuple[str, ...]]] = {}  # program -> its workspaces' indices
     copies: dict[Stmt, int] = {}  # how often each program arises (the paper counts every copy)
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     deadline = None if time_limit is None else began + time_limit
@@ -102,7 +107,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
         if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
                      or not taco_runs(program, result, sparse_result)):
             continue
-        shapes.setdefault(program, frozenset(workspaces))
+        shapes.setdefault(program, workspaces)
         # Pigeon.jl's TACO mode also offers a scalar workspace's read both protocols, two copies of
         # one program, and counts both.
         scalars = sum(not ix for ix in workspaces.values()) if taco else 0
@@ -119,9 +124,10 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     multiplicity: dict[Stmt, int] = {}
     processed = 0
     frontier = Frontier()
-    streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(workspaces), taco))
-               for shape, workspaces in shapes.items()]
-    for shape, program in _interleaved(streams):
+    beaten: set[Cost] = set()  # costs a member needing no hash table beats: their hash levels do not matter
+    promising = sorted(shapes, key=lambda shape: _promise(shape, shapes[shape], formats))
+    streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(shapes[shape]), taco)) for shape in promising]
+    for shape, program in _favouring_first(streams):
         if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
         processed += 1
@@ -131,7 +137,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
             continue
         cost = costs[program] = model.cost(program)
         multiplicity[program] = copies[shape]
-        key = Tradeoff(cost, 0 if paper else hashed_levels(program, formats, result))
+        unhashed = paper or _beaten_without_hashing(cost, frontier, beaten)
+        key = Tradeoff(cost, 0 if unhashed else hashed_levels(program, formats, result))
         if key not in by_cost:
             by_cost[key] = []
             frontier.offer(key, key)
@@ -144,14 +151,56 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     return Search(members, witnesses, costs, model, stages, processed, total, named_all)
 
 
-def _shallowest_valid(placed: list[tuple[Stmt, int]], valid: Callable[[Stmt], bool]) -> tuple[int, list[Stmt]]:
-    """The least depth of a valid placement, and the valid placements of that depth (validity does not
-    depend on loop order, so one ordering decides; deeper placements are never named)."""
-    for depth in sorted({d for _, d in placed}):
-        shallow = [tree for tree, d in placed if d == depth and valid(tree)]
+def _beaten_without_hashing(cost: Cost, frontier: Frontier, beaten: set[Cost]) -> bool:
+    """Whether a frontier member that needs no hash table is asymptotically cheaper than `cost`: then a
+    program of this cost is dominated whatever hash levels it needs, and realising it to count them
+    (a fifth of a program's time) is skipped. A beaten cost stays beaten (a member leaves only for one
+    at least as good on both criteria), so the answer is remembered."""
+    if cost not in beaten and any(not member.hashed and cost.dominates(member.cost)
+                                  for member in frontier.members.values()):
+        beaten.add(cost)
+    return cost in beaten
+
+
+def _shallowest_valid(placed: Callable[[int], list[tuple[Stmt, int]]], deepest: int,
+                      valid: Callable[[Stmt], bool]) -> tuple[int, list[Stmt]]:
+    """The least depth of a valid placement, and the valid placements of that depth (`placed(limit)`:
+    those of depth at most `limit`). Validity does not depend on loop order, so one ordering decides;
+    deeper placements are never built."""
+    for depth in range(deepest + 1):
+        shallow = [tree for tree, d in placed(depth) if d == depth and valid(tree)]
         if shallow:
             return depth, shallow
     raise AssertionError("the nest with every loop outside all statements is always valid")
+
+
+def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]], formats: Mapping[str, Format]) -> tuple[int, int]:
+    """What a search cut short takes first: nests that read every sparse input in its stored mode order
+    (no transpose per call), then those with the fewest workspace dimensions. `select`'s picks for
+    MTTKRP, TTMc and SDDMM are such nests, so a short limit finds the picks a whole search finds."""
+    transposed = sum(_loop_order(access, loops) != _stored_order(access, formats[access.tensor])
+                     for access, loops in _reads_in(shape, ())
+                     if access.tensor in formats and not formats[access.tensor].is_dense)
+    return transposed, sum(map(len, workspaces.values()))
+
+
+def _reads_in(stmt: Stmt, loops: tuple[str, ...]) -> Iterator[tuple[Access, tuple[str, ...]]]:
+    """Each read with the loops around it."""
+    if isinstance(stmt, Forall):
+        yield from _reads_in(stmt.body, (*loops, stmt.index))
+    elif isinstance(stmt, Where):
+        yield from _reads_in(stmt.consumer, loops)
+        yield from _reads_in(stmt.producer, loops)
+    else:
+        yield from ((access, loops) for access in reads(stmt.rhs))
+
+
+def _loop_order(access: Access, loops: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(dict.fromkeys(access.indices), key=loops.index))
+
+
+def _stored_order(access: Access, fmt: Format) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(access.indices[mode] for mode in fmt.mode_order))
 
 
 def _interleaved(streams: Iterable[Iterator]) -> Iterator:
@@ -168,7 +217,34 @@ def _interleaved(streams: Iterable[Iterator]) -> Iterator:
         active = still
 
 
+def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
+    """Items of `streams` in rounds that each take one item from every stream admitted so far, the
+    first round admitting one stream and each next round as many again: stream n gets its first item
+    after about 2n items in all, so the first streams (the most promising shapes) give many items
+    before the last give any. A search cut short reaches the third protocol choice of one of TTMc's
+    first shapes (the whole search's pick) after a few dozen programs rather than 5,142."""
+    waiting = iter(streams)
+    active: list[Iterator] = []
+    admitted, width = 0, 1
+    while True:
+        fresh = list(islice(waiting, width - admitted))
+        admitted += len(fresh)
+        active.extend(fresh)
+        if not active:
+            return
+        still = []
+        for stream in active:
+            item = next(stream, _DONE)
+            if item is not _DONE:
+                still.append(stream)
+                yield item
+        active = still
+        if admitted == width:  # else every stream is admitted
+            width *= 2
+
+
 _DONE = object()
+
 
 
 def _orderings(tree) -> int:

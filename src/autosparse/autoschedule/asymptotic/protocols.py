@@ -23,11 +23,20 @@ from .sketch import Access, Stmt, reads
 
 
 def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> Iterator[Stmt]:
-    """Every protocol assignment of `stmt` (reads in program order, each occurrence on its own)."""
+    """Every protocol assignment of `stmt` (reads in program order, each occurrence on its own), those
+    that locate fewest modes of sparse inputs first: a located mode of an input is a hash level built
+    per call, so a search cut short takes the assignments its picks use first, workspaces' either way."""
     slots: list[list[tuple[str, ...]]] = []
     _collect(stmt, (), sparse, workspaces, taco, slots)
-    for choice in product(*slots):
-        yield _apply(stmt, iter(choice), (), ())
+    of_inputs = [n for n, access in enumerate(_reads_of(stmt)) if access.tensor in sparse]
+    others = [n for n in range(len(slots)) if n not in of_inputs]
+    # Only the inputs' choices are sorted (SpMTTKRP has thousands of choices a shape, mostly workspaces').
+    by_located = sorted(product(*(slots[n] for n in of_inputs)),
+                        key=lambda inputs: sum(options.count(Protocol.LOCATE) for options in inputs))
+    for inputs in by_located:
+        for rest in product(*(slots[n] for n in others)):
+            choice = dict(zip(of_inputs, inputs)) | dict(zip(others, rest))
+            yield _apply(stmt, (choice[n] for n in range(len(slots))), (), ())
 
 
 def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> int:
@@ -67,6 +76,15 @@ def taco_runs(stmt: Stmt, result: str, sparse_result: bool) -> bool:
         return True
 
     return visit(stmt, ()) and max(inserts, default=0) <= 1 and not (any(inserts) and wheres)
+
+
+def _reads_of(stmt: Stmt) -> list[Access]:
+    """The reads of `stmt` in `_collect`'s order (a where's consumer before its producer)."""
+    if isinstance(stmt, Forall):
+        return _reads_of(stmt.body)
+    if isinstance(stmt, Where):
+        return _reads_of(stmt.consumer) + _reads_of(stmt.producer)
+    return list(reads(stmt.rhs))
 
 
 def _collect(stmt, loops, sparse, workspaces, taco, slots) -> None:
