@@ -113,11 +113,16 @@ def ranking(front, operands: Mapping[str, object]) -> list[tuple[float, object]]
         return per_size[size_class]
     counts.estimated += 1
     work = _estimator(front, operands)
-    ranked = sorted(((work(c), c) for c in front),
+    ranked = sorted(((work(c), c) for c in contenders(front)),
                     key=lambda wc: (wc[0], hash_levels(wc[1].formats), len(wc[1].temporaries),
                                     len(wc[1].transposes), str(wc[1].cin)))
     per_size[size_class] = ranked
     return ranked
+
+
+def contenders(front) -> list:
+    """The front's candidates and the default schedule (`Candidates.default`), which a pick must beat."""
+    return [*front] if front.default is None else [*front, front.default]
 
 
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..errors import AutosparseError
+from .candidate import DefaultCandidate
 
 #: Estimates within this fraction of the best are a tie the measurement decides.
 NEAR = 0.05
@@ -59,17 +60,21 @@ def key(front, operands: Mapping[str, object]) -> tuple:
 
 def tied(ranked: Sequence[tuple[float, object]]) -> list:
     """The candidates of `ranked` ((estimate, candidate), best first) whose estimates lie within NEAR of
-    the best, at most TIMED of them, one of each that runs alike (`Candidate.runs_as`): one alone is no
-    tie."""
+    the best, at most TIMED of them, one of each that runs alike (`Candidate.runs_as`), and the default
+    schedule among them wherever it is near (a pick the estimate cannot tell from the default is timed
+    against it, however many others tie): one alone is no tie."""
     best = ranked[0][0]
     if not math.isfinite(best):
         return [ranked[0][1]]
-    near: dict[tuple, object] = {}
-    for work, cand in ranked:
-        if work > best * (1 + NEAR) or len(near) == TIMED:
+    near = [cand for work, cand in ranked if work <= best * (1 + NEAR)]
+    defaults = [cand for cand in near if isinstance(cand, DefaultCandidate)]
+    alike: dict[tuple, object] = {}
+    for cand in near:
+        if len(alike) == TIMED - len(defaults):
             break
-        near.setdefault(cand.runs_as, cand)
-    return list(near.values())
+        if cand not in defaults:
+            alike.setdefault(cand.runs_as, cand)
+    return [cand for cand in near if cand in defaults or alike.get(cand.runs_as) is cand]
 
 
 def broken(front, ranked: Sequence[tuple[float, object]], operands: Mapping[str, object],
