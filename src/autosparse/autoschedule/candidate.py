@@ -72,13 +72,13 @@ class Costed:
     def table_cost(self) -> Cost:
         """The part of `running_cost` that builds or reads hash-table temporaries (each access one or
         two orders of magnitude dearer than an array's: selection weighs it in)."""
-        return self.model.cost_touching(self._realised.running, self._realised.tables)
+        return self._cost_touching(self._realised.tables)
 
     @cached_property
     def probe_cost(self) -> Cost:
         """The part of `running_cost` that reads operands stored with hashed levels (a hash and a probe
         into a table only as large as one slice)."""
-        return self.model.cost_touching(self._realised.running, self._realised.probed)
+        return self._cost_touching(self._realised.probed)
 
     @property
     def runs_as(self) -> tuple:
@@ -94,9 +94,12 @@ class Costed:
         but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
         accesses it: where the tensor outgrows the cache, each such access fetches a cache line, where
         a loop over the whole last mode streams through the line in use."""
-        running = self._realised.running
-        return {name: self.model.cost_touching(running, frozenset({name}))
-                for name in dict.fromkeys(_scattered(running, self.user_formats))}
+        return {name: self._cost_touching(frozenset({name}))
+                for name in dict.fromkeys(_scattered(self._realised.running, self.user_formats))}
+
+    def _cost_touching(self, tensors: frozenset[str]) -> Cost:
+        """The part of `running_cost` that accesses `tensors` (nothing analysed where there are none)."""
+        return self.model.cost_touching(self._realised.running, tensors) if tensors else Cost(())
 
     @cached_property
     def dense_workspaces(self) -> tuple[tuple[Cost, tuple[str, ...]], ...]:
