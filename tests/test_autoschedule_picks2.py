@@ -128,3 +128,24 @@ def test_a_stored_default_choice_reads_back_as_the_default(spgemm_front, tmp_pat
 
 def test_the_front_table_lists_frontier_candidates_only(spgemm_front):
     assert len(spgemm_front) == 2 and "default" not in str(spgemm_front)
+
+
+def test_the_best_near_candidate_of_every_model_is_timed():
+    """Five asymptotic programs tie ahead of SparseAuto's and the default's: all three models' best are
+    among the contenders, and programs that run alike are timed once."""
+    from dataclasses import dataclass
+
+    @dataclass(eq=False)
+    class Stand:
+        found_by: str
+        runs_as: str
+
+    asymptotic = [Stand("asymptotic", f"a{n}") for n in range(5)]
+    twin = Stand("asymptotic", "a0")
+    sparseauto, default, far = Stand("sparseauto", "s"), Stand("default", "d"), Stand("sparseauto", "f")
+    ranked = [(1.0, c) for c in (asymptotic[0], twin, *asymptotic[1:])] + [(1.02, sparseauto), (1.04, default),
+                                                                           (2.0, far)]
+    contenders = tiebreak.tied(ranked)
+    assert contenders == [asymptotic[0], sparseauto, default]
+    assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, default)]) == [asymptotic[0]]
+    assert tiebreak.tied([(1.0, asymptotic[0]), (1.0, twin), (1.0, asymptotic[1])]) == [asymptotic[0], asymptotic[1]]

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..errors import AutosparseError
-from .candidate import DefaultCandidate
 
 #: Estimates within this fraction of the best are a tie the measurement decides.
 NEAR = 0.05
@@ -60,21 +59,24 @@ def key(front, operands: Mapping[str, object]) -> tuple:
 
 def tied(ranked: Sequence[tuple[float, object]]) -> list:
     """The candidates of `ranked` ((estimate, candidate), best first) whose estimates lie within NEAR of
-    the best, at most TIMED of them, one of each that runs alike (`Candidate.runs_as`), and the default
-    schedule among them wherever it is near (a pick the estimate cannot tell from the default is timed
-    against it, however many others tie): one alone is no tie."""
+    the best: the best of each model among them (the default schedule's, SparseAuto's and the
+    asymptotic frontier's: a pick the estimate cannot tell from the default, or from the other model's
+    program, is timed against it however many others tie), then others up to TIMED in all, one of each
+    that runs alike (`Candidate.runs_as`). One alone is no tie."""
     best = ranked[0][0]
     if not math.isfinite(best):
         return [ranked[0][1]]
     near = [cand for work, cand in ranked if work <= best * (1 + NEAR)]
-    defaults = [cand for cand in near if isinstance(cand, DefaultCandidate)]
-    alike: dict[tuple, object] = {}
+    firsts = {}
     for cand in near:
-        if len(alike) == TIMED - len(defaults):
+        firsts.setdefault(cand.found_by, cand)
+    alike = {cand.runs_as: cand for cand in reversed(firsts.values())}
+    for cand in near:
+        if len(alike) >= TIMED:
             break
-        if cand not in defaults:
-            alike.setdefault(cand.runs_as, cand)
-    return [cand for cand in near if cand in defaults or alike.get(cand.runs_as) is cand]
+        alike.setdefault(cand.runs_as, cand)
+    chosen = set(map(id, alike.values()))
+    return [cand for cand in near if id(cand) in chosen]
 
 
 def broken(front, ranked: Sequence[tuple[float, object]], operands: Mapping[str, object],
