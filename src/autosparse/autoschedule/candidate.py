@@ -7,7 +7,8 @@ candidates where selection times them or `verify` checks them.
 
 Every candidate, whichever model found it, also exposes what `select` estimates it by (the cost inputs `ScheduleCandidate` lists):
 the asymptotic cost model's task sets of the program as its CIN runs. So one front may hold candidates
-of both models (`JointFront`, `model="auto"`), ranked by one estimate.
+of both models (`JointFront`, `model="auto"`), ranked by one estimate — and beside them the default
+schedule (`Candidates.default`, a `DefaultCandidate`), which `select` weighs but the front does not list.
 """
 
 from __future__ import annotations

@@ -18,9 +18,11 @@ every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry
 workspace of two or more dimensions over its whole extent each time its `where` runs
 (`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
 dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
-(`Candidate.scattered_costs`). The candidate with the least work wins; candidates whose estimates lie
-within a few percent of the best are timed on the operands (`tiebreak`), the decision remembered per
-expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
+(`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
+its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
+autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
+percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
+them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
 temporaries (a workspace written and read back does the same work twice, which a union of task sets
 cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
 class of the operands (`ranking`).
