@@ -101,7 +101,7 @@ def test_the_default_is_timed_however_many_frontier_candidates_tie(mttkrp_front,
     best = ranked[0][0]
     assert sum(work <= best * (1 + tiebreak.NEAR) for work, _ in ranked) > tiebreak.TIMED
     contenders = tiebreak.tied(ranked)
-    assert mttkrp_front.default in contenders and len(contenders) <= tiebreak.TIMED
+    assert mttkrp_front.default in contenders and len(contenders) <= tiebreak.TIMED + 1
 
 
 @pytest.mark.parametrize("shape, density", [((7, 5, 3), 0.4), ((4, 4, 4), 0.0), ((1, 1, 1), 1.0)])
@@ -132,7 +132,7 @@ def test_the_front_table_lists_frontier_candidates_only(spgemm_front):
 
 def test_the_best_near_candidate_of_every_model_is_timed():
     """Five asymptotic programs tie ahead of SparseAuto's and the default's: all three models' best are
-    among the contenders, and programs that run alike are timed once."""
+    among the contenders beside TIMED of the frontier's, and programs that run alike are timed once."""
     from dataclasses import dataclass
 
     @dataclass(eq=False)
@@ -146,6 +146,6 @@ def test_the_best_near_candidate_of_every_model_is_timed():
     ranked = [(1.0, c) for c in (asymptotic[0], twin, *asymptotic[1:])] + [(1.02, sparseauto), (1.04, default),
                                                                            (2.0, far)]
     contenders = tiebreak.tied(ranked)
-    assert contenders == [asymptotic[0], sparseauto, default]
+    assert contenders == [asymptotic[0], *asymptotic[1:3], sparseauto, default]
     assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, default)]) == [asymptotic[0]]
     assert tiebreak.tied([(1.0, asymptotic[0]), (1.0, twin), (1.0, asymptotic[1])]) == [asymptotic[0], asymptotic[1]]
