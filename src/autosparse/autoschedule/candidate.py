@@ -301,9 +301,10 @@ class Candidates:
     def stages(self) -> list:
         return self.search.stages
 
-    def kernel(self, candidate: ScheduleCandidate):
-        """`candidate` compiled for this front's expression and formats."""
-        return self.kernel_factory(self.assignment, self.formats, schedule=candidate)
+    def kernel(self, candidate: ScheduleCandidate, **options):
+        """`candidate` compiled for this front's expression and formats (`options` are the factory's:
+        `num_threads`, ...)."""
+        return self.kernel_factory(self.assignment, self.formats, schedule=candidate, **options)
 
     @cached_property
     def default(self) -> "DefaultCandidate | None":

@@ -129,8 +129,10 @@ def contenders(front) -> list:
 
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
     """The median time of `repeat` calls of the candidate's kernel after a warm-up call, reformatting
-    the operands included (a caller who passes them as they are pays it on every call)."""
-    kernel = front.kernel(cand)
+    the operands included (a caller who passes them as they are pays it on every call). On one thread,
+    as the candidates run: the default's threads would start an OpenMP team in the selecting process,
+    which a process forked from it then cannot use."""
+    kernel = front.kernel(cand, num_threads=1)
     kernel(**operands)
     seconds = []
     for _ in range(repeat):
