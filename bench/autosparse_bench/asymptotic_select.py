@@ -289,6 +289,9 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         hashes[id(cand)] = source_hash(kernel)
         if isinstance(outcome, dict):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
+    if chosen is getattr(front, "default", None):  # select kept the default schedule: it runs as timed
+        timings.insert(0, [chosen, dict(default) if isinstance(default, dict) else default, 0.0])
+        runs[id(chosen)], hashes[id(chosen)] = (default_kernel, operands), hashes["default schedule"]
     default = confirmed(default, timings, chosen, runs, default_kernel, operands)
     return default, chosen, select_seconds, timings, hashes
 

@@ -7,24 +7,27 @@ candidates where selection times them or `verify` checks them.
 
 Every candidate, whichever model found it, also exposes what `select` estimates it by (the cost inputs `ScheduleCandidate` lists):
 the asymptotic cost model's task sets of the program as its CIN runs. So one front may hold candidates
-of both models (`JointFront`, `model="auto"`), ranked by one estimate.
+of both models (`JointFront`, `model="auto"`), ranked by one estimate — and beside them the default
+schedule (`Candidates.default`, a `DefaultCandidate`), which `select` weighs but the front does not list.
 """
 
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Mapping
 
 from ..cin.ast import Forall, Protocol, Stmt, Where, assignments, results, tensors
+from ..errors import AutosparseError
 from ..format import Format
-from ..notation import accesses
+from ..notation import accesses, walk
 from ..notation import ast as notation
 from .asymptotic.analysis import tasks
 from .asymptotic.cost import Cost, CostModel
 from .asymptotic.query import Query, disjuncts, folded
 from .asymptotic.realise import Realised
-from .asymptotic.sketch import from_cin, reads
+from .asymptotic.sketch import Call, from_cin, map_accesses, reads
 from .table import front_table
 
 #: `factory(assignment, formats, schedule=candidate)` -> a kernel, called with the operands by name
@@ -70,13 +73,13 @@ class Costed:
     def table_cost(self) -> Cost:
         """The part of `running_cost` that builds or reads hash-table temporaries (each access one or
         two orders of magnitude dearer than an array's: selection weighs it in)."""
-        return self.model.cost_touching(self._realised.running, self._realised.tables)
+        return self._cost_touching(self._realised.tables)
 
     @cached_property
     def probe_cost(self) -> Cost:
         """The part of `running_cost` that reads operands stored with hashed levels (a hash and a probe
         into a table only as large as one slice)."""
-        return self.model.cost_touching(self._realised.running, self._realised.probed)
+        return self._cost_touching(self._realised.probed)
 
     @property
     def runs_as(self) -> tuple:
@@ -92,9 +95,12 @@ class Costed:
         but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
         accesses it: where the tensor outgrows the cache, each such access fetches a cache line, where
         a loop over the whole last mode streams through the line in use."""
-        running = self._realised.running
-        return {name: self.model.cost_touching(running, frozenset({name}))
-                for name in dict.fromkeys(_scattered(running, self.user_formats))}
+        return {name: self._cost_touching(frozenset({name}))
+                for name in dict.fromkeys(_scattered(self._realised.running, self.user_formats))}
+
+    def _cost_touching(self, tensors: frozenset[str]) -> Cost:
+        """The part of `running_cost` that accesses `tensors` (nothing analysed where there are none)."""
+        return self.model.cost_touching(self._realised.running, tensors) if tensors else Cost(())
 
     @cached_property
     def dense_workspaces(self) -> tuple[tuple[Cost, tuple[str, ...]], ...]:
@@ -135,7 +141,113 @@ class CostedByCin(Costed):
         hashed = [var for var in variables if any(level.inserts_sparsely for level in var.format.levels)]
         tables = frozenset(var.name for var in hashed if var.temporary or var.name in written)
         return Realised(self.cin, {var.name: var.format for var in variables if var.name not in written},
-                        from_cin(self.cin), tables, frozenset(var.name for var in hashed) - tables)
+                        self._running_sketch(), tables, frozenset(var.name for var in hashed) - tables)
+
+    def _running_sketch(self):
+        """The sketch of the CIN as its kernel runs it: its protocols, as written."""
+        return from_cin(self.cin)
+
+
+@dataclass(frozen=True)
+class CinCandidate(CostedByCin, ScheduleCandidate):
+    """A candidate known only by its CIN (another model's, read back from the store): the formats of
+    every tensor it names, the cost text its model kept it for, and the asymptotic model's costs of its
+    CIN (`CostedByCin`), by which `select` ranks it."""
+
+    cin: Stmt
+    all_formats: Mapping[str, Format] = field(compare=False)
+    user_formats: Mapping[str, Format] = field(repr=False, compare=False)
+    model: CostModel = field(repr=False, compare=False)
+    found_by: str = field(compare=False)
+    cost: str = field(compare=False)
+
+    @property
+    def formats(self) -> dict[str, Format]:
+        """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
+        written = results(self.cin)
+        return {name: fmt for name, fmt in self.all_formats.items() if name not in written}
+
+    @property
+    def transposes(self) -> dict[str, Format]:
+        return {name: fmt for name, fmt in self.formats.items()
+                if name in self.user_formats and fmt != self.user_formats[name]}
+
+    @property
+    def temporaries(self) -> list[str]:
+        return [name for name in self.all_formats if name not in self.user_formats]
+
+    def kernel_schedule(self) -> tuple[Stmt, dict[str, Format]]:
+        return self.cin, {name: fmt for name, fmt in self.all_formats.items() if name in self.user_formats}
+
+    def __str__(self) -> str:
+        return str(self.cin)
+
+
+class DefaultCandidate(CinCandidate):
+    """The default schedule (`schedule=None`) as a contender beside a front's candidates, so a pick is
+    never a guess against the kernel a user gets without autoscheduling: estimated by its CIN (the
+    default's, legalised for no extents in particular, conversions included), compiled as exactly the
+    default kernel (`kernel_schedule` gives no schedule: threads and legalisation per call as the
+    default's)."""
+
+    found_by = "default"
+
+    def kernel_schedule(self) -> tuple[None, dict[str, Format]]:
+        return None, {}
+
+    def _running_sketch(self):
+        """The default CIN's sketch as its lowering runs it: a loop that steps through a sparse level of
+        some read locates into the reads whose level there is dense (written as steps, as the formats'
+        default protocols), rather than merging with a walk over the whole dimension."""
+        operands = {name: var.format for name, var in tensors(self.cin).items() if not var.temporary}
+        return _located(from_cin(self.cin), operands)
+
+
+def default_candidate(front: "Candidates") -> DefaultCandidate | None:
+    """The default schedule of `front`'s expression and formats as a candidate (None where the default
+    schedule does not compile them)."""
+    try:
+        cin = front.kernel_factory(front.assignment, front.formats).cin
+    except AutosparseError:
+        return None
+    return DefaultCandidate(cin, {name: var.format for name, var in tensors(cin).items()}, dict(front.formats),
+                            cost_model(front.assignment, front.formats), DefaultCandidate.found_by,
+                            "the default schedule")
+
+
+def _located(stmt, formats: Mapping[str, Format]):
+    """`stmt` (a sketch) with every read of an operand in `formats` that steps a dense level at a loop's
+    index located instead: the loop runs over the sparse levels stepped there, or over the whole
+    dimension where none is — except where it adds a sparse read to a dense one (a union: the whole
+    dimension, as written). A workspace's steps stay: the model counts the entries written to it."""
+    if isinstance(stmt, Forall):
+        body = _located(stmt.body, formats)
+        stepped = [a for a in reads(body) if a.tensor in formats and a.protocol_of(stmt.index) == Protocol.STEP]
+        if not (_adds(body) and any(not _full(a, stmt.index, formats) for a in stepped)):
+            body = map_accesses(body, lambda access: _locating(access, stmt.index, formats))
+        return replace(stmt, body=body)
+    if isinstance(stmt, Where):
+        return replace(stmt, consumer=_located(stmt.consumer, formats), producer=_located(stmt.producer, formats))
+    return stmt
+
+
+def _locating(access, index: str, formats: Mapping[str, Format]):
+    """`access`, located at `index` where it steps a dense level there."""
+    if access.tensor not in formats or access.protocol_of(index) != Protocol.STEP or not _full(access, index, formats):
+        return access
+    mode = access.indices.index(index)
+    return replace(access, protocols=(*access.protocols[:mode], Protocol.LOCATE, *access.protocols[mode + 1:]))
+
+
+def _adds(stmt) -> bool:
+    """Whether any assignment of `stmt` (a sketch) adds terms."""
+    return any(isinstance(node, Call) and node.op == "+" for node in walk(stmt))
+
+
+def _full(access, index: str, formats: Mapping[str, Format]) -> bool:
+    """Whether `access` stores the mode `index` reaches as a dense level (every coordinate)."""
+    fmt = formats[access.tensor]
+    return fmt.levels[fmt.mode_order.index(access.indices.index(index))].properties.full
 
 
 def _wheres(stmt: Stmt, loops: tuple[str, ...]):
@@ -189,9 +301,15 @@ class Candidates:
     def stages(self) -> list:
         return self.search.stages
 
-    def kernel(self, candidate: ScheduleCandidate):
-        """`candidate` compiled for this front's expression and formats."""
-        return self.kernel_factory(self.assignment, self.formats, schedule=candidate)
+    def kernel(self, candidate: ScheduleCandidate, **options):
+        """`candidate` compiled for this front's expression and formats (`options` are the factory's:
+        `num_threads`, ...)."""
+        return self.kernel_factory(self.assignment, self.formats, schedule=candidate, **options)
+
+    @cached_property
+    def default(self) -> "DefaultCandidate | None":
+        """The default schedule as a candidate, which `select` weighs beside this front's own."""
+        return default_candidate(self)
 
     def select(self, tune: int = 0, **tensors):
         """The candidate expected to run fastest on these operands (`select.py`), whichever model found it."""

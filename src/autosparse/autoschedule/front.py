@@ -41,6 +41,12 @@ class Candidate(Costed, ScheduleCandidate):
     def _realised(self):
         return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor)
 
+    @cached_property
+    def running_cost(self) -> Cost:
+        """`Costed.running_cost`: the search's cost where the CIN runs the sketch as it is."""
+        running = self._realised.running
+        return self.cost if running == self.sketch else self.model.cost(running)
+
     @property
     def cin(self) -> cin_ast.Stmt:
         return self._realised.cin

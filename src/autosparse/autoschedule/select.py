@@ -18,9 +18,11 @@ every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry
 workspace of two or more dimensions over its whole extent each time its `where` runs
 (`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
 dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
-(`Candidate.scattered_costs`). The candidate with the least work wins; candidates whose estimates lie
-within a few percent of the best are timed on the operands (`tiebreak`), the decision remembered per
-expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
+(`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
+its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
+autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
+percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
+them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
 temporaries (a workspace written and read back does the same work twice, which a union of task sets
 cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
 class of the operands (`ranking`).
@@ -113,17 +115,24 @@ def ranking(front, operands: Mapping[str, object]) -> list[tuple[float, object]]
         return per_size[size_class]
     counts.estimated += 1
     work = _estimator(front, operands)
-    ranked = sorted(((work(c), c) for c in front),
+    ranked = sorted(((work(c), c) for c in contenders(front)),
                     key=lambda wc: (wc[0], hash_levels(wc[1].formats), len(wc[1].temporaries),
                                     len(wc[1].transposes), str(wc[1].cin)))
     per_size[size_class] = ranked
     return ranked
 
 
+def contenders(front) -> list:
+    """The front's candidates and the default schedule (`Candidates.default`), which a pick must beat."""
+    return [*front] if front.default is None else [*front, front.default]
+
+
 def _seconds(front, cand, operands: Mapping[str, object], repeat: int = 3) -> float:
     """The median time of `repeat` calls of the candidate's kernel after a warm-up call, reformatting
-    the operands included (a caller who passes them as they are pays it on every call)."""
-    kernel = front.kernel(cand)
+    the operands included (a caller who passes them as they are pays it on every call). On one thread,
+    as the candidates run: the default's threads would start an OpenMP team in the selecting process,
+    which a process forked from it then cannot use."""
+    kernel = front.kernel(cand, num_threads=1)
     kernel(**operands)
     seconds = []
     for _ in range(repeat):

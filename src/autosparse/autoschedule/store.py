@@ -21,7 +21,6 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Mapping
@@ -37,7 +36,7 @@ from ..notation.ast import Literal
 from ..runtime.cache import cache_dir, directory_problem, read_private, write_private
 from .asymptotic.cost import CostModel
 from .asymptotic.sketch import Access, Call, Sum
-from .candidate import Candidates, CostedByCin, KernelFactory, ScheduleCandidate, cost_model
+from .candidate import Candidates, CinCandidate, DefaultCandidate, KernelFactory, ScheduleCandidate, cost_model
 from .front import Candidate
 from .table import model_cost
 
@@ -46,41 +45,6 @@ STORE_VERSION = 1
 
 #: Everything reading a stored file may raise on a file damaged or written by hand: it is then ignored.
 _UNREADABLE = (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, AutosparseError)
-
-
-@dataclass(frozen=True)
-class StoredCandidate(CostedByCin, ScheduleCandidate):
-    """A candidate of a model other than the asymptotic one, read back from the store: its CIN, the
-    formats of every tensor it names, the cost text its model kept it for, and the asymptotic model's
-    costs of its CIN (as the live candidate's, `CostedByCin`), by which `select` ranks it."""
-
-    cin: cin_ast.Stmt
-    all_formats: Mapping[str, Format] = field(compare=False)
-    user_formats: Mapping[str, Format] = field(repr=False, compare=False)
-    found_by: str = field(compare=False)
-    cost: str = field(compare=False)
-    model: CostModel = field(repr=False, compare=False)
-
-    @property
-    def formats(self) -> dict[str, Format]:
-        """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
-        written = cin_ast.results(self.cin)
-        return {name: fmt for name, fmt in self.all_formats.items() if name not in written}
-
-    @property
-    def transposes(self) -> dict[str, Format]:
-        return {name: fmt for name, fmt in self.formats.items()
-                if name in self.user_formats and fmt != self.user_formats[name]}
-
-    @property
-    def temporaries(self) -> list[str]:
-        return [name for name in self.all_formats if name not in self.user_formats]
-
-    def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
-        return self.cin, {name: fmt for name, fmt in self.all_formats.items() if name in self.user_formats}
-
-    def __str__(self) -> str:
-        return str(self.cin)
 
 
 class StoredFront(Candidates):
@@ -141,7 +105,7 @@ def _record(cand: ScheduleCandidate) -> dict:
     """A candidate as JSON: an asymptotic one by its sketch (from which realisation re-derives its CIN,
     formats and costs exactly), any other by its CIN and the formats of the tensors it names; both with
     the CIN text and cost text for a reader."""
-    stmt, _ = cand.kernel_schedule()
+    stmt = cand.cin
     record = {"found_by": cand.found_by, "cin": str(stmt), "cost": model_cost(cand)}
     if isinstance(cand, Candidate):
         return {**record, "sketch": _encoded(cand.sketch)}
@@ -169,7 +133,8 @@ def _candidate(record: dict, assignment: notation.Assignment, formats: Mapping[s
     else:
         stmt = parse_cin(text, {name: str(fmt) for name, fmt in record["formats"].items()})
         all_formats = {name: var.format for name, var in cin_ast.tensors(stmt).items()}
-        cand = StoredCandidate(stmt, all_formats, dict(formats), str(record["found_by"]), str(record["cost"]), model)
+        made = DefaultCandidate if record["found_by"] == DefaultCandidate.found_by else CinCandidate
+        cand = made(stmt, all_formats, dict(formats), model, str(record["found_by"]), str(record["cost"]))
     if str(stmt) != text:
         raise ValueError(f"stored CIN {text!r} is now {str(stmt)!r}")
     check_computes(stmt, assignment)

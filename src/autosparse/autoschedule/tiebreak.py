@@ -19,7 +19,7 @@ from ..errors import AutosparseError
 
 #: Estimates within this fraction of the best are a tie the measurement decides.
 NEAR = 0.05
-#: At most this many tied candidates are compiled and timed.
+#: At most this many tied candidates are compiled and timed, and the best tied one of each other model.
 TIMED = 3
 #: Seconds after which no further tied candidate is timed (the first always is).
 BUDGET = 2.0
@@ -59,17 +59,24 @@ def key(front, operands: Mapping[str, object]) -> tuple:
 
 def tied(ranked: Sequence[tuple[float, object]]) -> list:
     """The candidates of `ranked` ((estimate, candidate), best first) whose estimates lie within NEAR of
-    the best, at most TIMED of them, one of each that runs alike (`Candidate.runs_as`): one alone is no
-    tie."""
+    the best: the best of each model among them (the default schedule's, SparseAuto's and the
+    asymptotic frontier's: a pick the estimate cannot tell from the default, or from the other model's
+    program, is timed against it however many others tie), and others up to TIMED beside the models'
+    firsts but one, one of each that runs alike (`Candidate.runs_as`). One alone is no tie."""
     best = ranked[0][0]
     if not math.isfinite(best):
         return [ranked[0][1]]
-    near: dict[tuple, object] = {}
-    for work, cand in ranked:
-        if work > best * (1 + NEAR) or len(near) == TIMED:
+    near = [cand for work, cand in ranked if work <= best * (1 + NEAR)]
+    firsts = {}
+    for cand in near:
+        firsts.setdefault(cand.found_by, cand)
+    alike = {cand.runs_as: cand for cand in reversed(firsts.values())}
+    for cand in near:
+        if len(alike) >= TIMED + len(firsts) - 1:
             break
-        near.setdefault(cand.runs_as, cand)
-    return list(near.values())
+        alike.setdefault(cand.runs_as, cand)
+    chosen = set(map(id, alike.values()))
+    return [cand for cand in near if id(cand) in chosen]
 
 
 def broken(front, ranked: Sequence[tuple[float, object]], operands: Mapping[str, object],

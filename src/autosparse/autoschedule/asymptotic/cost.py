@@ -59,6 +59,7 @@ def _size(query: Query) -> tuple:
 _cost_memo = Memo(1 << 18)
 _task_memo = Memo(1 << 18)  # one loop or statement's work recurs in thousands of programs of a kernel
 _minimal_memo = Memo(1 << 18)
+_program_memo = Memo(1 << 12)
 
 
 def _task_queries(key: tuple) -> tuple[Query, ...]:
@@ -94,7 +95,7 @@ class CostModel:
         return Cost.of(self._queries(t for t in self._tasks(program) if t.tensors & tensors))
 
     def _tasks(self, program: Stmt):
-        return tasks(program, {name: len(ix) for name, ix in self.sparse.items()}, self.scoped)
+        return _program_memo.get_or((program, self), lambda key: tasks(program, {name: len(ix) for name, ix in self.sparse.items()}, self.scoped))  # select costs one program's parts several times
 
     def _queries(self, found) -> list[Query]:
         assumed = self.assumptions
