@@ -149,3 +149,17 @@ def test_the_best_near_candidate_of_every_model_is_timed():
     assert contenders == [asymptotic[0], *asymptotic[1:3], sparseauto, default]
     assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, default)]) == [asymptotic[0]]
     assert tiebreak.tied([(1.0, asymptotic[0]), (1.0, twin), (1.0, asymptotic[1])]) == [asymptotic[0], asymptotic[1]]
+
+
+@pytest.mark.parametrize("fmt", ["sss", "dss"])
+def test_the_default_picked_on_threads_runs_its_parallel_loop(fmt):
+    """`schedule="auto"` compiles a default pick with every loop's co-iteration chosen per call, but a
+    parallel loop over B's positions has none to choose: on two threads it used to be refused."""
+    from autosparse.api import Kernel
+    rng = np.random.default_rng(5)
+    dense = rng.random((9, 6, 5)) * (rng.random((9, 6, 5)) < 0.3)
+    C, D = rng.random((6, 4)), rng.random((5, 4))
+    kernel = Kernel(MTTKRP, {"B": fmt}, None, num_threads=2, coiteration="auto")
+    assert "parallel" in str(kernel.cin)
+    got = kernel(B=asp.Tensor.from_numpy(dense, format=fmt), C=C, D=D)
+    np.testing.assert_allclose(got, np.einsum("ikl,kj,lj->ij", dense, C, D))

@@ -55,7 +55,7 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
         if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
             formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
         schedule = chosen_schedule(assignment, formats, operands, model)
-        return Kernel(assignment, formats, schedule, num_threads, instrument, coiteration="auto")(**operands)
+        return _kernel(assignment, formats, schedule, num_threads, instrument, operands, "auto")(**operands)
     return _kernel(assignment, formats, schedule, num_threads, instrument, operands)(**operands)
 
 
@@ -71,20 +71,21 @@ def einsum(subscripts: str, *operands, format: "str | Format | None" = None, sch
 
 
 def _kernel(assignment: Assignment, formats: dict, schedule, num_threads: int | None, instrument: bool,
-            operands: Mapping[str, object]) -> Kernel:
+            operands: Mapping[str, object], coiteration: str | None = None) -> Kernel:
     """The Kernel for these formats and options, built once (`KERNELS_KEPT`). The operands' stored
     entries choose which to convert when their storage orders disagree: kernels are kept per their
     rounded sizes, so operands twice as large may convert the other one."""
     stored = stored_entries(operands)
     threads = default_threads() if num_threads is None else num_threads
     key = (assignment, tuple(sorted(formats.items(), key=lambda item: item[0])), schedule, threads, instrument,
-           tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())))
+           tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())), coiteration)
+    build = lambda: Kernel(assignment, formats, schedule, num_threads, instrument, coiteration, stored)  # noqa: E731
     try:
         kernel = _kernels.get(key)
     except TypeError:  # a schedule that is not a value (a candidate's CIN is): built for this call only
-        return Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored)
+        return build()
     if kernel is None:
-        kernel = _kernels[key] = Kernel(assignment, formats, schedule, num_threads, instrument, stored=stored)
+        kernel = _kernels[key] = build()
         if len(_kernels) > KERNELS_KEPT:
             _kernels.popitem(last=False)
     else:

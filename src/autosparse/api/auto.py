@@ -12,6 +12,7 @@ again — decides once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -65,14 +66,14 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
            model: str = "auto") -> tuple[Candidates, ScheduleCandidate | None]:
     """The candidates of `model` for the expression, and the one chosen for these operands (None where
     there are none: the default schedule)."""
-    orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
-    resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
-    key = store.front_key(model, assignment, resolved)
+    key, resolved = _front_key(model, assignment, tuple(sorted((name, str(fmt)) for name, fmt in formats.items())))
     front = _front(key, assignment, resolved, model)
-    tensors = {name: as_tensor(value, resolved[name], name) for name, value in operands.items() if name in orders}
-    choice_key = [*key, _size_class(tensors)]
+    given = {name: value for name, value in operands.items() if name in resolved}
+    choice_key = [*key, _size_class({name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
+                                     for name, value in given.items()})]
     choice = _choices.get(repr(choice_key)) or _stored_choice(choice_key, assignment, resolved)
     if choice is None:
+        tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
         if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
             front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
         if not len(front):
@@ -82,6 +83,16 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
         store.save_choice(choice_key, choice)
     _choices[repr(choice_key)] = choice
     return front, choice
+
+
+@functools.lru_cache(maxsize=1024)
+def _front_key(model: str, assignment: Assignment, formats: tuple) -> tuple[list, dict]:
+    """The store's key of the front (`store.front_key`) and every tensor's format, worked out once per
+    expression and formats: a warm `schedule="auto"` call should cost little more than the kernel."""
+    orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
+    given = dict(formats)
+    resolved = {name: as_format(given.get(name, "dense"), order) for name, order in orders.items()}
+    return store.front_key(model, assignment, resolved), resolved
 
 
 def _stored_choice(key: list, assignment: Assignment, formats: dict) -> ScheduleCandidate | None:

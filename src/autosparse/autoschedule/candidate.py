@@ -82,6 +82,12 @@ class Costed:
         return self._cost_touching(self._realised.probed)
 
     @property
+    def transposes(self) -> dict[str, Format]:
+        """Operands the kernel reads in a format other than the one they were given in."""
+        return {name: fmt for name, fmt in self.formats.items()
+                if name in self.user_formats and fmt != self.user_formats[name]}
+
+    @property
     def runs_as(self) -> tuple:
         """What the kernel runs: the sketch as stored (a step through a dense level is a locate) and the
         formats. Candidates that differ only in protocols their formats ignore run alike, so timing one
@@ -166,11 +172,6 @@ class CinCandidate(CostedByCin, ScheduleCandidate):
         """The format of every operand and temporary the CIN reads (the result keeps the user's)."""
         written = results(self.cin)
         return {name: fmt for name, fmt in self.all_formats.items() if name not in written}
-
-    @property
-    def transposes(self) -> dict[str, Format]:
-        return {name: fmt for name, fmt in self.formats.items()
-                if name in self.user_formats and fmt != self.user_formats[name]}
 
     @property
     def temporaries(self) -> list[str]:

@@ -57,12 +57,6 @@ class Candidate(Costed, ScheduleCandidate):
         return dict(self._realised.formats)
 
     @property
-    def transposes(self) -> dict[str, Format]:
-        """Operands the kernel reads in a format other than the one they were given in."""
-        return {name: fmt for name, fmt in self.formats.items()
-                if name in self.user_formats and fmt != self.user_formats[name]}
-
-    @property
     def temporaries(self) -> list[str]:
         """The workspaces and staged results the CIN introduces."""
         return [name for name in self.formats if name not in self.user_formats]

@@ -57,8 +57,11 @@ def resolve(stmt: Stmt, tensors: Mapping[str, Tensor], extents: Mapping[IndexVar
 
 
 def everywhere(stmt: Stmt) -> Stmt:
-    """`stmt` with `auto` on every loop that says nothing of its co-iteration."""
-    return _marked(stmt, lambda loop, around: loop.coiterate or Coiteration(Strategy.AUTO), ())
+    """`stmt` with `auto` on every loop that says nothing of its co-iteration, except parallel ones: a
+    parallel loop over sparse positions steps one operand alone, which no strategy changes (the default
+    schedule on threads, chosen by `schedule="auto"`, would otherwise be refused)."""
+    return _marked(stmt, lambda loop, around: loop.coiterate or (None if loop.parallel else Coiteration(Strategy.AUTO)),
+                   ())
 
 
 def has_auto(stmt: Stmt) -> bool:

@@ -208,13 +208,18 @@ def _interleaved(streams: Iterable[Iterator]) -> Iterator:
     workspace shape rather than all the protocols of the first few."""
     active = list(streams)
     while active:
-        still = []
-        for stream in active:
-            item = next(stream, _DONE)
-            if item is not _DONE:
-                still.append(stream)
-                yield item
-        active = still
+        active = yield from _round(active)
+
+
+def _round(active: list[Iterator]):
+    """One item from each of `active`, yielded; returns the streams not yet exhausted."""
+    still = []
+    for stream in active:
+        item = next(stream, _DONE)
+        if item is not _DONE:
+            still.append(stream)
+            yield item
+    return still
 
 
 def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
@@ -232,13 +237,7 @@ def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
         active.extend(fresh)
         if not active:
             return
-        still = []
-        for stream in active:
-            item = next(stream, _DONE)
-            if item is not _DONE:
-                still.append(stream)
-                yield item
-        active = still
+        active = yield from _round(active)
         if admitted == width:  # else every stream is admitted
             width *= 2
 

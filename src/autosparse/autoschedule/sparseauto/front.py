@@ -46,10 +46,6 @@ class SparseAutoCandidate(CostedByCin, ScheduleCandidate):
         return dict(self.user_formats)
 
     @property
-    def transposes(self) -> dict[str, Format]:
-        return {}
-
-    @property
     def temporaries(self) -> list[str]:
         return [t.tensor for t in temporaries(self.big)]
 
