@@ -34,13 +34,35 @@ KERNELS = {
     "chain": ("A(i,m) = B(i,j) * C(j,k) * D(k,l) * E(l,m)", {"B": "ds", "C": "ds", "D": "ds", "E": "ds", "A": "ds"}),
 }
 
-ONE = """
-import json, sys, time
+OPERANDS = """
 import numpy as np
 import autosparse as asp
+from autosparse.notation import accesses, parse
+
+
+def operands(assignment, formats, skew=False):
+    # Fixed random operands: sparse ones 5% dense (with skew, only in the first quarter of their rows).
+    sizes = dict(zip("ijklmn", (60, 50, 40, 30, 20, 10)))
+    rng = np.random.default_rng(1)
+    tensors = {}
+    for access in accesses(assignment.rhs):
+        shape = tuple(sizes[i.name] for i in access.indices)
+        fmt = formats.get(access.tensor, "d" * len(shape))
+        values = rng.random(shape)
+        if "s" in fmt:
+            keep = rng.random(shape) < 0.05
+            if skew:
+                keep &= np.arange(shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)) < shape[0] // 4
+            tensors[access.tensor] = asp.Tensor.from_numpy(values * keep, format=fmt)
+        else:
+            tensors[access.tensor] = values
+    return tensors
+"""
+
+ONE = OPERANDS + """
+import json, sys, time
 from autosparse.autoschedule.asymptotic.realise import hash_levels
 from autosparse.autoschedule.select import ranking
-from autosparse.notation import accesses, parse
 expression, formats, limit, taco, pick = json.loads(sys.argv[1])
 began = time.perf_counter()
 front = asp.autoschedule(expression, formats=formats, taco=taco, time_limit=limit)
@@ -48,52 +70,25 @@ seconds = time.perf_counter() - began
 found = front.search
 picks = []
 if pick:
-    assignment = parse(expression)
-    sizes = dict(zip("ijklmn", (60, 50, 40, 30, 20, 10)))
     for skew in (False, True):
-        rng = np.random.default_rng(1)
-        tensors = {}
-        for access in accesses(assignment.rhs):
-            shape = tuple(sizes[i.name] for i in access.indices)
-            fmt = formats.get(access.tensor, "d" * len(shape))
-            values = rng.random(shape)
-            if "s" in fmt:
-                keep = rng.random(shape) < 0.05
-                if skew:
-                    keep &= np.arange(shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)) < shape[0] // 4
-                values = values * keep
-                tensors[access.tensor] = asp.Tensor.from_numpy(values, format=fmt)
-            else:
-                tensors[access.tensor] = values
-        work, best = ranking(front, tensors)[0]
+        work, best = ranking(front, operands(parse(expression), formats, skew))[0]
         picks.append([work, hash_levels(best.formats), len(best.temporaries), len(best.transposes)])
 print(json.dumps([found.processed, found.total, len(found.frontier), seconds, found.complete, picks]))
 """
 
 
-AUTO = """
+AUTO = OPERANDS + """
 import json, sys, time
-import numpy as np
-import autosparse as asp
 from autosparse.api import auto
-from autosparse.notation import accesses, parse
 expression, formats, seconds = json.loads(sys.argv[1])
 if seconds is not None:
     auto.SEARCH_SECONDS = seconds
 assignment = parse(expression)
-sizes = dict(zip("ijklmn", (60, 50, 40, 30, 20, 10)))
-rng = np.random.default_rng(1)
-operands = {}
-for access in accesses(assignment.rhs):
-    shape = tuple(sizes[i.name] for i in access.indices)
-    fmt = formats.get(access.tensor, "d" * len(shape))
-    values = rng.random(shape)
-    operands[access.tensor] = (asp.Tensor.from_numpy(values * (rng.random(shape) < 0.05), format=fmt)
-                               if "s" in fmt else values)
+tensors = operands(assignment, formats)
 began = time.perf_counter()
-front, choice = auto.chosen(assignment, formats, operands)
+front, choice = auto.chosen(assignment, formats, tensors)
 decided = time.perf_counter() - began
-asp.evaluate(expression, format=formats.get(assignment.lhs.tensor), schedule="auto", operands=operands)
+asp.evaluate(expression, format=formats.get(assignment.lhs.tensor), schedule="auto", operands=tensors)
 print(json.dumps([decided, time.perf_counter() - began]))
 """
 
