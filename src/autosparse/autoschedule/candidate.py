@@ -313,7 +313,8 @@ class Candidates:
         return default_candidate(self)
 
     def select(self, tune: int = 0, **tensors):
-        """The candidate expected to run fastest on these operands (`select.py`), whichever model found it."""
+        """The candidate expected to run fastest on these operands (`select.py`), whichever model found it;
+        `tune=n` times the n best estimated candidates on them and returns the fastest instead."""
         from .select import select
         return select(self, tensors, tune)
 

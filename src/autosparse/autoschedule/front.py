@@ -86,9 +86,3 @@ class Front(Candidates):
     def witness(self, program: Stmt) -> Stmt | None:
         """The frontier program that dominates `program` (None for a frontier program)."""
         return self.search.witnesses.get(program)
-
-    def select(self, tune: int = 0, **tensors):
-        """The candidate expected to run fastest on these operands (see `select.py`); `tune=n` times
-        the n best estimated candidates on them and returns the fastest instead."""
-        from .select import select
-        return select(self, tensors, tune)
