@@ -147,7 +147,8 @@ def test_the_best_near_candidate_of_every_model_is_timed():
                                                                            (2.0, far)]
     contenders = tiebreak.tied(ranked)
     assert contenders == [asymptotic[0], *asymptotic[1:3], sparseauto, default]
-    assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, default)]) == [asymptotic[0]]
+    assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, default)]) == [asymptotic[0], default]  # within DEFAULT_WITHIN
+    assert tiebreak.tied([(1.0, asymptotic[0]), (1.5, sparseauto), (5.0, default)]) == [asymptotic[0]]
     assert tiebreak.tied([(1.0, asymptotic[0]), (1.0, twin), (1.0, asymptotic[1])]) == [asymptotic[0], asymptotic[1]]
 
 

@@ -44,8 +44,8 @@ import numpy as np
 
 import autosparse as asp
 from autosparse_bench import data, quick_sizes
-from autosparse.autoschedule import Front
-from autosparse.autoschedule.select import estimates
+from autosparse.autoschedule import tiebreak
+from autosparse.autoschedule.select import ranking
 from autosparse.notation import accesses, parse
 
 from .asymptotic_counts import KERNELS
@@ -239,29 +239,34 @@ def measure_input(name, front, operands, args):
     return measure_front(expression, formats, front, operands, args.timeout)
 
 
-def ranked(front, operands, chosen):
-    """The indices of `front` in the order of select's estimates, the chosen candidate first (a SparseAuto
-    front, whose sets are small and whose costs `select` evaluates itself, in its own order)."""
-    guesses = estimates(front, operands) if isinstance(front, Front) else [0.0] * len(front)
-    return sorted(range(len(front)), key=lambda n: (front[n] is not chosen, guesses[n]))
+def ranked(front, operands, first):
+    """The indices of `front` in the order of select's estimates (`select.ranking`), `first` first."""
+    order = {id(cand): n for n, (_, cand) in enumerate(ranking(front, operands))}
+    return sorted(range(len(front)), key=lambda n: (front[n] is not first, order[id(front[n])]))
 
 
 def measure_front(expression, formats, front, operands, timeout, sample=None):
     """(default's outcome, the chosen candidate, select's seconds, [candidate, outcome, transposes] per
     candidate timed, the sources' hashes): every candidate of `front` (or those `sample(order)` keeps of
-    the ranked indices) timed in a child on `operands`, each result checked against the default's (where
-    the default was cut off, against the first candidate timed: the chosen one)."""
+    the ranked indices, and every contender of the tie) timed in a child on `operands`, each result
+    checked against the default's (where the default was cut off, against the first candidate timed).
+
+    Selecting is what `schedule="auto"` does before its first call: the estimate (`select.ranking`) and
+    the tie it leaves (`tiebreak.trial`), which the user's calls then decide by timing each contender;
+    the chosen candidate is the contender these timings find fastest, as that trial would."""
     default_kernel = compiled_for(asp.compile(expression, formats=formats, num_threads=1), operands)  # as candidates
     hashes = {"default schedule": source_hash(default_kernel)}
     default = in_child(lambda: timed(default_kernel, operands), timeout + 30)
     start = time.perf_counter()
-    chosen = front.select(**operands)
+    contenders = tiebreak.trial(front, ranking(front, operands), operands).contenders
     select_seconds = time.perf_counter() - start
-    order = ranked(front, operands, chosen)
+    order = ranked(front, operands, contenders[0])
+    kept = order if sample is None else sample(order)
+    kept += [n for n in order if front[n] in contenders and n not in kept]
     seen, conversions, timings, runs = set(), {}, [], {}
     best = None
-    reference = (default, "the default") if isinstance(default, dict) else None  # else the chosen one's
-    for n in (order if sample is None else sample(order)):
+    reference = (default, "the default") if isinstance(default, dict) else None  # else the first timed's
+    for n in kept:
         cand = front[n]
         key = (str(cand.cin), tuple(sorted((k, str(v)) for k, v in cand.formats.items())))
         if key in seen:
@@ -270,7 +275,7 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         ready, transposes = reformatted(operands, cand.formats, conversions)
         kernel = compiled_for(asp.compile(expression, formats=candidate_formats(formats, cand), schedule=cand),
                               ready)
-        limit = timeout if best is None else max(0.05, 1.5 * best)
+        limit = timeout if best is None or cand in contenders else max(0.05, 1.5 * best)
         outcome = in_child(lambda: timed(kernel, ready, limit), 4 * limit + 1)
         if isinstance(outcome, dict):
             if reference is None and not outcome.get("cut"):
@@ -289,11 +294,20 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         hashes[id(cand)] = source_hash(kernel)
         if isinstance(outcome, dict):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
-    if chosen is getattr(front, "default", None):  # select kept the default schedule: it runs as timed
-        timings.insert(0, [chosen, dict(default) if isinstance(default, dict) else default, 0.0])
-        runs[id(chosen)], hashes[id(chosen)] = (default_kernel, operands), hashes["default schedule"]
+    if front.default in contenders:  # the default schedule competes in the tie as it runs
+        timings.insert(0, [front.default, dict(default) if isinstance(default, dict) else default, 0.0])
+        runs[id(front.default)], hashes[id(front.default)] = (default_kernel, operands), hashes["default schedule"]
+    chosen = _fastest_contender(contenders, timings)
     default = confirmed(default, timings, chosen, runs, default_kernel, operands)
     return default, chosen, select_seconds, timings, hashes
+
+
+def _fastest_contender(contenders, timings):
+    """The contender a trial keeps: the fastest timed (equal times: the estimate's order); none timed:
+    the estimate's best."""
+    seconds = {id(c): o["seconds"] for c, o, _ in timings if isinstance(o, dict)}
+    timed = [c for c in contenders if id(c) in seconds]
+    return min(timed, key=lambda c: seconds[id(c)]) if timed else contenders[0]
 
 
 def candidate_formats(formats, cand):

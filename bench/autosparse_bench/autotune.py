@@ -7,10 +7,11 @@ real data, beside the default schedule, `select`'s pick and `schedule="auto"` en
     autosparse bench autotune --quick                      # the CI size
 
 Kernels: Ahrens et al.'s SpMV2, SpGEMM in the paper's form (B(i,k) C(j,k)) and in the usual one
-(B(i,k) C(k,j)) and SpGEMMH, with SDDMM, MTTKRP of a 3- and a 4-tensor, TTMc and a chain of four
-sparse matrices (the asymptotic frontier); Dias et al.'s kernels 1-8 as SA1-SA8 (SparseAuto's final
-set, under sparseauto_counts' constraints). TTMc is SA5's expression on SA5's inputs, so the two
-models' picks can be compared row by row.
+(B(i,k) C(k,j)) and SpGEMMH, with SDDMM, MTTKRP of a 3- and a 4-tensor and a chain of four sparse
+matrices; Dias et al.'s kernels 1-8 as SA1-SA8, kernel 5 named TTMc. Each is measured on what
+`schedule="auto"` weighs: the joint front (the asymptotic frontier, searched for at most
+--search-limit seconds, SparseAuto's final set where the expression is a product) and the default
+schedule.
 
 Inputs: where B is the only sparse operand, B is drawn uniformly and with power-law modes
 (data.uniform_tensor / powerlaw_tensor, about --max-nnz entries at 1% density; R-MAT for matrices) or
@@ -22,7 +23,9 @@ products fill in) or the one shipped matrix (the chain: 4elt, a mesh whose power
 
 Per (kernel, input), with asymptotic_select's machinery (a forked child per candidate with a time
 limit, every result checked against the default's, the default, the pick and the fastest re-timed in
-alternating rounds): candidates timed of the frontier's, the pick over the fastest candidate, the
+alternating rounds; the pick is the contender of select's tie that the timings find fastest, as the
+trial of `schedule="auto"`'s calls would, and select's time is the estimate and the tie, what the
+first call decides before running): candidates timed of the front's, the pick over the fastest, the
 default (schedule=None) over the pick, `schedule="auto"`'s first call (search, select, compile and run
 in a fresh child) and its warm calls over the default's, both through `evaluate`, and select's own
 time, in ms and as a fraction of one call of the pick; and the search time of the kernel's frontier
@@ -32,7 +35,7 @@ exit status 1. The summary checks issue 29's targets: the pick within 1.25× of 
 of pairs, never more than 10% slower than the default, select <= 50 ms or <= 1% of a call, search
 <= 60 s and the first auto call <= 1 s.
 
-Sampling past --max-candidates: the pick and the --best-few best estimated always, then one candidate
+Sampling past --max-candidates: the tie's contenders and the --best-few best estimated always, then one candidate
 from each of the remaining rank bands (equal slices of the estimate order), the one whose structure
 (operands transposed, temporaries, outer loop order) the sample holds least so far.
 """
@@ -58,19 +61,13 @@ from .asymptotic_counts import KERNELS as PIGEON
 from .asymptotic_select import DATA, agrees, in_child, measure_front, nnz_of, timed
 from .records import Records, add_option
 from .sparseauto_counts import KERNELS as SPARSEAUTO
-from .sparseauto_counts import front as sparseauto_front
 
 
 @dataclass(frozen=True)
 class Case:
     expression: str
     formats: dict
-    sparseauto: int | None = None  # SparseAuto's kernel number; None: the asymptotic frontier
     per_row: int = 8  # entries a row of the generated square matrices
-
-    @property
-    def model(self) -> str:
-        return "asymptotic" if self.sparseauto is None else "sparseauto"
 
     @property
     def sparse(self) -> list[str]:
@@ -86,10 +83,9 @@ CASES = {
     "SDDMM": Case("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "ds", "A": "ds"}),
     "MTTKRP": Case("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", {"B": "dss"}),
     "MTTKRP-4D": Case("A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)", {"B": "dsss"}),
-    "TTMc": Case(*SPARSEAUTO[5]),
     "chain": Case("A(i,m) = B(i,j) * C(j,k) * D(k,l) * E(l,m)",
                   {"B": "ds", "C": "ds", "D": "ds", "E": "ds", "A": "ds"}, per_row=2),
-    **{f"SA{n}": Case(expression, formats, n) for n, (expression, formats) in SPARSEAUTO.items()},
+    **{"TTMc" if n == 5 else f"SA{n}": Case(expression, formats) for n, (expression, formats) in SPARSEAUTO.items()},
 }
 REAL_MATRICES = ("CollegeMsg", "4elt")
 REAL_TENSORS = ("CollegeMsg", "yelp")
@@ -202,12 +198,10 @@ def stratified(front, budget, best_few):
 
 
 def frontier(case, args):
-    """The case's frontier and the seconds its search took."""
+    """The candidates `schedule="auto"` weighs for the case (both models' where both apply: the joint
+    front, the default schedule competing in `select`) and the seconds the search took."""
     start = time.perf_counter()
-    if case.sparseauto is not None:
-        found = sparseauto_front(case.sparseauto)
-    else:
-        found = asp.autoschedule(case.expression, formats=case.formats, time_limit=args.search_limit)
+    found = asp.autoschedule(case.expression, formats=case.formats, model="auto", time_limit=args.search_limit)
     return found, time.perf_counter() - start
 
 
@@ -258,7 +252,7 @@ def measure_kernel(name, args) -> tuple[Searched, list[Row]]:
     """Kernel `name`'s search and its rows, printed as they are measured."""
     case = CASES[name]
     found, search_seconds = frontier(case, args)
-    args.records.add("count", kernel=name, mode=case.model, stage="frontier", count=len(found),
+    args.records.add("count", kernel=name, mode="auto", stage="frontier", count=len(found),
                      seconds=search_seconds, complete=found.complete)
     rows = []
     rng = np.random.default_rng(sum(map(ord, name)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Mapping
 
+from ..autoschedule.candidate import ScheduleCandidate
 from ..config import num_threads as default_threads
 from ..errors import AutosparseError, ParseError
 from ..format import Format
@@ -15,7 +16,7 @@ from ..pipeline.operands import as_assignment, infer_format
 from ..pipeline.result_format import inferred_result_format
 from ..tensor.operations import install as install_array_operations
 from .arrays import ArrayOperations
-from .auto import autoschedule, chosen_schedule
+from .auto import autoschedule, evaluated
 from .kernel import Kernel
 
 #: evaluate's parameters: an operand of the expression with one of these names is passed in `operands=`.
@@ -54,8 +55,8 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     if isinstance(schedule, str) and schedule.strip() == "auto":  # the search needs the result's format
         if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
             formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
-        schedule = chosen_schedule(assignment, formats, operands, model)
-        return _kernel(assignment, formats, schedule, num_threads, instrument, operands, "auto")(**operands)
+        return evaluated(assignment, formats, operands, model, lambda candidate: _kernel(
+            assignment, formats, candidate, num_threads, instrument, operands, "auto"))
     return _kernel(assignment, formats, schedule, num_threads, instrument, operands)(**operands)
 
 
@@ -77,7 +78,10 @@ def _kernel(assignment: Assignment, formats: dict, schedule, num_threads: int | 
     rounded sizes, so operands twice as large may convert the other one."""
     stored = stored_entries(operands)
     threads = default_threads() if num_threads is None else num_threads
-    key = (assignment, tuple(sorted(formats.items(), key=lambda item: item[0])), schedule, threads, instrument,
+    # a candidate by identity: its fields (a sketch, a cost's queries) hash deeply, on every warm call; the
+    # Kernel kept holds it, so its id names it while the key is kept
+    schedule_key = ("candidate", id(schedule)) if isinstance(schedule, ScheduleCandidate) else schedule
+    key = (assignment, tuple(sorted(formats.items(), key=lambda item: item[0])), schedule_key, threads, instrument,
            tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())), coiteration)
     build = lambda: Kernel(assignment, formats, schedule, num_threads, instrument, coiteration, stored)  # noqa: E731
     try:

@@ -7,20 +7,26 @@ Searching and selecting cost far more than a small kernel call, so both are reme
 model, expression and formats, the choice per size class of the operands as well (each dimension and
 each operand's stored-entry count rounded up to a power of two), in this process and in the cache
 directory for later ones (autoschedule/store.py), so a loop over similar inputs — or a program run
-again — decides once.
+again — decides once. Where the estimate cannot tell the best few apart, the user's own calls decide
+(`evaluated`, `tiebreak.Trial`): a first call compiles one kernel, not one per contender.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..autoschedule import Candidates
 from ..autoschedule import autoschedule as run_autoscheduler
 from ..autoschedule import store
 from ..autoschedule.candidate import ScheduleCandidate
-from ..autoschedule.tiebreak import size_class
+from ..autoschedule import tiebreak
+from ..autoschedule.select import ranking
+from ..autoschedule.tiebreak import Trial, size_class
+from ..errors import AutosparseError
 from ..format.spec import as_format
 from ..notation import Assignment, accesses
 from ..tensor import as_tensor
@@ -43,8 +49,9 @@ class Decisions:
 
 
 decisions = Decisions()
-_fronts: dict[tuple, Candidates] = {}
-_choices: dict[tuple, ScheduleCandidate] = {}
+_fronts: dict[str, Candidates] = {}
+_choices: dict[str, ScheduleCandidate] = {}
+_trials: dict[str, Trial] = {}  # ties being decided by the calls (tiebreak.Trial), per choice key
 
 
 def autoschedule(expression: str, formats: Mapping[str, object] | None = None, model: str = "asymptotic",
@@ -55,34 +62,72 @@ def autoschedule(expression: str, formats: Mapping[str, object] | None = None, m
     return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
 
 
-def chosen_schedule(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-                    model: str = "auto") -> ScheduleCandidate | None:
-    """The candidate chosen for these operands; None (the default schedule) where the front is empty
-    (`B(i,j) - B(j,i)` reads B in two orders, which no one format of B realises)."""
-    return chosen(assignment, formats, operands, model)[1]
-
-
 def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
            model: str = "auto") -> tuple[Candidates, ScheduleCandidate | None]:
     """The candidates of `model` for the expression, and the one chosen for these operands (None where
-    there are none: the default schedule)."""
+    there are none: the default schedule); while a tie is on trial, the contender its next call runs."""
+    front, _, decision = _decision(assignment, formats, operands, model)
+    return front, decision.candidate() if isinstance(decision, Trial) else decision
+
+
+def evaluated(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object], model: str,
+              kernel_for: Callable[[ScheduleCandidate | None], Callable]):
+    """The value of the expression on the operands, computed by the chosen candidate's kernel
+    (`kernel_for(candidate)`). While a tie is on trial (`tiebreak.Trial`), this call runs the trial's
+    next contender and reports how long it took; the decision, once made, is remembered and stored. A
+    contender that refuses the operands (its workspaces past the memory limit) is out of the trial and
+    the estimate's best runs instead."""
+    _, choice_key, decision = _decision(assignment, formats, operands, model)
+    if not isinstance(decision, Trial):
+        return kernel_for(decision)(**operands)
+    cand = decision.candidate()
+    try:
+        kernel = kernel_for(cand)
+        start = time.perf_counter()
+        result = kernel(**operands)
+    except AutosparseError:
+        if cand is decision.contenders[0]:
+            raise
+        decision.record(cand, math.inf)
+        result = kernel_for(decision.contenders[0])(**operands)
+    else:
+        decision.record(cand, time.perf_counter() - start)
+    if decision.decided and _trials.pop(repr(choice_key), None) is not None:
+        _choices[repr(choice_key)] = decision.decision
+        store.save_choice(choice_key, decision.decision)
+    return result
+
+
+def _decision(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
+              model: str) -> tuple[Candidates, list, "ScheduleCandidate | Trial | None"]:
+    """The front, the choice's key (front, size class), and what decides these operands' candidate: a
+    remembered or stored choice, a trial of a near tie, or None (an empty front)."""
     key, resolved = _front_key(model, assignment, tuple(sorted((name, str(fmt)) for name, fmt in formats.items())))
     front = _front(key, assignment, resolved, model)
     given = {name: value for name, value in operands.items() if name in resolved}
     choice_key = [*key, _size_class({name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
                                      for name, value in given.items()})]
-    choice = _choices.get(repr(choice_key)) or _stored_choice(choice_key, assignment, resolved)
-    if choice is None:
-        tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
-        if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
-            front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
-        if not len(front):
-            return front, None
-        choice = front.select(**tensors)
-        decisions.selections += 1
-        store.save_choice(choice_key, choice)
-    _choices[repr(choice_key)] = choice
-    return front, choice
+    memo = repr(choice_key)
+    decision = _choices.get(memo) or _trials.get(memo)
+    if decision is None:
+        decision = _stored_choice(choice_key, assignment, resolved)
+        if decision is not None:
+            _choices[memo] = decision
+    if decision is not None:
+        return front, choice_key, decision
+    tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
+    if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
+        front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
+    if not len(front):
+        return front, choice_key, None
+    decisions.selections += 1
+    on_trial = tiebreak.trial(front, ranking(front, tensors), tensors)
+    if on_trial.decided:
+        _choices[memo] = on_trial.decision
+        store.save_choice(choice_key, on_trial.decision)
+        return front, choice_key, on_trial.decision
+    _trials[memo] = on_trial
+    return front, choice_key, on_trial
 
 
 @functools.lru_cache(maxsize=1024)
