@@ -261,8 +261,8 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
     contenders = tiebreak.trial(front, ranking(front, operands), operands).contenders
     select_seconds = time.perf_counter() - start
     order = ranked(front, operands, contenders[0])
-    kept = order if sample is None else sample(order)
-    kept += [n for n in order if front[n] in contenders and n not in kept]
+    tie = [n for n in order if any(front[n] is c for c in contenders)]
+    kept = order if sample is None else sample(order, tie)
     seen, conversions, timings, runs = set(), {}, [], {}
     best = None
     reference = (default, "the default") if isinstance(default, dict) else None  # else the first timed's
@@ -275,7 +275,7 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         ready, transposes = reformatted(operands, cand.formats, conversions)
         kernel = compiled_for(asp.compile(expression, formats=candidate_formats(formats, cand), schedule=cand),
                               ready)
-        limit = timeout if best is None or cand in contenders else max(0.05, 1.5 * best)
+        limit = timeout if best is None or any(cand is c for c in contenders) else max(0.05, 1.5 * best)
         outcome = in_child(lambda: timed(kernel, ready, limit), 4 * limit + 1)
         if isinstance(outcome, dict):
             if reference is None and not outcome.get("cut"):
@@ -294,8 +294,9 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         hashes[id(cand)] = source_hash(kernel)
         if isinstance(outcome, dict):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
-    if front.default in contenders:  # the default schedule competes in the tie as it runs
-        timings.insert(0, [front.default, dict(default) if isinstance(default, dict) else default, 0.0])
+    if any(front.default is c for c in contenders):  # the default schedule competes in the tie as it runs
+        timings.insert(0, [front.default, {**default, "checked against": "itself (the reference)"}
+                           if isinstance(default, dict) else default, 0.0])
         runs[id(front.default)], hashes[id(front.default)] = (default_kernel, operands), hashes["default schedule"]
     chosen = _fastest_contender(contenders, timings)
     default = confirmed(default, timings, chosen, runs, default_kernel, operands)

@@ -174,17 +174,19 @@ def structure(cand) -> tuple:
 
 
 def stratified(front, budget, best_few):
-    """A `sample(order)` for measure_front: all of `order` (the pick first, then by estimate) up to
-    `budget`; past it the pick and the `best_few` best estimated, then one of each remaining rank band,
-    the structure least held so far first."""
-    def sample(order):
+    """A `sample(order, kept)` for measure_front: all of `order` (by estimate, the tie's first first) up
+    to `budget`; past it the indices `kept` (the tie's contenders), the first and the `best_few` best
+    estimated, then one of each remaining rank band, the structure least held so far first, up to
+    `budget` in all (or the contenders alone, where they are more)."""
+    def sample(order, kept=()):
         if len(order) <= budget:
             return order
-        kept = list(order[:1 + best_few])
+        kept = list(dict.fromkeys([*kept, *order[:1 + best_few]]))
         held = {}
         for n in kept:
             held[structure(front[n])] = held.get(structure(front[n]), 0) + 1
-        for band in np.array_split(np.asarray(order[1 + best_few:]), budget - len(kept)):
+        rest = [n for n in order if n not in kept]
+        for band in np.array_split(np.asarray(rest), max(budget - len(kept), 0)) if budget > len(kept) else ():
             if len(band):
                 n = int(min(band, key=lambda m: held.get(structure(front[int(m)]), 0)))
                 kept.append(n)
