@@ -54,6 +54,7 @@ from itertools import repeat
 import numpy as np
 
 import autosparse as asp
+from autosparse.api.auto import pending_trials
 from autosparse.notation import accesses, parse
 
 from . import data, quick_sizes
@@ -92,7 +93,8 @@ REAL_TENSORS = ("CollegeMsg", "yelp")
 COLUMNS = ("kernel", "input", "nnz", "candidates timed / frontier", "search s", "default s", "pick s", "fastest s",
            "pick / fastest", "default / pick", "auto first call s", "auto / default, through evaluate",
            "select ms", "select / call", "pick")
-CHAIN_MATRICES = ("4elt",)  # a mesh: its powers stay local, where a graph's fill the whole matrix
+CHAIN_MATRICES = ("4elt",)
+SETTLE_CALLS = 40  # calls after the first that a tie's trial may take before the warm calls are timed  # a mesh: its powers stay local, where a graph's fill the whole matrix
 
 
 # --- inputs ----------------------------------------------------------------------------------------------
@@ -209,10 +211,12 @@ def frontier(case, args):
 
 def auto_end_to_end(case, operands, timeout):
     """`schedule="auto"` as a user meets it, in a fresh child (the process's memory of fronts and choices
-    empty; compiled kernels may be on disk already): the first call's seconds, then `timed`'s outcome of
-    the calls after it, and (as "default") the warm calls of `evaluate` with the default schedule: both
-    pay evaluate's per-call work (parsing, formats, the remembered choice), which a µs kernel does not
-    hide, so auto is judged against the default on equal terms."""
+    empty; compiled kernels may be on disk already): the first call's seconds; the calls that decide a
+    tie (`tiebreak.Trial`: each contender compiled and timed on calls of its own), their number and
+    seconds; then `timed`'s outcome of the calls after them, and (as "default") the warm calls of
+    `evaluate` with the default schedule: both pay evaluate's per-call work (parsing, formats, the
+    remembered choice), which a µs kernel does not hide, so auto is judged against the default on equal
+    terms."""
     result_format = case.formats.get(parse(case.expression).lhs.tensor)
 
     def through_evaluate(schedule):
@@ -223,10 +227,15 @@ def auto_end_to_end(case, operands, timeout):
         start = time.perf_counter()
         through_evaluate("auto")(**operands)
         first = time.perf_counter() - start
-        return {"first": first, **timed(through_evaluate("auto"), operands),
-                "default": timed(through_evaluate(None), operands)["seconds"]}
+        calls, start = 0, time.perf_counter()
+        while pending_trials() and calls < SETTLE_CALLS:
+            through_evaluate("auto")(**operands)
+            calls += 1
+        settled = time.perf_counter() - start
+        return {"first": first, "settle_calls": calls, "settle_seconds": settled,
+                **timed(through_evaluate("auto"), operands), "default": timed(through_evaluate(None), operands)["seconds"]}
 
-    return in_child(work, 2 * timeout + 60)
+    return in_child(work, 2 * timeout + 60 + SETTLE_CALLS * timeout)
 
 
 @dataclass
@@ -238,6 +247,7 @@ class Row:
     select_ms: float
     select_share: float | None
     auto_first: float | None
+    settle: tuple[int, float] | None  # calls after the first that decided the tie, and their seconds
     auto_over_default: float | None
     failed: int  # candidates (and the auto call) whose result differed or that raised
 
@@ -260,7 +270,7 @@ def measure_kernel(name, args) -> tuple[Searched, list[Row]]:
     rng = np.random.default_rng(sum(map(ord, name)))
     for label, operands in inputs(name, case, rng, args):
         if not len(found):  # select has nothing to choose from: every input misses the targets
-            rows.append(Row(name, label, None, None, 0.0, None, None, None, 0))
+            rows.append(Row(name, label, None, None, 0.0, None, None, None, None, 0))
             print(f"| {name} | {label} | {nnz_of(operands):,} | 0 / 0: the frontier is empty | {search_seconds:.1f} |"
                   + " — |" * (len(COLUMNS) - 5), flush=True)
             continue
@@ -297,6 +307,8 @@ def report(name, label, found, search_seconds, operands, result, auto, args) -> 
             ("fastest candidate", best, None, {"cin": str(best_cand.cin) if best_cand else ""}),
             ('schedule="auto" (evaluate)', auto_seconds, auto,
              {"first_call": auto["first"] if isinstance(auto, dict) else None,
+              "settle_calls": auto["settle_calls"] if isinstance(auto, dict) else None,
+              "settle_seconds": auto["settle_seconds"] if isinstance(auto, dict) else None,
               "evaluate_default": auto["default"] if isinstance(auto, dict) else None})):
         status = "" if seconds is not None else outcome if isinstance(outcome, str) else "failed"
         args.records.timing(name, label, contender, seconds, role="ours" if contender == "selected" else "variant",
@@ -307,6 +319,7 @@ def report(name, label, found, search_seconds, operands, result, auto, args) -> 
     auto_failed = isinstance(auto, str) and auto != "timeout" and not over_memory(auto)
     row = Row(name, label, ratio(pick, best), ratio(default_seconds, pick), 1e3 * select_seconds,
               ratio(select_seconds, pick), auto["first"] if isinstance(auto, dict) else None,
+              (auto["settle_calls"], auto["settle_seconds"]) if isinstance(auto, dict) else None,
               ratio(auto_seconds, auto["default"] if isinstance(auto, dict) else None),
               len(failed) + auto_failed)
     counted = (f"{len(timed_ok)} (+{cut} cut" + (f", {refused} over memory" if refused else "")
@@ -376,6 +389,11 @@ def summary(rows: list[Row], searches: list[Searched]) -> None:
     auto_slower = [r for r in rows if r.auto_over_default is not None and r.auto_over_default > 1.1]
     print('- schedule="auto" more than 10% slower than the default, both through evaluate: '
           + (", ".join(f"{r.kernel} {r.dataset} ({r.auto_over_default:.2f})" for r in auto_slower) or "none"))
+    settled = [r for r in rows if r.settle and r.settle[0]]
+    print(f'- ties decided over the calls after the first: {len(settled)} of {len(rows)} pairs; '
+          + (f"calls at most {max(r.settle[0] for r in settled)}, seconds at most "
+             f"{max(r.settle[1] for r in settled):.2f} ({max(settled, key=lambda r: r.settle[1]).kernel})"
+             if settled else "none"))
     print('- schedule="auto" first call over 1 s (target none): '
           + (", ".join(f"{r.kernel} {r.dataset} ({shown(r.auto_first)} s)" for r in slow_auto) or "none"))
 

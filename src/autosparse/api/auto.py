@@ -98,6 +98,11 @@ def evaluated(assignment: Assignment, formats: Mapping[str, object], operands: M
     return result
 
 
+def pending_trials() -> int:
+    """How many ties this process's calls are still deciding (a benchmark runs the calls until none is)."""
+    return len(_trials)
+
+
 def _decision(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
               model: str) -> tuple[Candidates, list, "ScheduleCandidate | Trial | None"]:
     """The front, the choice's key (front, size class), and what decides these operands' candidate: a
