@@ -66,27 +66,45 @@ class SpaceBuilder:
     def __init__(self, formats: Mapping[str, Format]):
         self.formats = formats
         self.memo: dict[Problem, Space] = {}
+        self._levels: dict[Factor, tuple[str, ...]] = {}
+        self._orders: dict[tuple, list[tuple[str, ...]]] = {}
 
     def space(self, compute: Compute, bound: tuple[str, ...] = ()) -> Space:
-        problem = Problem(compute, tuple(sorted(bound)))
+        problem = Problem(compute, tuple(sorted(set(bound) & set(compute.indices))))
         found = self.memo.get(problem)
         if found is None:
             found = self._build(problem)
             self.memo[problem] = found
         return found
 
-    def legal_orders(self, compute: Compute, bound: tuple[str, ...]) -> list[tuple[str, ...]]:
-        free = [i for i in compute.indices if i not in bound]
-        before = self._precedences(compute, free)
-        return [order for order in permutations(free)
-                if all(before[i] <= set(bound) | set(order[:n]) for n, i in enumerate(order))]
+    def sparse_levels(self, factor: Factor) -> tuple[str, ...]:
+        """`schedule.big.sparse_levels` of `factor`, worked out once: the space asks it of the same
+        factors tens of thousands of times."""
+        found = self._levels.get(factor)
+        if found is None:
+            found = self._levels[factor] = sparse_levels(self.formats, factor)
+        return found
 
-    def _precedences(self, compute: Compute, free: list[str]) -> dict[str, set[str]]:
+    def legal_orders(self, compute: Compute, bound: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The orders of the free loops that keep every storage precedence. They depend only on the
+        free indices and the precedences among them, which sub-problems of different statements
+        share, so each such pattern is enumerated once."""
+        free = tuple(i for i in compute.indices if i not in bound)
+        before = self._precedences(compute, free)
+        pattern = (free, tuple(frozenset(before[i]).difference(bound) for i in free))
+        found = self._orders.get(pattern)
+        if found is None:
+            inside = dict(zip(*pattern))
+            found = self._orders[pattern] = [order for order in permutations(free)
+                                             if all(inside[i] <= set(order[:n]) for n, i in enumerate(order))]
+        return found
+
+    def _precedences(self, compute: Compute, free: tuple[str, ...]) -> dict[str, set[str]]:
         """The loops each free index's loop must be nested in: those of the levels above it in every
         sparse factor, and, for a sparse result, those of its compressed levels above every index it
         does not have (a reduction loop above them would revisit appended coordinates)."""
         before = storage_precedences((compute.lhs, *compute.factors), self.formats, free)
-        result = sparse_levels(self.formats, compute.lhs)
+        result = self.sparse_levels(compute.lhs)
         if result:
             for i in free:
                 if i not in compute.lhs.indices:
@@ -102,18 +120,19 @@ class SpaceBuilder:
         if not orders:
             return space
         factors = compute.factors
+        name = fresh_temporary(f.tensor for f in (compute.lhs, *factors))
         for size in range(1, len(factors)):
             for chosen in combinations(range(len(factors)), size):
                 producer = tuple(factors[n] for n in chosen)
                 consumer = tuple(f for n, f in enumerate(factors) if n not in chosen)
-                for split in self._splits(compute, bound, orders, producer, consumer):
+                for split in self._splits(compute, bound, orders, producer, consumer, name):
                     space.splits.append(split)
                     for pd, pc in split.producer.histogram.items():
                         for cd, cc in split.consumer.histogram.items():
                             space.histogram[split.depths(pd, cd)] += pc * cc
         return space
 
-    def _splits(self, compute, bound, orders, producer, consumer) -> Iterator[Split]:
+    def _splits(self, compute, bound, orders, producer, consumer, name) -> Iterator[Split]:
         made = {i for f in producer for i in f.indices if i not in bound}
         needed = {i for f in (compute.lhs, *consumer) for i in f.indices}
         temp = made & needed
@@ -121,7 +140,6 @@ class SpaceBuilder:
             return  # a copy, not a reduction
         if not self._shared_order_agrees(producer, consumer, temp):
             return
-        name = fresh_temporary(f.tensor for f in (compute.lhs, *compute.factors))
         prefixes = {(): None}
         for order in orders:
             prefix = []
@@ -145,7 +163,7 @@ class SpaceBuilder:
         edges = set()
         for side in (producer, consumer):
             for factor in side:
-                levels = [i for i in sparse_levels(self.formats, factor) if i in shared]
+                levels = [i for i in self.sparse_levels(factor) if i in shared]
                 edges |= {(a, b) for n, a in enumerate(levels) for b in levels[n + 1:]}
         return not any((b, a) in edges for a, b in edges)
 
