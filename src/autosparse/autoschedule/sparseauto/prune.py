@@ -23,6 +23,7 @@ producer or in the consumer, and the paper's Table 3 counts the schedules that d
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
@@ -45,8 +46,9 @@ def pareto_depths(histogram: Mapping[tuple[int, int], int], max_memory_depth: in
 
 class Solver:
     """Z3 over the sizes of one expression: a Real per size symbol, every size at least 1, the
-    inferred facts of the sparse tensors' levels and the user's constraints. Counts its queries and
-    the answers it could not give in `timeout_ms`."""
+    inferred facts of the sparse tensors' levels and the user's constraints. Counts its queries, the
+    answers it could not give in `timeout_ms`, and those it did not give because `deadline` (a
+    `time.perf_counter()` value, or None) came first."""
 
     def __init__(self, sparse: Mapping[str, Factor], formats: Mapping[str, Format], indices: Sequence[str],
                  constraints: Sequence[str] = (), timeout_ms: int = 2000):
@@ -54,7 +56,8 @@ class Solver:
 
         self.z3 = z3
         self.timeout_ms = timeout_ms
-        self.queries = self.unknown = 0
+        self.queries = self.unknown = self.skipped = 0
+        self.deadline: float | None = None
         self._variables: dict[Symbol, object] = {}
         self._positive: list = []
         self._facts = [parse_constraint(c, sparse, formats, indices, self.term) for c in constraints]
@@ -71,13 +74,22 @@ class Solver:
 
     def satisfiable(self, *facts) -> bool | None:
         """True, False, or None where Z3 cannot tell in time."""
+        timeout = self.timeout_ms
+        if self.deadline is not None:
+            timeout = min(timeout, int((self.deadline - time.perf_counter()) * 1000))
+            if timeout <= 0:
+                self.skipped += 1
+                return None
         solver = self.z3.Solver()
-        solver.set("timeout", self.timeout_ms)
+        solver.set("timeout", timeout)
         solver.add(*self._facts, *facts, *self._positive)
         self.queries += 1
         answer = solver.check()
         if answer == self.z3.unknown:
-            self.unknown += 1
+            if timeout < self.timeout_ms:
+                self.skipped += 1
+            else:
+                self.unknown += 1
             return None
         return answer == self.z3.sat
 

@@ -20,6 +20,7 @@ histograms, and only the schedules on that frontier are ever built.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations, permutations
@@ -34,6 +35,7 @@ from ...schedule.big import Compute, Factor, Node, Where, fresh_temporary, spars
 class Problem:
     compute: Compute
     bound: tuple[str, ...]  # loops fixed above (sorted: only which matters)
+    nesting: int | None = None  # how deep `where`s may nest below; None: without limit
 
 
 @dataclass
@@ -54,27 +56,53 @@ class Space:
     orders: list[tuple[str, ...]]
     splits: list[Split] = field(default_factory=list)
     histogram: Counter = field(default_factory=Counter)  # (loop depth, memory depth) -> schedules
+    complete: bool = True  # False: the nesting limit left out some schedules
 
     @property
     def count(self) -> int:
         return sum(self.histogram.values())
 
 
-class SpaceBuilder:
-    """Builds the space of each sub-problem once (`memo`), for tensors stored in `formats`."""
+class OutOfTime(Exception):
+    """The builder's deadline passed; what it built so far stays memoised."""
 
-    def __init__(self, formats: Mapping[str, Format]):
+
+@dataclass
+class Statement:
+    """What the schedules of one statement depend on besides the loops bound above it, worked out
+    once (sub-problems meet the same statement below many sets of loops), and its spaces so far."""
+
+    indices: tuple[str, ...]
+    before: dict[str, frozenset[str]]  # the loops each index's loop must be nested in
+    spaces: dict[tuple[tuple[str, ...], int | None], Space] = field(default_factory=dict)  # (bound, nesting)
+
+
+class SpaceBuilder:
+    """Builds the space of each sub-problem once, for tensors stored in `formats`."""
+
+    def __init__(self, formats: Mapping[str, Format], deadline: float | None = None):
         self.formats = formats
-        self.memo: dict[Problem, Space] = {}
+        self.deadline = deadline  # perf_counter() past which building a sub-problem raises OutOfTime
+        self._statements: dict[Compute, Statement] = {}
         self._levels: dict[Factor, tuple[str, ...]] = {}
         self._orders: dict[tuple, list[tuple[str, ...]]] = {}
 
-    def space(self, compute: Compute, bound: tuple[str, ...] = ()) -> Space:
-        problem = Problem(compute, tuple(sorted(set(bound) & set(compute.indices))))
-        found = self.memo.get(problem)
+    def space(self, compute: Compute, bound: tuple[str, ...] = (), nesting: int | None = None) -> Space:
+        """The schedules of `compute` below the loops `bound` whose `where`s nest at most `nesting`
+        deep (all of them where None). A space the limit did not cut is the whole space, and serves
+        every limit."""
+        statement = self.statement(compute)
+        bound = tuple(sorted(set(bound).intersection(statement.indices)))
+        found = statement.spaces.get((bound, None)) or statement.spaces.get((bound, nesting))
         if found is None:
-            found = self._build(problem)
-            self.memo[problem] = found
+            found = self._build(Problem(compute, bound, nesting), statement)
+            statement.spaces[bound, None if found.complete else nesting] = found
+        return found
+
+    def statement(self, compute: Compute) -> Statement:
+        found = self._statements.get(compute)
+        if found is None:
+            found = self._statements[compute] = Statement(compute.indices, self._precedences(compute))
         return found
 
     def sparse_levels(self, factor: Factor) -> tuple[str, ...]:
@@ -85,13 +113,13 @@ class SpaceBuilder:
             found = self._levels[factor] = sparse_levels(self.formats, factor)
         return found
 
-    def legal_orders(self, compute: Compute, bound: tuple[str, ...]) -> list[tuple[str, ...]]:
+    def legal_orders(self, statement: Statement, bound: tuple[str, ...]) -> list[tuple[str, ...]]:
         """The orders of the free loops that keep every storage precedence. They depend only on the
         free indices and the precedences among them, which sub-problems of different statements
         share, so each such pattern is enumerated once."""
-        free = tuple(i for i in compute.indices if i not in bound)
-        before = self._precedences(compute, free)
-        pattern = (free, tuple(frozenset(before[i]).difference(bound) for i in free))
+        free = tuple(i for i in statement.indices if i not in bound)
+        outside = frozenset(bound)
+        pattern = (free, tuple(statement.before[i] - outside for i in free))
         found = self._orders.get(pattern)
         if found is None:
             inside = dict(zip(*pattern))
@@ -99,21 +127,23 @@ class SpaceBuilder:
                                              if all(inside[i] <= set(order[:n]) for n, i in enumerate(order))]
         return found
 
-    def _precedences(self, compute: Compute, free: tuple[str, ...]) -> dict[str, set[str]]:
-        """The loops each free index's loop must be nested in: those of the levels above it in every
+    def _precedences(self, compute: Compute) -> dict[str, frozenset[str]]:
+        """The loops each index's loop must be nested in: those of the levels above it in every
         sparse factor, and, for a sparse result, those of its compressed levels above every index it
         does not have (a reduction loop above them would revisit appended coordinates)."""
-        before = storage_precedences((compute.lhs, *compute.factors), self.formats, free)
+        before = storage_precedences((compute.lhs, *compute.factors), self.formats, compute.indices)
         result = self.sparse_levels(compute.lhs)
         if result:
-            for i in free:
+            for i in compute.indices:
                 if i not in compute.lhs.indices:
                     before[i] |= set(result)
-        return before
+        return {i: frozenset(loops) for i, loops in before.items()}
 
-    def _build(self, problem: Problem) -> Space:
+    def _build(self, problem: Problem, statement: Statement) -> Space:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise OutOfTime
         compute, bound = problem.compute, problem.bound
-        orders = self.legal_orders(compute, bound)
+        orders = self.legal_orders(statement, bound)
         space = Space(problem, orders)
         for order in orders:
             space.histogram[(len(order), 0)] += 1
@@ -121,18 +151,29 @@ class SpaceBuilder:
             return space
         factors = compute.factors
         name = fresh_temporary(f.tensor for f in (compute.lhs, *factors))
+        inner_nesting = None if problem.nesting is None else problem.nesting - 1
         for size in range(1, len(factors)):
             for chosen in combinations(range(len(factors)), size):
                 producer = tuple(factors[n] for n in chosen)
                 consumer = tuple(f for n, f in enumerate(factors) if n not in chosen)
-                for split in self._splits(compute, bound, orders, producer, consumer, name):
+                for temporary, fused in self._splits(problem, orders, producer, consumer, name):
+                    if problem.nesting == 0:
+                        space.complete = False
+                        return space
+                    inner = (*bound, *fused)
+                    split = Split(temporary, fused, self.space(Compute(temporary, producer), inner, inner_nesting),
+                                  self.space(Compute(compute.lhs, (temporary, *consumer)), inner, inner_nesting))
                     space.splits.append(split)
+                    space.complete &= split.producer.complete and split.consumer.complete
                     for pd, pc in split.producer.histogram.items():
                         for cd, cc in split.consumer.histogram.items():
                             space.histogram[split.depths(pd, cd)] += pc * cc
         return space
 
-    def _splits(self, compute, bound, orders, producer, consumer, name) -> Iterator[Split]:
+    def _splits(self, problem, orders, producer, consumer, name) -> Iterator[tuple[Factor, tuple[str, ...]]]:
+        """The temporary and the fused loops of each way to split `problem`'s statement into
+        `producer` and `consumer`."""
+        compute, bound = problem.compute, problem.bound
         made = {i for f in producer for i in f.indices if i not in bound}
         needed = {i for f in (compute.lhs, *consumer) for i in f.indices}
         temp = made & needed
@@ -151,11 +192,8 @@ class SpaceBuilder:
         for fused in prefixes:
             if not made - set(fused) or not needed - set(bound) - set(fused):
                 continue  # a side with no loops of its own: the statement split within one iteration
-            inner = (*bound, *fused)
             shared = tuple(i for i in orders[0] if i in temp and i not in fused)
-            t = Factor(name, shared)
-            yield Split(t, fused, self.space(Compute(t, producer), inner),
-                        self.space(Compute(compute.lhs, (t, *consumer)), inner))
+            yield Factor(name, shared), fused
 
     def _shared_order_agrees(self, producer, consumer, shared) -> bool:
         """Legality rule 2 (§4.4): some order of the shared indices suits both sides' sparse factors,
