@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from itertools import count
 from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
@@ -23,7 +22,7 @@ from ...notation.scope import sums_normalised
 from ...schedule.big import Compute, Factor, Node
 from .cost import Costs, costs
 from .prune import Solver, dominated, one_placement, pareto_depths
-from .space import OutOfTime, Space, SpaceBuilder, numbered
+from .space import Space, SpaceBuilder, numbered
 
 #: The share of a time limit the space may take; stages 2 and 3 have the rest.
 GENERATION_SHARE = 0.6
@@ -123,24 +122,16 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
 
 def _space(builder: SpaceBuilder, compute: Compute, deadline: float | None,
            progress: Callable[[int, int], None] | None) -> tuple[Space, int | None]:
-    """The whole space where there is no deadline; otherwise the deepest nesting of `where`s built
-    before it (at least the linear loop orders), and that nesting."""
+    """The whole space where there is no deadline; otherwise the space with `where`s nested one
+    deeper at a time, until one leaves nothing out or the deadline passes (`SpaceBuilder.deepened`),
+    and that nesting."""
     if deadline is None:
         return builder.space(compute), None
     builder.deadline = deadline
-    space, nesting = None, 0
-    for depth in count(1):
-        try:
-            space, nesting = builder.space(compute, (), depth), depth
-        except OutOfTime:
-            break
+    space = None
+    while space is None or (not space.complete and builder.deadline is not None and time.perf_counter() < deadline):
+        space = builder.deepened(compute, 1 if space is None else space.problem.nesting + 1)
         if progress is not None:  # the total grows while a deeper nesting may follow
-            progress(depth, depth if space.complete else depth + 1)
-        if space.complete:
-            break
+            progress(space.problem.nesting, space.problem.nesting + (not space.complete))
     builder.deadline = None
-    return space or builder.space(compute, (), 0), nesting
-
-def _key(big: Node, formats) -> tuple:
-    found = costs(big, formats)
-    return found.time, found.memory
+    return space, space.problem.nesting

@@ -50,6 +50,18 @@ class Split:
                 max(len(self.temporary.indices), producer[1], consumer[1]))
 
 
+@dataclass(frozen=True)
+class Part:
+    """A split before its sides' spaces are built: the statement below `bound` and `fused` loops as a
+    `producer` filling `temporary` and a `consumer` reading it."""
+
+    temporary: Factor
+    fused: tuple[str, ...]
+    bound: tuple[str, ...]
+    producer: Compute
+    consumer: Compute
+
+
 @dataclass
 class Space:
     problem: Problem
@@ -82,10 +94,12 @@ class SpaceBuilder:
 
     def __init__(self, formats: Mapping[str, Format], deadline: float | None = None):
         self.formats = formats
+        self._sparse = {name: fmt for name, fmt in formats.items() if not fmt.is_dense}
         self.deadline = deadline  # perf_counter() past which building a sub-problem raises OutOfTime
         self._statements: dict[Compute, Statement] = {}
         self._levels: dict[Factor, tuple[str, ...]] = {}
         self._orders: dict[tuple, list[tuple[str, ...]]] = {}
+        self.built = 0  # sub-problems built (each once for every nesting that cuts it, once if none does)
 
     def space(self, compute: Compute, bound: tuple[str, ...] = (), nesting: int | None = None) -> Space:
         """The schedules of `compute` below the loops `bound` whose `where`s nest at most `nesting`
@@ -110,7 +124,7 @@ class SpaceBuilder:
         factors tens of thousands of times."""
         found = self._levels.get(factor)
         if found is None:
-            found = self._levels[factor] = sparse_levels(self.formats, factor)
+            found = self._levels[factor] = sparse_levels(self._sparse, factor)
         return found
 
     def legal_orders(self, statement: Statement, bound: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -131,7 +145,7 @@ class SpaceBuilder:
         """The loops each index's loop must be nested in: those of the levels above it in every
         sparse factor, and, for a sparse result, those of its compressed levels above every index it
         does not have (a reduction loop above them would revisit appended coordinates)."""
-        before = storage_precedences((compute.lhs, *compute.factors), self.formats, compute.indices)
+        before = storage_precedences((compute.lhs, *compute.factors), self._sparse, compute.indices)
         result = self.sparse_levels(compute.lhs)
         if result:
             for i in compute.indices:
@@ -142,33 +156,77 @@ class SpaceBuilder:
     def _build(self, problem: Problem, statement: Statement) -> Space:
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise OutOfTime
-        compute, bound = problem.compute, problem.bound
-        orders = self.legal_orders(statement, bound)
+        self.built += 1
+        space = self._linear(problem, statement)
+        for part in self._parts(problem, space.orders):
+            if problem.nesting == 0:
+                space.complete = False
+                break
+            self._add(space, self._split(part, None if problem.nesting is None else problem.nesting - 1))
+        return space
+
+    def deepened(self, compute: Compute, nesting: int) -> Space:
+        """The space of the root statement with `where`s nested at most `nesting` (>= 1) deep, as far as the
+        deadline allows: its splits are built those with the most factors in the producer first (the
+        best schedules of the paper's kernels produce most of the product before consuming the rest),
+        and each split the deadline stops keeps the sub-spaces of one nesting less, which a search
+        deepening one nesting at a time built before (a split of nesting 1 is left out). The splits
+        stay in the order of the whole space. Past the deadline the builder only looks up what it
+        built (the deadline is cleared), and the space is incomplete."""
+        problem = Problem(compute, (), nesting)
+        space = self._linear(problem, self.statement(compute))
+        parts = list(self._parts(problem, space.orders))
+        built: dict[int, Split] = {}
+        in_time = True
+        for n in sorted(range(len(parts)), key=lambda n: -len(parts[n].producer.factors)):
+            if in_time:
+                try:
+                    built[n] = self._split(parts[n], nesting - 1)
+                    continue
+                except OutOfTime:
+                    in_time, self.deadline = False, None
+            space.complete = False
+            if nesting > 1:
+                built[n] = self._split(parts[n], nesting - 2)
+        for n in sorted(built):
+            self._add(space, built[n])
+        return space
+
+    def _linear(self, problem: Problem, statement: Statement) -> Space:
+        """The space of `problem` with its loop orders only."""
+        orders = self.legal_orders(statement, problem.bound)
         space = Space(problem, orders)
         for order in orders:
             space.histogram[(len(order), 0)] += 1
+        return space
+
+    def _parts(self, problem: Problem, orders) -> Iterator[Part]:
+        """Each split of `problem`'s statement as its temporary, fused loops, producer and consumer."""
         if not orders:
-            return space
+            return
+        compute = problem.compute
         factors = compute.factors
         name = fresh_temporary(f.tensor for f in (compute.lhs, *factors))
-        inner_nesting = None if problem.nesting is None else problem.nesting - 1
         for size in range(1, len(factors)):
             for chosen in combinations(range(len(factors)), size):
                 producer = tuple(factors[n] for n in chosen)
                 consumer = tuple(f for n, f in enumerate(factors) if n not in chosen)
                 for temporary, fused in self._splits(problem, orders, producer, consumer, name):
-                    if problem.nesting == 0:
-                        space.complete = False
-                        return space
-                    inner = (*bound, *fused)
-                    split = Split(temporary, fused, self.space(Compute(temporary, producer), inner, inner_nesting),
-                                  self.space(Compute(compute.lhs, (temporary, *consumer)), inner, inner_nesting))
-                    space.splits.append(split)
-                    space.complete &= split.producer.complete and split.consumer.complete
-                    for pd, pc in split.producer.histogram.items():
-                        for cd, cc in split.consumer.histogram.items():
-                            space.histogram[split.depths(pd, cd)] += pc * cc
-        return space
+                    yield Part(temporary, fused, problem.bound, Compute(temporary, producer),
+                               Compute(compute.lhs, (temporary, *consumer)))
+
+    def _split(self, part: Part, nesting: int | None) -> Split:
+        inner = (*part.bound, *part.fused)
+        return Split(part.temporary, part.fused, self.space(part.producer, inner, nesting),
+                     self.space(part.consumer, inner, nesting))
+
+    @staticmethod
+    def _add(space: Space, split: Split) -> None:
+        space.splits.append(split)
+        space.complete &= split.producer.complete and split.consumer.complete
+        for pd, pc in split.producer.histogram.items():
+            for cd, cc in split.consumer.histogram.items():
+                space.histogram[split.depths(pd, cd)] += pc * cc
 
     def _splits(self, problem, orders, producer, consumer, name) -> Iterator[tuple[Factor, tuple[str, ...]]]:
         """The temporary and the fused loops of each way to split `problem`'s statement into
