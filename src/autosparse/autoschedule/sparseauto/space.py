@@ -16,6 +16,12 @@ Each sub-problem keeps a histogram of its schedules by (loop depth, memory depth
 split's loop depth is its fused loops plus the deeper side's, its memory depth the largest temporary's
 order), so the counts after stage 1 and the (loop depth, memory depth) frontier of stage 2 come from
 histograms, and only the schedules on that frontier are ever built.
+
+For the anytime search a sub-problem may also limit how deep its `where`s nest. A space the limit
+did not cut is the whole space and is shared by every limit, so deepening the root one nesting at a
+time rebuilds only the sub-problems the last depth cut (`deepened`). Sub-problems are keyed by the
+statement and the bound loops it uses: a loop bound above that the statement does not index changes
+nothing below it.
 """
 
 from __future__ import annotations
