@@ -93,8 +93,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
     solver = Solver(sparse, formats, compute.indices, constraints, timeout_ms)
     generation_deadline = None if time_limit is None else began + GENERATION_SHARE * time_limit
     builder = SpaceBuilder(formats)
-    space, nesting = _space(builder, compute, generation_deadline, progress)
-    stage("generation" if space.complete else f"generation (wheres nested <= {nesting}: cut short)",
+    space = _space(builder, compute, generation_deadline, progress)
+    stage("generation" if space.complete else f"generation (wheres nested <= {space.problem.nesting}: cut short)",
           space.count, None)
     shallow = {d for d in space.histogram if d[1] <= max_memory_depth}
     groups = None
@@ -121,12 +121,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
 
 
 def _space(builder: SpaceBuilder, compute: Compute, deadline: float | None,
-           progress: Callable[[int, int], None] | None) -> tuple[Space, int | None]:
+           progress: Callable[[int, int], None] | None) -> Space:
     """The whole space where there is no deadline; otherwise the space with `where`s nested one
-    deeper at a time, until one leaves nothing out or the deadline passes (`SpaceBuilder.deepened`),
-    and that nesting."""
+    deeper at a time, until one leaves nothing out or the deadline passes (`SpaceBuilder.deepened`)."""
     if deadline is None:
-        return builder.space(compute), None
+        return builder.space(compute)
     builder.deadline = deadline
     space = None
     while space is None or (not space.complete and builder.deadline is not None and time.perf_counter() < deadline):
@@ -134,4 +133,4 @@ def _space(builder: SpaceBuilder, compute: Compute, deadline: float | None,
         if progress is not None:  # the total grows while a deeper nesting may follow
             progress(space.problem.nesting, space.problem.nesting + (not space.complete))
     builder.deadline = None
-    return space, space.problem.nesting
+    return space

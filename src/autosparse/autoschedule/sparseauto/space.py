@@ -98,10 +98,10 @@ class Statement:
 class SpaceBuilder:
     """Builds the space of each sub-problem once, for tensors stored in `formats`."""
 
-    def __init__(self, formats: Mapping[str, Format], deadline: float | None = None):
+    def __init__(self, formats: Mapping[str, Format]):
         self.formats = formats
         self._sparse = {name: fmt for name, fmt in formats.items() if not fmt.is_dense}
-        self.deadline = deadline  # perf_counter() past which building a sub-problem raises OutOfTime
+        self.deadline: float | None = None  # perf_counter() past which building a sub-problem raises OutOfTime
         self._statements: dict[Compute, Statement] = {}
         self._levels: dict[Factor, tuple[str, ...]] = {}
         self._orders: dict[tuple, list[tuple[str, ...]]] = {}
