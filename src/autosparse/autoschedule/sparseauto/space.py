@@ -122,7 +122,8 @@ class SpaceBuilder:
     def statement(self, compute: Compute) -> Statement:
         found = self._statements.get(compute)
         if found is None:
-            found = self._statements[compute] = Statement(compute.indices, self._precedences(compute))
+            indices = compute.indices
+            found = self._statements[compute] = Statement(indices, self._precedences(compute, indices))
         return found
 
     def sparse_levels(self, factor: Factor) -> tuple[str, ...]:
@@ -147,14 +148,14 @@ class SpaceBuilder:
                                              if all(inside[i] <= set(order[:n]) for n, i in enumerate(order))]
         return found
 
-    def _precedences(self, compute: Compute) -> dict[str, frozenset[str]]:
-        """The loops each index's loop must be nested in: those of the levels above it in every
-        sparse factor, and, for a sparse result, those of its compressed levels above every index it
-        does not have (a reduction loop above them would revisit appended coordinates)."""
-        before = storage_precedences((compute.lhs, *compute.factors), self._sparse, compute.indices)
+    def _precedences(self, compute: Compute, indices: tuple[str, ...]) -> dict[str, frozenset[str]]:
+        """The loops each of the statement's `indices` must be nested in: those of the levels above it
+        in every sparse factor, and, for a sparse result, those of its compressed levels above every
+        index it does not have (a reduction loop above them would revisit appended coordinates)."""
+        before = storage_precedences((compute.lhs, *compute.factors), self._sparse, indices)
         result = self.sparse_levels(compute.lhs)
         if result:
-            for i in compute.indices:
+            for i in indices:
                 if i not in compute.lhs.indices:
                     before[i] |= set(result)
         return {i: frozenset(loops) for i, loops in before.items()}
