@@ -173,13 +173,13 @@ class SpaceBuilder:
         return space
 
     def deepened(self, compute: Compute, nesting: int) -> Space:
-        """The space of the root statement with `where`s nested at most `nesting` (>= 1) deep, as far as the
-        deadline allows: its splits are built those with the most factors in the producer first (the
-        best schedules of the paper's kernels produce most of the product before consuming the rest),
-        and each split the deadline stops keeps the sub-spaces of one nesting less, which a search
-        deepening one nesting at a time built before (a split of nesting 1 is left out). The splits
-        stay in the order of the whole space. Past the deadline the builder only looks up what it
-        built (the deadline is cleared), and the space is incomplete."""
+        """The space of the root statement with `where`s nested at most `nesting` (>= 1) deep, as far
+        as the deadline allows. Its splits are built those with the most factors in the producer first
+        (the best schedules of the paper's kernels produce most of the product before consuming the
+        rest). Each split the deadline stops keeps its sub-spaces of one nesting less, which a search
+        deepening one nesting at a time has built already; at nesting 1 such a split is left out. The
+        splits stay in the order of the whole space. Past the deadline the builder only looks up what
+        it built (the deadline is cleared), and the space is incomplete."""
         problem = Problem(compute, (), nesting)
         space = self._linear(problem, self.statement(compute))
         parts = list(self._parts(problem, space.orders))
