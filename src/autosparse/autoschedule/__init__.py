@@ -71,8 +71,9 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
                                         constraints, rule, max_memory_depth, stage1_groups,
                                         kernel_factory=kernel_factory) for one in models])
     if model == "sparseauto":
-        found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
-                                  progress=progress)
+        with progress_bar(progress, "steps") as report:
+            found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
+                                      time_limit=time_limit, progress=report)
         return SparseAutoFront(assignment, resolved, found, kernel_factory)
     with progress_bar(progress, "programs") as report:
         found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,

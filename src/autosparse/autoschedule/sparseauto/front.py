@@ -76,7 +76,9 @@ class SparseAutoFront(Candidates):
         model = cost_model(assignment, self.formats)
         self.candidates = [SparseAutoCandidate(big, cost, self.formats, model) for big, cost in found.schedules]
 
-    complete = True
+    @property
+    def complete(self) -> bool:
+        return self.search.complete
 
     def select(self, memory_budget: int | None = None, **tensors) -> SparseAutoCandidate:
         """The candidate with the least iteration time on these operands among those whose temporaries

@@ -1,5 +1,13 @@
 """SparseAuto's compile-time stages end to end (Dias et al. Fig. 8): the space, stages 1–3, with the
-count, the number of distinct (time, memory) groups where it is known, and the time of each."""
+count, the number of distinct (time, memory) groups where it is known, and the time of each.
+
+With a time limit the search is anytime. The space is built with `where`s nested at most 1, 2, …
+deep, each depth reusing every sub-space the shallower ones built whole, until a depth leaves nothing
+out or `GENERATION_SHARE` of the limit is spent; stages 1–3 then run on the deepest space built.
+Shallow schedules come first because every final set of the paper's kernels nests `where`s at most
+two deep, and the depth frontier of stage 2 is already the whole space's from depth 2 on
+(docs/notes/autoschedule-sparseauto-speed.md). Past the limit, stage 3 compares groups only term by
+term (no solver), so it keeps a superset of what the solver would keep."""
 
 from __future__ import annotations
 
@@ -14,7 +22,10 @@ from ...notation.scope import sums_normalised
 from ...schedule.big import Compute, Factor, Node
 from .cost import Costs, costs
 from .prune import Solver, dominated, one_placement, pareto_depths
-from .space import SpaceBuilder, numbered
+from .space import Space, SpaceBuilder, numbered
+
+#: The share of a time limit the space may take; stages 2 and 3 have the rest.
+GENERATION_SHARE = 0.6
 
 
 @dataclass
@@ -34,6 +45,7 @@ class Search:
     stages: list[Stage] = field(default_factory=list)
     solver_queries: int = 0
     solver_unknown: int = 0
+    complete: bool = True  # False: the time limit cut the space's nesting or stage 3's solver short
 
 
 def as_compute(assignment: notation.Assignment) -> Compute:
@@ -61,11 +73,14 @@ def as_compute(assignment: notation.Assignment) -> Compute:
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
            rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False, timeout_ms: int = 2000,
-           progress: Callable[[int, int], None] | None = None) -> Search:
+           time_limit: float | None = None, progress: Callable[[int, int], None] | None = None) -> Search:
     """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
-    every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3)."""
+    every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3).
+    `time_limit` (seconds) makes the search anytime; `progress(done, total)` hears of each nesting
+    depth built under a time limit, then of each group stage 3 compares."""
     compute = as_compute(assignment)
-    clock = time.perf_counter()
+    began = clock = time.perf_counter()
+    deadline = None if time_limit is None else began + time_limit
     stages: list[Stage] = []
 
     def stage(name: str, count: int, groups: int | None) -> None:
@@ -76,9 +91,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
 
     sparse = {f.tensor: f for f in compute.factors if not formats[f.tensor].is_dense}
     solver = Solver(sparse, formats, compute.indices, constraints, timeout_ms)
+    generation_deadline = None if time_limit is None else began + GENERATION_SHARE * time_limit
     builder = SpaceBuilder(formats)
-    space = builder.space(compute)
-    stage("generation", space.count, None)
+    space = _space(builder, compute, generation_deadline, progress)
+    stage("generation" if space.complete else f"generation (wheres nested <= {space.problem.nesting}: cut short)",
+          space.count, None)
     shallow = {d for d in space.histogram if d[1] <= max_memory_depth}
     groups = None
     if stage1_groups:
@@ -93,14 +110,27 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
         by_cost.setdefault((found.time, found.memory), []).append((big, found))
     stage("2 depth poset", len(survivors), len(by_cost))
     keys = list(by_cost)
+    solver.deadline = deadline
     removed = dominated(keys, solver, rule, progress)
+    decided = not solver.skipped
     final = [entry for n, key in enumerate(keys) if n not in removed for entry in by_cost[key]]
     if rule == "literal":
         final = one_placement(final, {f.tensor for f in compute.factors})
-    stage(f"3 SMT ({rule})", len(final), len(keys) - len(removed))
-    return Search(compute, final, stages, solver.queries, solver.unknown)
+    stage(f"3 SMT ({rule})" if decided else f"3 SMT ({rule}; solver cut short)", len(final), len(keys) - len(removed))
+    return Search(compute, final, stages, solver.queries, solver.unknown, space.complete and decided)
 
 
-def _key(big: Node, formats) -> tuple:
-    found = costs(big, formats)
-    return found.time, found.memory
+def _space(builder: SpaceBuilder, compute: Compute, deadline: float | None,
+           progress: Callable[[int, int], None] | None) -> Space:
+    """The whole space where there is no deadline; otherwise the space with `where`s nested one
+    deeper at a time, until one leaves nothing out or the deadline passes (`SpaceBuilder.deepened`)."""
+    if deadline is None:
+        return builder.space(compute)
+    builder.deadline = deadline
+    space = None
+    while space is None or (not space.complete and builder.deadline is not None and time.perf_counter() < deadline):
+        space = builder.deepened(compute, 1 if space is None else space.problem.nesting + 1)
+        if progress is not None:  # the total grows while a deeper nesting may follow
+            progress(space.problem.nesting, space.problem.nesting + (not space.complete))
+    builder.deadline = None
+    return space

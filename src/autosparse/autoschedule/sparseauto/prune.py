@@ -13,7 +13,8 @@ paper's Listing 1, `"literal"`, drops `s` when `c` beats it somewhere and `s` ne
 written, a schedule with no temporary then removes every schedule with one that is not faster
 everywhere — on the Listing's own pair it removes Fig. 5(e), the fastest schedule of the paper's first
 motivating case — so it is available to reproduce that behaviour, not as the default. A solver answer
-of `unknown` (or a timeout) keeps both groups.
+of `unknown` (or a timeout) keeps both groups, as does a question the solver's deadline leaves
+unasked (the anytime search): stage 3 cut short keeps a superset of what it would keep.
 
 The literal rule also keeps one placement of an input whose indices are all loops fused around a
 `where` (kernel 1's B(i,j) under `i, j′⟨t; …⟩`): it multiplies the same, with the same costs, in the
@@ -23,6 +24,7 @@ producer or in the consumer, and the paper's Table 3 counts the schedules that d
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Mapping, Sequence
 
 from ...errors import AutosparseError
@@ -45,8 +47,9 @@ def pareto_depths(histogram: Mapping[tuple[int, int], int], max_memory_depth: in
 
 class Solver:
     """Z3 over the sizes of one expression: a Real per size symbol, every size at least 1, the
-    inferred facts of the sparse tensors' levels and the user's constraints. Counts its queries and
-    the answers it could not give in `timeout_ms`."""
+    inferred facts of the sparse tensors' levels and the user's constraints. Counts its queries, the
+    answers it could not give in `timeout_ms`, and those it did not give because `deadline` (a
+    `time.perf_counter()` value, or None) came first."""
 
     def __init__(self, sparse: Mapping[str, Factor], formats: Mapping[str, Format], indices: Sequence[str],
                  constraints: Sequence[str] = (), timeout_ms: int = 2000):
@@ -54,7 +57,8 @@ class Solver:
 
         self.z3 = z3
         self.timeout_ms = timeout_ms
-        self.queries = self.unknown = 0
+        self.queries = self.unknown = self.skipped = 0
+        self.deadline: float | None = None
         self._variables: dict[Symbol, object] = {}
         self._positive: list = []
         self._facts = [parse_constraint(c, sparse, formats, indices, self.term) for c in constraints]
@@ -69,15 +73,32 @@ class Solver:
             self._positive.append(self._variables[symbol] >= 1)
         return poly.to_z3(self._variables)
 
+    def asks(self) -> bool:
+        """Whether the deadline leaves time to ask a question; where it does not, one more question
+        counts as skipped (the caller need not build it)."""
+        if self.deadline is None or time.perf_counter() < self.deadline:
+            return True
+        self.skipped += 1
+        return False
+
     def satisfiable(self, *facts) -> bool | None:
         """True, False, or None where Z3 cannot tell in time."""
+        timeout = self.timeout_ms
+        if self.deadline is not None:
+            timeout = min(timeout, int((self.deadline - time.perf_counter()) * 1000))
+            if timeout <= 0:
+                self.skipped += 1
+                return None
         solver = self.z3.Solver()
-        solver.set("timeout", self.timeout_ms)
+        solver.set("timeout", timeout)
         solver.add(*self._facts, *facts, *self._positive)
         self.queries += 1
         answer = solver.check()
         if answer == self.z3.unknown:
-            self.unknown += 1
+            if timeout < self.timeout_ms:
+                self.skipped += 1
+            else:
+                self.unknown += 1
             return None
         return answer == self.z3.sat
 
@@ -97,10 +118,10 @@ def dominated(groups: Sequence[tuple[Poly, Poly]], solver: Solver, rule: str = "
                 continue
             if rule == "everywhere":
                 if _no_worse_termwise(groups[c], groups[s]) or (
-                        solver.satisfiable(z3.Or(ts < tc, ms < mc)) is False
+                        solver.asks() and solver.satisfiable(z3.Or(ts < tc, ms < mc)) is False
                         and solver.satisfiable(z3.Or(ts > tc, ms > mc))):
                     removed.add(s)
-            else:
+            elif solver.asks():
                 worse = solver.satisfiable(z3.Or(z3.And(ts >= tc, ms > mc), z3.And(ts > tc, ms >= mc)))
                 better = solver.satisfiable(z3.Or(z3.And(ts < tc, ms <= mc), z3.And(ts <= tc, ms < mc)))
                 if worse and better is False:
