@@ -32,8 +32,9 @@ from ..notation import Assignment, accesses
 from ..tensor import as_tensor
 from .kernel import Kernel
 
-#: The asymptotic search stops taking programs after this many seconds (the frontier of those taken is
-#: still a frontier of valid schedules; only searches of four or more factors reach it).
+#: The searches (both models' together, under model="auto") stop after this many seconds (the frontier of
+#: the programs taken is still a frontier of valid schedules; only searches of four or more factors, and
+#: SparseAuto's of five, reach it).
 SEARCH_SECONDS = 2.0  # enough for the pick of the whole search: docs/notes/autoschedule-search.md
 
 
@@ -170,8 +171,7 @@ def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Cand
 
 
 def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
-    limit = {"time_limit": SEARCH_SECONDS} if model != "sparseauto" else {}
-    front = autoschedule(str(assignment), formats, model=model, **limit)
+    front = autoschedule(str(assignment), formats, model=model, time_limit=SEARCH_SECONDS)
     decisions.searches += 1
     store.save_front(key, front)
     return front

@@ -11,6 +11,7 @@ ranks them by one measure.
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Mapping, Sequence
 
 from ..errors import AutosparseError, ScheduleError
@@ -51,7 +52,8 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     paper's Table 3).
 
     `model="auto"` takes both models' options and returns a `JointFront`: the asymptotic frontier, then
-    SparseAuto's final set where the expression is a product of tensors."""
+    SparseAuto's final set where the expression is a product of tensors; `time_limit` bounds both
+    searches together (SparseAuto's runs first, with at most half of it)."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
     assignment = parse(expression)
@@ -66,10 +68,16 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
         raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
     resolved = {name: as_format(formats.get(name, "dense"), order) for name, order in orders.items()}
     if model == "auto":
-        models = ("asymptotic", "sparseauto") if _is_product(assignment) else ("asymptotic",)
-        return JointFront([autoschedule(expression, formats, one, taco, sunk_costs, paper, time_limit, progress,
-                                        constraints, rule, max_memory_depth, stage1_groups,
-                                        kernel_factory=kernel_factory) for one in models])
+        def one(model: str, limit: float | None) -> Candidates:
+            return autoschedule(expression, formats, model, taco, sunk_costs, paper, limit, progress, constraints,
+                                rule, max_memory_depth, stage1_groups, kernel_factory=kernel_factory)
+
+        if not _is_product(assignment):
+            return JointFront([one("asymptotic", time_limit)])
+        began = time.perf_counter()  # one limit for both: SparseAuto's small search first, at most half of it
+        sparseauto = one("sparseauto", None if time_limit is None else time_limit / 2)
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - began), 0.0)
+        return JointFront([one("asymptotic", left), sparseauto])
     if model == "sparseauto":
         with progress_bar(progress, "steps") as report:
             found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
