@@ -43,7 +43,7 @@ class Task:
 def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
     interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped)
-    interpreter.statement(program, (), TRUE)
+    interpreter.interpret(program, (), TRUE)  # a whole program recurs only where the search memoises it
     return interpreter.tasks
 
 
@@ -61,6 +61,36 @@ def _nonzero(key: tuple) -> Pred:
 _nonzero_memo = Memo(1 << 18)
 
 
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    tasks: tuple[Task, ...]
+    state: tuple[tuple[str, Pred | None], ...]
+    enclosing: tuple[tuple[str, tuple[str, ...] | None], ...]
+
+
+def _touched(node: Stmt) -> tuple[frozenset[str], frozenset[str]]:
+    """The tensors `node` reads, and those it writes."""
+    read: set[str] = set()
+    written: set[str] = set()
+    _collect_touched(node, read, written)
+    return frozenset(read), frozenset(written)
+
+
+def _collect_touched(node: Stmt, read: set[str], written: set[str]) -> None:
+    if isinstance(node, Assign):
+        written.add(node.lhs.tensor)
+        read.update(a.tensor for a in reads(node.rhs))
+    else:
+        for child in node.children():
+            _collect_touched(child, read, written)
+
+
+# A loop or where interpreted under the same bound indices, guard and states of what it reads recurs in
+# most programs of a search (the programs of a loop nest differ in a few reads' protocols each), so its
+# effect is computed once and replayed.
+_effect_memo = Memo(1 << 18)
+
+
 class _Interpreter:
     def __init__(self, state: dict[str, Pred], scoped: bool):
         self.state, self.scoped = state, scoped
@@ -74,6 +104,48 @@ class _Interpreter:
         return _nonzero_memo.get_or((pattern, access.indices, free), _nonzero)
 
     def statement(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
+        """Interpret `node`, replaying the effect of an equal loop or where met before in the same
+        context (bound indices, guard, the states of what it reads, the scopes of what it writes)."""
+        if isinstance(node, Assign):
+            self.interpret(node, bound, guard)
+            return
+        read, written = _touched(node)
+        key = (node, bound, guard, self.scoped, tuple((t, self.state.get(t)) for t in read),
+               tuple((t, self.enclosing.get(t)) for t in written))
+        self.replay(_effect_memo.get_or(key, lambda _: self.effect(node, bound, guard, read, written)), read)
+
+    def effect(self, node: Stmt, bound: tuple[str, ...], guard: Pred, read: frozenset[str],
+               written: frozenset[str]) -> _Effect:
+        """What interpreting `node` adds: its tasks, the nonzeros it writes (for a tensor it does not
+        read, only what it adds, so that the effect holds whatever was written before) and the scopes its
+        wheres open. The interpreter is left as it was."""
+        state = {t: self.state.pop(t) for t in written if t in self.state}
+        self.state.update((t, state[t]) for t in written & read if t in state)
+        enclosing = {t: self.enclosing[t] for t in written if t in self.enclosing}
+        start = len(self.tasks)
+        self.interpret(node, bound, guard)
+        effect = _Effect(tuple(self.tasks[start:]), tuple((t, self.state.get(t)) for t in written),
+                         tuple((t, self.enclosing.get(t)) for t in written))
+        del self.tasks[start:]
+        for t in written:
+            self.state.pop(t, None)
+            self.enclosing.pop(t, None)
+        self.state.update(state)
+        self.enclosing.update(enclosing)
+        return effect
+
+    def replay(self, effect: _Effect, read: frozenset[str]) -> None:
+        """Apply `effect`: a written tensor that `node` also read takes its state after, any other adds
+        it to what it held (∨ flattens, so this equals writing in place)."""
+        self.tasks.extend(effect.tasks)
+        for t, pred in effect.state:
+            if pred is not None:
+                self.state[t] = pred if t in read else disj(self.state.get(t, FALSE), pred)
+        for t, scope in effect.enclosing:
+            if scope is not None:
+                self.enclosing[t] = scope
+
+    def interpret(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
         if isinstance(node, Assign):
             self.tasks.append(Task(bound, guard, frozenset({node.lhs.tensor, *(a.tensor for a in reads(node.rhs))})))
             lhs = node.lhs
