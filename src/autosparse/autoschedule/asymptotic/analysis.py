@@ -17,11 +17,11 @@ such row-at-a-time schedules look as costly as the union over all rows; `scoped=
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Mapping
 
-from ...cin.ast import Assign, Forall, Protocol, Where, assignments
+from ...cin.ast import Assign, Forall, Protocol, Where
 from ...cin.rewrite import without
 from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
 from .sketch import Access, Stmt, reads
@@ -68,27 +68,37 @@ class _Effect:
     enclosing: tuple[tuple[str, tuple[str, ...] | None], ...]
 
 
-def _touched(node: Stmt) -> tuple[frozenset[str], frozenset[str]]:
-    """The tensors `node` reads, and those it writes."""
-    read: set[str] = set()
-    written: set[str] = set()
+def _touched(node: Stmt) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The tensors `node` reads, and those it writes, each once in program order."""
+    read: dict[str, None] = {}
+    written: dict[str, None] = {}
     _collect_touched(node, read, written)
-    return frozenset(read), frozenset(written)
+    return tuple(read), tuple(written)
 
 
-def _collect_touched(node: Stmt, read: set[str], written: set[str]) -> None:
+def _collect_touched(node: Stmt, read: dict[str, None], written: dict[str, None]) -> None:
     if isinstance(node, Assign):
-        written.add(node.lhs.tensor)
-        read.update(a.tensor for a in reads(node.rhs))
+        written[node.lhs.tensor] = None
+        read.update(dict.fromkeys(a.tensor for a in reads(node.rhs)))
     else:
         for child in node.children():
             _collect_touched(child, read, written)
 
 
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """A loop or where under given bound indices and guard: the tensors it reads and writes (in a fixed
+    order), and its effect per context (the states of what it reads, the scopes of what it writes)."""
+
+    read: tuple[str, ...]
+    written: tuple[str, ...]
+    effects: dict = field(default_factory=dict)
+
+
 # A loop or where interpreted under the same bound indices, guard and states of what it reads recurs in
 # most programs of a search (the programs of a loop nest differ in a few reads' protocols each), so its
 # effect is computed once and replayed.
-_effect_memo = Memo(1 << 18)
+_place_memo = Memo(1 << 18)
 
 
 class _Interpreter:
@@ -109,18 +119,20 @@ class _Interpreter:
         if isinstance(node, Assign):
             self.interpret(node, bound, guard)
             return
-        read, written = _touched(node)
-        key = (node, bound, guard, self.scoped, tuple((t, self.state.get(t)) for t in read),
-               tuple((t, self.enclosing.get(t)) for t in written))
-        self.replay(_effect_memo.get_or(key, lambda _: self.effect(node, bound, guard, read, written)), read)
+        place = _place_memo.get_or((node, bound, guard, self.scoped), lambda _: _Place(*_touched(node)))
+        context = (tuple(self.state.get(t) for t in place.read), tuple(self.enclosing.get(t) for t in place.written))
+        effect = place.effects.get(context)
+        if effect is None:
+            effect = place.effects[context] = self.effect(node, bound, guard, place.read, place.written)
+        self.replay(effect, place.read)
 
-    def effect(self, node: Stmt, bound: tuple[str, ...], guard: Pred, read: frozenset[str],
-               written: frozenset[str]) -> _Effect:
+    def effect(self, node: Stmt, bound: tuple[str, ...], guard: Pred, read: tuple[str, ...],
+               written: tuple[str, ...]) -> _Effect:
         """What interpreting `node` adds: its tasks, the nonzeros it writes (for a tensor it does not
         read, only what it adds, so that the effect holds whatever was written before) and the scopes its
         wheres open. The interpreter is left as it was."""
         state = {t: self.state.pop(t) for t in written if t in self.state}
-        self.state.update((t, state[t]) for t in written & read if t in state)
+        self.state.update((t, state[t]) for t in written if t in read and t in state)
         enclosing = {t: self.enclosing[t] for t in written if t in self.enclosing}
         start = len(self.tasks)
         self.interpret(node, bound, guard)
@@ -134,7 +146,7 @@ class _Interpreter:
         self.enclosing.update(enclosing)
         return effect
 
-    def replay(self, effect: _Effect, read: frozenset[str]) -> None:
+    def replay(self, effect: _Effect, read: tuple[str, ...]) -> None:
         """Apply `effect`: a written tensor that `node` also read takes its state after, any other adds
         it to what it held (∨ flattens, so this equals writing in place)."""
         self.tasks.extend(effect.tasks)
@@ -154,10 +166,10 @@ class _Interpreter:
             written = exists([b for b in bound if b not in kept], written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
-            for assign in assignments(node.producer):
-                self.state[assign.lhs.tensor] = FALSE
+            for temporary in _touched(node.producer)[1]:
+                self.state[temporary] = FALSE
                 if self.scoped:
-                    self.enclosing[assign.lhs.tensor] = bound
+                    self.enclosing[temporary] = bound
             self.statement(node.producer, bound, guard)
             self.statement(node.consumer, bound, guard)
         else:
