@@ -13,6 +13,10 @@ default) its state keeps those loops' indices free: in `∀i (… w(l) …) wher
 the consumer sees `w(l)` nonzero where `∃k B(i,k) ∧ C(k,l)` for the current `i`. The paper's Fig. 5
 quantifies every index but the modes away (`∃i,k B(i,k) ∧ C(k,l)`: nonzero for some row), which makes
 such row-at-a-time schedules look as costly as the union over all rows; `scoped=False` reproduces that.
+
+The interpretation of a loop or where depends only on the node, the bound indices, the guard, the states
+of the tensors it reads and the scopes of those it writes, so its effect (tasks added, nonzeros written,
+scopes opened) is memoised under that context and replayed where it recurs across a search's programs.
 """
 
 from __future__ import annotations

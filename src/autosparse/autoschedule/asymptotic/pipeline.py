@@ -31,7 +31,7 @@ from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
-from .sketch import Access, Stmt, reads
+from .sketch import Stmt, reads
 
 
 #: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
@@ -197,20 +197,17 @@ def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]],
     (`stored`: each sparse input's mode order; no transpose per call), then those with the fewest
     workspace dimensions. `select`'s picks for MTTKRP, TTMc and SDDMM are such nests, so a short limit
     finds the picks a whole search finds."""
-    transposed = sum(_loop_order(access.indices, loops) != _stored_order(access.indices, stored[access.tensor])
-                     for access, loops in _reads_in(shape, ()) if access.tensor in stored)
-    return transposed, sum(map(len, workspaces.values()))
+    return _transposed(shape, (), stored), sum(map(len, workspaces.values()))
 
 
-def _reads_in(stmt: Stmt, loops: tuple[str, ...]) -> Iterator[tuple[Access, tuple[str, ...]]]:
-    """Each read with the loops around it."""
+def _transposed(stmt: Stmt, loops: tuple[str, ...], stored: Mapping[str, tuple[int, ...]]) -> int:
+    """How many reads of sparse inputs in `stmt` (under `loops`) visit their modes out of stored order."""
     if isinstance(stmt, Forall):
-        yield from _reads_in(stmt.body, (*loops, stmt.index))
-    elif isinstance(stmt, Where):
-        yield from _reads_in(stmt.consumer, loops)
-        yield from _reads_in(stmt.producer, loops)
-    else:
-        yield from ((access, loops) for access in reads(stmt.rhs))
+        return _transposed(stmt.body, (*loops, stmt.index), stored)
+    if isinstance(stmt, Where):
+        return _transposed(stmt.consumer, loops, stored) + _transposed(stmt.producer, loops, stored)
+    return sum(_loop_order(access.indices, loops) != _stored_order(access.indices, stored[access.tensor])
+               for access in reads(stmt.rhs) if access.tensor in stored)
 
 
 # Cached: the same read under the same loops recurs across the thousands of shapes stage 7 sorts.
