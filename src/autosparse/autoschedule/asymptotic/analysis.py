@@ -102,7 +102,7 @@ class _Place:
 # A loop or where interpreted under the same bound indices, guard and states of what it reads recurs in
 # most programs of a search (the programs of a loop nest differ in a few reads' protocols each), so its
 # effect is computed once and replayed.
-_place_memo = Memo(1 << 18)
+_place_memo = Memo(1 << 16)
 
 
 class _Interpreter:
