@@ -13,15 +13,19 @@ default) its state keeps those loops' indices free: in `∀i (… w(l) …) wher
 the consumer sees `w(l)` nonzero where `∃k B(i,k) ∧ C(k,l)` for the current `i`. The paper's Fig. 5
 quantifies every index but the modes away (`∃i,k B(i,k) ∧ C(k,l)`: nonzero for some row), which makes
 such row-at-a-time schedules look as costly as the union over all rows; `scoped=False` reproduces that.
+
+The interpretation of a loop or where depends only on the node, the bound indices, the guard, the states
+of the tensors it reads and the scopes of those it writes, so its effect (tasks added, nonzeros written,
+scopes opened) is memoised under that context and replayed where it recurs across a search's programs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Mapping
 
-from ...cin.ast import Assign, Forall, Protocol, Where, assignments
+from ...cin.ast import Assign, Forall, Protocol, Where
 from ...cin.rewrite import without
 from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
 from .sketch import Access, Stmt, reads
@@ -43,7 +47,7 @@ class Task:
 def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
     interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped)
-    interpreter.statement(program, (), TRUE)
+    interpreter.interpret(program, (), TRUE)  # a whole program recurs only where the search memoises it
     return interpreter.tasks
 
 
@@ -61,6 +65,46 @@ def _nonzero(key: tuple) -> Pred:
 _nonzero_memo = Memo(1 << 18)
 
 
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    tasks: tuple[Task, ...]
+    state: tuple[tuple[str, Pred | None], ...]
+    enclosing: tuple[tuple[str, tuple[str, ...] | None], ...]
+
+
+def _touched(node: Stmt) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The tensors `node` reads, and those it writes, each once in program order."""
+    read: dict[str, None] = {}
+    written: dict[str, None] = {}
+    _collect_touched(node, read, written)
+    return tuple(read), tuple(written)
+
+
+def _collect_touched(node: Stmt, read: dict[str, None], written: dict[str, None]) -> None:
+    if isinstance(node, Assign):
+        written[node.lhs.tensor] = None
+        read.update(dict.fromkeys(a.tensor for a in reads(node.rhs)))
+    else:
+        for child in node.children():
+            _collect_touched(child, read, written)
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """A loop or where under given bound indices and guard: the tensors it reads and writes (in a fixed
+    order), and its effect per context (the states of what it reads, the scopes of what it writes)."""
+
+    read: tuple[str, ...]
+    written: tuple[str, ...]
+    effects: dict = field(default_factory=dict)
+
+
+# A loop or where interpreted under the same bound indices, guard and states of what it reads recurs in
+# most programs of a search (the programs of a loop nest differ in a few reads' protocols each), so its
+# effect is computed once and replayed.
+_place_memo = Memo(1 << 16)
+
+
 class _Interpreter:
     def __init__(self, state: dict[str, Pred], scoped: bool):
         self.state, self.scoped = state, scoped
@@ -74,6 +118,50 @@ class _Interpreter:
         return _nonzero_memo.get_or((pattern, access.indices, free), _nonzero)
 
     def statement(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
+        """Interpret `node`, replaying the effect of an equal loop or where met before in the same
+        context (bound indices, guard, the states of what it reads, the scopes of what it writes)."""
+        if isinstance(node, Assign):
+            self.interpret(node, bound, guard)
+            return
+        place = _place_memo.get_or((node, bound, guard, self.scoped), lambda _: _Place(*_touched(node)))
+        context = (tuple(self.state.get(t) for t in place.read), tuple(self.enclosing.get(t) for t in place.written))
+        effect = place.effects.get(context)
+        if effect is None:
+            effect = place.effects[context] = self.effect(node, bound, guard, place.read, place.written)
+        self.replay(effect, place.read)
+
+    def effect(self, node: Stmt, bound: tuple[str, ...], guard: Pred, read: tuple[str, ...],
+               written: tuple[str, ...]) -> _Effect:
+        """What interpreting `node` adds: its tasks, the nonzeros it writes (for a tensor it does not
+        read, only what it adds, so that the effect holds whatever was written before) and the scopes its
+        wheres open. The interpreter is left as it was."""
+        state = {t: self.state.pop(t) for t in written if t in self.state}
+        self.state.update((t, state[t]) for t in written if t in read and t in state)
+        enclosing = {t: self.enclosing[t] for t in written if t in self.enclosing}
+        start = len(self.tasks)
+        self.interpret(node, bound, guard)
+        effect = _Effect(tuple(self.tasks[start:]), tuple((t, self.state.get(t)) for t in written),
+                         tuple((t, self.enclosing.get(t)) for t in written))
+        del self.tasks[start:]
+        for t in written:
+            self.state.pop(t, None)
+            self.enclosing.pop(t, None)
+        self.state.update(state)
+        self.enclosing.update(enclosing)
+        return effect
+
+    def replay(self, effect: _Effect, read: tuple[str, ...]) -> None:
+        """Apply `effect`: a written tensor that `node` also read takes its state after, any other adds
+        it to what it held (∨ flattens, so this equals writing in place)."""
+        self.tasks.extend(effect.tasks)
+        for t, pred in effect.state:
+            if pred is not None:
+                self.state[t] = pred if t in read else disj(self.state.get(t, FALSE), pred)
+        for t, scope in effect.enclosing:
+            if scope is not None:
+                self.enclosing[t] = scope
+
+    def interpret(self, node: Stmt, bound: tuple[str, ...], guard: Pred) -> None:
         if isinstance(node, Assign):
             self.tasks.append(Task(bound, guard, frozenset({node.lhs.tensor, *(a.tensor for a in reads(node.rhs))})))
             lhs = node.lhs
@@ -82,10 +170,10 @@ class _Interpreter:
             written = exists([b for b in bound if b not in kept], written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
-            for assign in assignments(node.producer):
-                self.state[assign.lhs.tensor] = FALSE
+            for temporary in _touched(node.producer)[1]:
+                self.state[temporary] = FALSE
                 if self.scoped:
-                    self.enclosing[assign.lhs.tensor] = bound
+                    self.enclosing[temporary] = bound
             self.statement(node.producer, bound, guard)
             self.statement(node.consumer, bound, guard)
         else:

@@ -40,6 +40,14 @@ class Cost:
                 kept.append(query)
         return Cost(tuple(sorted(kept, key=lambda q: (q.dims, q.atoms))))
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        """Kept: a cost keys the frontier's and the search's dictionaries for every program."""
+        return hash(self.queries)
+
     def __le__(self, other: "Cost") -> bool:
         """Contained on every input: each of our queries inside one of theirs."""
         return all(any(contained(p, q) for q in other.queries) for p in self.queries)
@@ -84,6 +92,10 @@ class CostModel:
     scoped: bool = True
 
     def __hash__(self) -> int:
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
         return hash((tuple(self.sparse.items()), self.indices, self.sunk, self.scoped))
 
     def cost(self, program: Stmt) -> Cost:

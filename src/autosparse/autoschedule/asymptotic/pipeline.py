@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import islice, repeat
 from math import factorial
 from typing import Callable, Iterable, Iterator, Mapping
@@ -30,13 +31,24 @@ from .frontier import Frontier, Tradeoff
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
-from .sketch import Access, Stmt, reads
+from .sketch import Stmt, reads
 
 
 #: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
 #: (a few seconds' work; every paper kernel has under 3,000), so stages 5-6 count exactly whatever the
 #: limit; past it (4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
 NAMED_IN_FULL = 100_000
+
+
+@dataclass(eq=False)
+class _Shape:
+    """A named loop nest (stage 5), kept as one record: a nest is a deep tree, and hashing it again for
+    each of stages 5-7's lookups was a third of TTMc's work before its first program is costed."""
+
+    program: Stmt
+    workspaces: dict[str, tuple[str, ...]]  # each workspace's indices
+    copies: int = 0  # how often it arises (the paper counts every copy)
+    choices: int = 0  # its protocol assignments (stage 6)
 
 
 @dataclass
@@ -86,15 +98,17 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("1 expression rewrites", len(rewrites(rhs)))
     nests, scopes = groupings(lhs, rhs, reduce)
     stage("2 where groupings", len(nests))
-    stage("3 forall nestings", nestings(nests, frozenset(indices), scopes))
+    if time_limit is None:
+        stage("3 forall nestings", nestings(nests, frozenset(indices), scopes))
+    else:  # only a statistic, and a fifth of TTMc's work before its first program is costed
+        stage("3 forall nestings (not counted under a time limit)", 0)
     taken = {a.tensor for a in (assignment.lhs, *operands)}
     depth, shallow = _shallowest_valid(
         lambda limit: [p for nest in nests for p in placements(nest, frozenset(indices), scopes, limit=limit)],
         len(indices), lambda tree: bound_everywhere(named(next(orders(tree)), taken, reduce, scopes)[0]))
     orderings = sum(_orderings(tree) for tree in shallow)
     stage(f"4 minimum depth ({depth})", orderings)
-    shapes: dict[Stmt, dict[str, tuple[str, ...]]] = {}  # program -> its workspaces' indices
-    copies: dict[Stmt, int] = {}  # how often each program arises (the paper counts every copy)
+    shapes: dict[Stmt, _Shape] = {}
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     deadline = None if time_limit is None else began + time_limit
     naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL else began + time_limit / 2
@@ -107,16 +121,17 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
         if taco and (len(workspaces) > 1 or any(len(ix) > 1 for ix in workspaces.values())
                      or not taco_runs(program, result, sparse_result)):
             continue
-        shapes.setdefault(program, workspaces)
+        shape = shapes.setdefault(program, _Shape(program, workspaces))
         # Pigeon.jl's TACO mode also offers a scalar workspace's read both protocols, two copies of
         # one program, and counts both.
         scalars = sum(not ix for ix in workspaces.values()) if taco else 0
-        copies[program] = copies.get(program, 0) + 2 ** scalars
+        shape.copies += 2 ** scalars
     stage("5 named workspaces" + ("" if named_all else " (cut short)"), len(shapes))
-    choices = {s: protocol_choices(s, set(sparse), set(w), taco) for s, w in shapes.items()}
-    total = sum(choices.values())
+    for shape in shapes.values():
+        shape.choices = protocol_choices(shape.program, set(sparse), set(shape.workspaces), taco)
+    total = sum(shape.choices for shape in shapes.values())
     stage("6 protocols (min-depth schedules)", total)
-    stage("6 the same, counting each copy (the paper's count)", sum(n * copies[s] for s, n in choices.items()))
+    stage("6 the same, counting each copy (the paper's count)", sum(shape.choices * shape.copies for shape in shapes.values()))
 
     model = CostModel(sparse, indices, sunk, scoped=not paper)
     by_cost: dict[Tradeoff, list[Stmt]] = {}
@@ -125,8 +140,10 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     processed = 0
     frontier = Frontier()
     beaten: set[Cost] = set()  # costs a member needing no hash table beats: their hash levels do not matter
-    promising = sorted(shapes, key=lambda shape: _promise(shape, shapes[shape], formats))
-    streams = [zip(repeat(shape), protocolised(shape, set(sparse), set(shapes[shape]), taco)) for shape in promising]
+    stored = {name: formats[name].mode_order for name in sparse}
+    promising = sorted(shapes.values(), key=lambda shape: _promise(shape.program, shape.workspaces, stored))
+    streams = [zip(repeat(shape), protocolised(shape.program, set(sparse), set(shape.workspaces), taco))
+               for shape in promising]
     for shape, program in _favouring_first(streams):
         if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
@@ -136,7 +153,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
         if not reads_agree(program):
             continue
         cost = costs[program] = model.cost(program)
-        multiplicity[program] = copies[shape]
+        multiplicity[program] = shape.copies
         unhashed = paper or _beaten_without_hashing(cost, frontier, beaten)
         key = Tradeoff(cost, 0 if unhashed else hashed_levels(program, formats, result))
         if key not in by_cost:
@@ -174,33 +191,34 @@ def _shallowest_valid(placed: Callable[[int], list[tuple[Stmt, int]]], deepest: 
     raise AssertionError("the nest with every loop outside all statements is always valid")
 
 
-def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]], formats: Mapping[str, Format]) -> tuple[int, int]:
+def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]],
+             stored: Mapping[str, tuple[int, ...]]) -> tuple[int, int]:
     """What a search cut short takes first: nests that read every sparse input in its stored mode order
-    (no transpose per call), then those with the fewest workspace dimensions. `select`'s picks for
-    MTTKRP, TTMc and SDDMM are such nests, so a short limit finds the picks a whole search finds."""
-    transposed = sum(_loop_order(access, loops) != _stored_order(access, formats[access.tensor])
-                     for access, loops in _reads_in(shape, ())
-                     if access.tensor in formats and not formats[access.tensor].is_dense)
-    return transposed, sum(map(len, workspaces.values()))
+    (`stored`: each sparse input's mode order; no transpose per call), then those with the fewest
+    workspace dimensions. `select`'s picks for MTTKRP, TTMc and SDDMM are such nests, so a short limit
+    finds the picks a whole search finds."""
+    return _transposed(shape, (), stored), sum(map(len, workspaces.values()))
 
 
-def _reads_in(stmt: Stmt, loops: tuple[str, ...]) -> Iterator[tuple[Access, tuple[str, ...]]]:
-    """Each read with the loops around it."""
+def _transposed(stmt: Stmt, loops: tuple[str, ...], stored: Mapping[str, tuple[int, ...]]) -> int:
+    """How many reads of sparse inputs in `stmt` (under `loops`) visit their modes out of stored order."""
     if isinstance(stmt, Forall):
-        yield from _reads_in(stmt.body, (*loops, stmt.index))
-    elif isinstance(stmt, Where):
-        yield from _reads_in(stmt.consumer, loops)
-        yield from _reads_in(stmt.producer, loops)
-    else:
-        yield from ((access, loops) for access in reads(stmt.rhs))
+        return _transposed(stmt.body, (*loops, stmt.index), stored)
+    if isinstance(stmt, Where):
+        return _transposed(stmt.consumer, loops, stored) + _transposed(stmt.producer, loops, stored)
+    return sum(_loop_order(access.indices, loops) != _stored_order(access.indices, stored[access.tensor])
+               for access in reads(stmt.rhs) if access.tensor in stored)
 
 
-def _loop_order(access: Access, loops: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted(dict.fromkeys(access.indices), key=loops.index))
+# Cached: the same read under the same loops recurs across the thousands of shapes stage 7 sorts.
+@lru_cache(maxsize=1 << 14)
+def _loop_order(indices: tuple[str, ...], loops: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(dict.fromkeys(indices), key=loops.index))
 
 
-def _stored_order(access: Access, fmt: Format) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(access.indices[mode] for mode in fmt.mode_order))
+@lru_cache(maxsize=1 << 10)
+def _stored_order(indices: tuple[str, ...], mode_order: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(indices[mode] for mode in mode_order))
 
 
 def _interleaved(streams: Iterable[Iterator]) -> Iterator:

@@ -40,10 +40,18 @@ def protocolised(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool)
 
 
 def protocol_choices(stmt: Stmt, sparse: set[str], workspaces: set[str], taco: bool) -> int:
-    """How many programs `protocolised` yields, without building them."""
-    slots: list[list[tuple[str, ...]]] = []
-    _collect(stmt, (), sparse, workspaces, taco, slots)
-    return prod(len(options) for options in slots)
+    """How many programs `protocolised` yields, without building them or their options (stage 6
+    counts every shape's before any program is costed)."""
+    return prod(_option_count(access, sparse, workspaces, taco) for access in _reads_of(stmt))
+
+
+def _option_count(access: Access, sparse: set[str], workspaces: set[str], taco: bool) -> int:
+    """How many options `_read_options` gives `access`."""
+    if access.tensor in workspaces:
+        return 1 if taco else 2 ** len(access.indices)
+    if access.tensor not in sparse:
+        return 1
+    return 2 if taco else 2 ** len(access.indices)
 
 
 def _read_options(access: Access, loops: tuple[str, ...], sparse, workspaces, taco):

@@ -204,6 +204,14 @@ class Query:
             labels[n] = var
         return Query(tuple(d for _, d in head), canonical, tuple(labels))
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        """Kept: a query keys the containment memo on every comparison (a million in SpGEMM2's search)."""
+        return hash((self.dims, self.atoms))
+
     @property
     def head_size(self) -> int:
         return len(self.dims)
