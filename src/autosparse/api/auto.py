@@ -35,7 +35,7 @@ from .kernel import Kernel
 #: The searches (both models' together, under model="auto") stop after this many seconds (the frontier of
 #: the programs taken is still a frontier of valid schedules; only searches of four or more factors, and
 #: SparseAuto's of five, reach it).
-SEARCH_SECONDS = 2.0  # enough for the pick of the whole search: docs/notes/autoschedule-search.md
+SEARCH_SECONDS = 1.0  # the whole search's pick at 0.3-1 s on a loaded machine: docs/notes/autoschedule-search.md
 
 
 @dataclass
