@@ -12,13 +12,16 @@ the sketch promised, and the part of that work which builds hash-table temporari
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
 loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
 row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
-into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). What a task set cannot
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). Writing a temporary of
+one index stored dense goes through the lowering's list workspace (a mark checked, a coordinate listed,
+the list sorted), LIST_WEIGHT times (`Candidate.list_write_cost`): where a register or a dense array of
+more indices would do, it is the difference between TTMc's programs. What a task set cannot
 see is priced on the operands too: reformatting each operand the candidate reads in another format, on
 every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
 workspace of two or more dimensions over its whole extent each time its `where` runs
 (`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
-dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
-(`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
+dense operand larger than the private caches out of stride, STRIDE_WEIGHT times, and a dense temporary
+of any size out of stride, TEMPORARY_STRIDE_WEIGHT times (`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
 its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
 autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
 percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
@@ -70,9 +73,21 @@ PROBE_WEIGHT = 3
 CONVERSION_WEIGHT = 20
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
 #: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
-#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the
+#: the line in use would do (MTTKRP's factor matrices read down a column). Only operands larger than the
 #: private caches pay it: a smaller one keeps its lines there.
 STRIDE_WEIGHT = 4
+#: What an access to a dense temporary out of stride costs, in array tasks, whatever its size: it is
+#: written, so the loop around it does not vectorise and each write dirties a line of its own. Measured on
+#: TTMc (uniform 126^3, 2·10^4 entries, ranks 16; `w0(i,·,·)`, 258 KB, inside L2), least of 5 runs:
+#: 2.9 M writes down `m` 1.94 ms against 0.99 ms along `m` for the same task sets (+0.33 ns a write,
+#: 0.26 ns a task).
+TEMPORARY_STRIDE_WEIGHT = 2
+#: What a write into a one-index dense temporary costs, in array tasks: the lowering's list workspace
+#: checks a generation mark, lists the coordinates written first and sorts them for the consumer, and
+#: the branch keeps the loop around the write scalar. Measured on TTMc (uniform 126^3, 2·10^4 entries,
+#: ranks 16), least of 5 runs, against the same task sets written in place along `m` (0.99-1.02 ms):
+#: 2.9 M writes into `w0(m)` 2.9-5.6 ms, 0.65-1.6 ns a write more than a task's 0.26 ns.
+LIST_WEIGHT = 3
 #: Bytes per element of a dense workspace, for the memory limit (float64 values).
 VALUE_BYTES = 8
 
@@ -156,9 +171,10 @@ def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
-    times and those that access dense tensors larger than the private caches out of stride
-    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting
-    the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
+    times, writes into list workspaces LIST_WEIGHT times (`Candidate.list_write_cost`), and accesses out
+    of stride to dense operands larger than the private caches STRIDE_WEIGHT times and to dense
+    temporaries TEMPORARY_STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense
+    workspaces and reformatting the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
     the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
@@ -176,9 +192,10 @@ def _estimator(front, operands: Mapping[str, object]):
         reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
                           for name, fmt in cand.transposes.items())
         return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
-                + (PROBE_WEIGHT - 1) * size(cand.probe_cost)
-                + (STRIDE_WEIGHT - 1) * sum(size(cost) for name, cost in cand.scattered_costs.items()
-                                            if name in uncached)
+                + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (LIST_WEIGHT - 1) * size(cand.list_write_cost)
+                + sum(((TEMPORARY_STRIDE_WEIGHT if name in cand.dense_temporaries else STRIDE_WEIGHT) - 1)
+                      * size(cost) for name, cost in cand.scattered_costs.items()
+                      if name in uncached or name in cand.dense_temporaries)
                 + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
 
     return work
