@@ -7,13 +7,16 @@ front ranked by `select.ranking` and timed, estimate beside time per candidate.
 Timed: the tied set (`tiebreak.tied`), the --top best by estimate and a stratified sample of the rest
 (--sample, equal rank bands), each compiled with `front.kernel(cand)` on operands already converted to
 the candidate's formats (as the autotune suite times them; the conversion's own seconds are shown
-apart) in a forked child with a time limit, --rounds times in turn (the least kept). The summary line gives what picks3 tracks: the first tied
-candidate's time over the fastest timed, and whether the fastest is in the tied set.
+apart) in a forked child with a time limit, --rounds times in turn (the least kept). With --json the
+rows are written out too, to compare two versions of the cost model by CIN. The summary line gives
+what picks3 tracks: the first tied candidate's time over the fastest timed, and whether the fastest is
+in the tied set.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 import numpy as np
@@ -90,6 +93,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="times each candidate is timed (the least kept)")
     parser.add_argument("--limit", type=float, default=1.0, help="seconds a candidate's call may take")
     parser.add_argument("--cin", type=int, default=110, help="characters of each CIN shown (0: all)")
+    parser.add_argument("--json", help="also write the rows here (rank, tied, estimate, seconds, CIN)")
     args = parser.parse_args()
 
     case = CASES[args.kernel]
@@ -112,6 +116,11 @@ def main():
         text = str(cand.cin) if not args.cin else str(cand.cin)[:args.cin]
         print(f"{n:5d} {'T' if is_tied else ' '} {cand.found_by[:4]:4} est {work:11.4g} {shown} {ratio}"
               f" conv {converting * 1e3:7.2f} ms  {text}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"kernel": args.kernel, "input": label, "rows": [
+                {"rank": n, "tied": is_tied, "estimate": work, "seconds": seconds, "model": cand.found_by,
+                 "cin": str(cand.cin)} for n, work, cand, seconds, _, is_tied in rows]}, out, indent=0)
     first = next((s for *_, s, _, t in rows if t), None)
     best_row = min((r for r in rows if isinstance(r[3], float)), key=lambda r: r[3], default=None)
     if isinstance(first, float) and best_row:

@@ -109,6 +109,13 @@ class Costed:
         return {name: self._cost_of(task for task in self._tasks if (task.head, task.tensors) in assigned)
                 for name, assigned in found.items()}
 
+    @cached_property
+    def temporary_indices(self) -> dict[str, tuple[str, ...]]:
+        """Each temporary's indices, as the CIN writes it (what sizes a dense one)."""
+        temporaries = set(self.temporaries)
+        return {assign.lhs.tensor: tuple(assign.lhs.indices)
+                for _, assign in _assigned(self._realised.running, ()) if assign.lhs.tensor in temporaries}
+
     @property
     def dense_temporaries(self) -> dict[str, Format]:
         """The temporaries stored as dense arrays of two or more indices (written in place, unlike a list

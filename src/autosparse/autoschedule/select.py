@@ -15,15 +15,15 @@ row after row through dense vectors). Locating into an operand stored with a has
 into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). Writing a temporary of
 one index stored dense goes through the lowering's list workspace (a mark checked, a coordinate listed,
 the list sorted), LIST_WEIGHT times (`Candidate.list_write_cost`): where a register or a dense array of
-more indices would do, it is the difference between TTMc's programs. What a task set cannot
-see is priced on the operands too: reformatting each operand the candidate reads in another format, on
-every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
+more indices would do, it is the difference between TTMc's programs. What a task set cannot see is
+priced on the operands too: reformatting each operand the candidate reads in another format, on every
+call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
 workspace of two or more dimensions over its whole extent each time its `where` runs
 (`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
-dense operand larger than the private caches out of stride, STRIDE_WEIGHT times, and a dense temporary
-of any size out of stride, TEMPORARY_STRIDE_WEIGHT times (`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
-its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
-autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
+dense tensor (an operand or a temporary) out of stride, STRIDE_WEIGHT times where it outgrows the
+private caches and CACHED_STRIDE_WEIGHT times where it fits them (`Candidate.scattered_costs`). The
+default schedule competes too (`Candidates.default`, estimated by its CIN as its lowering runs it), so a
+pick is never a guess against what the user gets without autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
 percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
 them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
 temporaries (a workspace written and read back does the same work twice, which a union of task sets
@@ -72,16 +72,17 @@ PROBE_WEIGHT = 3
 #: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
 CONVERSION_WEIGHT = 20
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
-#: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
-#: the line in use would do (MTTKRP's factor matrices read down a column). Only operands larger than the
-#: private caches pay it: a smaller one keeps its lines there.
+#: sparse operand's coordinates), in array tasks that stream: for a tensor larger than the private
+#: caches, a new cache line from memory where the next element of the line in use would do (MTTKRP's
+#: factor matrices read down a column).
 STRIDE_WEIGHT = 4
-#: What an access to a dense temporary out of stride costs, in array tasks, whatever its size: it is
-#: written, so the loop around it does not vectorise and each write dirties a line of its own. Measured on
-#: TTMc (uniform 126^3, 2·10^4 entries, ranks 16; `w0(i,·,·)`, 258 KB, inside L2), least of 5 runs:
-#: 2.9 M writes down `m` 1.94 ms against 0.99 ms along `m` for the same task sets (+0.33 ns a write,
-#: 0.26 ns a task).
-TEMPORARY_STRIDE_WEIGHT = 2
+#: The same for a dense tensor that fits the private caches: its lines stay there, but the loop does not
+#: vectorise, and a temporary written so dirties a line a write. Measured on TTMc (uniform 126^3, 2·10^4
+#: entries, ranks 16; `w0(i,·,·)`, 258 KB, inside L2), least of 5 runs: 2.9 M writes down `m` 1.94 ms
+#: against 0.99 ms along `m` for the same task sets (+0.33 ns a write, 0.26 ns a task); SA2 on
+#: CollegeMsg: `∀l ∀j w0(l) += E(j,l) * w1(j)` (E 486 KB, read down its column) 1.6 ms against 1.0 ms
+#: for `∀j ∀l w0(i,l) += E(j,l) * w1()`.
+CACHED_STRIDE_WEIGHT = 2
 #: What a write into a one-index dense temporary costs, in array tasks: the lowering's list workspace
 #: checks a generation mark, lists the coordinates written first and sorts them for the consumer, and
 #: the branch keeps the loop around the write scalar. Measured on TTMc (uniform 126^3, 2·10^4 entries,
@@ -172,8 +173,8 @@ def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
     times, writes into list workspaces LIST_WEIGHT times (`Candidate.list_write_cost`), and accesses out
-    of stride to dense operands larger than the private caches STRIDE_WEIGHT times and to dense
-    temporaries TEMPORARY_STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense
+    of stride to dense tensors STRIDE_WEIGHT times, or CACHED_STRIDE_WEIGHT times for a tensor that fits
+    the private caches (`Candidate.scattered_costs`); plus clearing its dense
     workspaces and reformatting the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
     the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
@@ -181,8 +182,10 @@ def _estimator(front, operands: Mapping[str, object]):
     indices = {a.tensor: tuple(i.name for i in a.indices)
                for a in (front.assignment.lhs, *accesses(front.assignment.rhs))}
     limit = memory_limit()
-    uncached = {name for name, ix in indices.items()
-                if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes()}
+
+    def stride_weight(ix: tuple[str, ...]) -> int:
+        return STRIDE_WEIGHT if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes() \
+            else CACHED_STRIDE_WEIGHT
 
     def work(cand) -> float:
         cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
@@ -193,9 +196,8 @@ def _estimator(front, operands: Mapping[str, object]):
                           for name, fmt in cand.transposes.items())
         return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
                 + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (LIST_WEIGHT - 1) * size(cand.list_write_cost)
-                + sum(((TEMPORARY_STRIDE_WEIGHT if name in cand.dense_temporaries else STRIDE_WEIGHT) - 1)
-                      * size(cost) for name, cost in cand.scattered_costs.items()
-                      if name in uncached or name in cand.dense_temporaries)
+                + sum((stride_weight(indices.get(name) or cand.temporary_indices[name]) - 1) * size(cost)
+                      for name, cost in cand.scattered_costs.items())
                 + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
 
     return work
