@@ -225,17 +225,23 @@ TTMC = "A(l,m,n) = B(i,j,k) * C(i,l) * D(j,m) * E(k,n)"
 TTMC_FORMATS = {"B": "dss", "C": "dd", "D": "dd", "E": "dd", "A": "ddd"}
 #: Three TTMc programs with the same task sets that the lowering runs differently: `w0(m)` a list
 #: workspace (a mark checked on every write), `w0(i,n,m)` a dense array written along its last mode,
-#: `w0(i,m,n)` the same array written down `m`, out of stride; and one whose only list workspace sums
-#: over an inner loop its index leaves out.
+#: `w0(i,m,n)` the same array written down `m`, out of stride; one whose only list workspace sums over
+#: an inner loop its index leaves out; and one that reads B in another mode order.
 TTMC_PROGRAMS = {
-    "listed": ("∀i ∀n where(∀l ∀m A(l,m,n) += C(i@locate,l@locate) * w0(m@locate), where(∀j ∀m w0(m) += "
-               "D(j@locate,m@locate) * w1(j), ∀j ∀k w1(j) += B(i,j,k) * E(k@locate,n@locate)))", {"w0": "d", "w1": "d"}),
-    "along": ("where(∀i ∀l ∀n ∀m A(l,m,n) += C(i@locate,l@locate) * w0(i,n,m@locate), ∀i ∀j ∀n where(∀m w0(i,n,m) "
-              "+= D(j@locate,m@locate) * w1(), ∀k w1() += B(i,j,k) * E(k@locate,n@locate)))", {"w0": "ddd", "w1": ""}),
-    "down": ("where(∀i ∀l ∀m ∀n A(l,m,n) += C(i@locate,l@locate) * w0(i,m,n@locate), ∀i ∀j ∀n where(∀m w0(i,m,n) "
-             "+= D(j@locate,m@locate) * w1(), ∀k w1() += B(i,j,k) * E(k@locate,n@locate)))", {"w0": "ddd", "w1": ""}),
+    "listed": ("∀i ∀n where(∀l ∀m A(l,m,n) += C(i@locate,l@locate) * w0(m@locate), "
+               "where(∀j ∀m w0(m) += D(j@locate,m@locate) * w1(j), ∀j ∀k w1(j) += B(i,j,k) * E(k@locate,n@locate)))",
+               {"w0": "d", "w1": "d"}),
+    "along": ("where(∀i ∀l ∀n ∀m A(l,m,n) += C(i@locate,l@locate) * w0(i,n,m@locate), "
+              "∀i ∀j ∀n where(∀m w0(i,n,m) += D(j@locate,m@locate) * w1(), ∀k w1() += B(i,j,k) * E(k@locate,n@locate)))",
+              {"w0": "ddd", "w1": ""}),
+    "down": ("where(∀i ∀l ∀m ∀n A(l,m,n) += C(i@locate,l@locate) * w0(i,m,n@locate), "
+             "∀i ∀j ∀n where(∀m w0(i,m,n) += D(j@locate,m@locate) * w1(), ∀k w1() += B(i,j,k) * E(k@locate,n@locate)))",
+             {"w0": "ddd", "w1": ""}),
     "summed": ("∀i ∀n where(∀j ∀m ∀l A(l,m,n) += C(i@locate,l@locate) * D(j@locate,m@locate) * w1(j), "
                "∀j ∀k w1(j) += B(i,j,k) * E(k@locate,n@locate))", {"w1": "d"}),
+    "transposed": ("where(∀k ∀m ∀l ∀n A(l,m,n) += E(k@locate,n@locate) * w0(k,m@locate,l@locate), "
+                   "∀i ∀k ∀m where(∀l w0(k,m,l) += C(i@locate,l@locate) * w1(), ∀j w1() += B(i,j,k) * D(j@locate,m@locate)))",
+                   {"B": "s0s2s1", "w0": "ddd", "w1": ""}),
 }
 
 
@@ -282,10 +288,11 @@ def test_list_workspace_writes_and_temporaries_written_out_of_stride_rank_below_
     assert work(along) < work(down) < work(listed)
     assert size(down.running_cost) == size(along.running_cost)  # the difference is the strided accesses alone
 
-    def strided(cand):
+    def strided(cand):  # every tensor fits the private caches
         return sum(size(cost) for cost in cand.scattered_costs.values())
 
-    assert work(down) - work(along) == pytest.approx((selection.CACHED_STRIDE_WEIGHT - 1) * (strided(down) - strided(along)))
+    assert work(down) - work(along) == pytest.approx(
+        (selection.CACHED_STRIDE_WEIGHT - 1) * (strided(down) - strided(along)))
 
 
 def test_a_sum_into_a_list_workspace_is_written_once_per_coordinate(ttmc_programs):
@@ -305,3 +312,20 @@ def test_the_three_ttmc_programs_compute_numpys_values(ttmc_programs, side, rank
     for cand in programs.values():
         got = asp.compile(TTMC, formats={"B": "dss"}, schedule=cand)(**operands)
         np.testing.assert_allclose(densified(got), expected, atol=1e-12)
+
+
+def test_reformatting_a_three_mode_operand_costs_more_an_entry_than_a_matrix(ttmc_programs, monkeypatch):
+    """A TTMc program that reads B in another mode order pays TENSOR_CONVERSION_FACTOR times a matrix's
+    price an entry (a sort on all coordinates, not a count into columns): what kept such programs, timed
+    on B converted beforehand, from looking cheap next to those that read B as given."""
+    holder, programs = ttmc_programs
+    transposed = programs["transposed"]
+    assert set(transposed.transposes) == {"B"} and not any(c.transposes for n, c in programs.items() if n != "transposed")
+    operands = ttmc_operands(20, 4, 400)
+    work = selection._estimator(holder, operands)
+    priced = {name: work(cand) for name, cand in programs.items()}
+    monkeypatch.setattr(selection, "TENSOR_CONVERSION_FACTOR", 1)
+    as_matrix = {name: work(cand) for name, cand in programs.items()}
+    entries = operands["B"].nnz + operands["B"].shape[0]  # and a pointer per slice of the first mode stored
+    assert priced["transposed"] - as_matrix["transposed"] == pytest.approx(3 * selection.CONVERSION_WEIGHT * entries)
+    assert all(priced[name] == as_matrix[name] for name in programs if name != "transposed")

@@ -39,7 +39,8 @@ def operands_of(name, number, args):
 
 def chosen_for_timing(ranked, tied, top, sample):
     """Indices into `ranked`: the tied ones, the `top` best, one from each of `sample` rank bands."""
-    keep = {n for n, (_, cand) in enumerate(ranked) if any(cand is t for t in tied)} | set(range(min(top, len(ranked))))
+    keep = {n for n, (_, cand) in enumerate(ranked) if any(cand is t for t in tied)}
+    keep |= set(range(min(top, len(ranked))))
     rest = [n for n in range(len(ranked)) if n not in keep]
     for band in np.array_split(np.asarray(rest, dtype=int), min(sample, len(rest))) if rest and sample else []:
         keep.add(int(band[0]))

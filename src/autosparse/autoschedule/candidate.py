@@ -100,11 +100,13 @@ class Costed:
         mode other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last
         one but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
         accesses it so: where the tensor outgrows the cache, each such access fetches a cache line,
-        where a loop over the whole last mode streams through the line in use; and a temporary written
-        so keeps the loop from vectorising (TTMc's `∀m w0(i,m,n) += …` against `∀m w0(i,n,m) += …`).
-        A temporary counts in the order the CIN stores it."""
+        where a loop over the whole last mode streams through the line in use; where it fits the cache,
+        the loop does not vectorise, and a temporary written so dirties a line a write (TTMc's
+        `∀m w0(i,m,n) += …` against `∀m w0(i,n,m) += …`). A temporary counts in the order the CIN
+        stores it."""
         found: dict[str, set] = {}
-        for name, loops, assign in _scattered(self._realised.running, {**self.user_formats, **self.dense_temporaries}):
+        formats = {**self.user_formats, **self.dense_temporaries}
+        for name, loops, assign in _scattered(self._realised.running, formats):
             found.setdefault(name, set()).add(_task_of(loops, assign))
         return {name: self._cost_of(task for task in self._tasks if (task.head, task.tensors) in assigned)
                 for name, assigned in found.items()}

@@ -2,11 +2,11 @@
 ties run (`tiebreak`).
 
 Each candidate's cost is a union of conjunctive queries; on actual operands each query has a size: the
-number of distinct head tuples for which some binding of the other variables makes every atom true.
-That size is computed exactly where it is cheap — a variable only one atom mentions is projected away,
-atoms over the same variables are intersected, a join is counted from per-key multiplicities when no
-variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
-operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
+number of distinct head tuples for which some binding of the other variables makes every atom true. That
+size is computed exactly where it is cheap — a variable only one atom mentions is projected away, atoms
+over the same variables are intersected, a join is counted from per-key multiplicities when no variable
+is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same operands
+give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
 (`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
 the sketch promised, and the part of that work which builds hash-table temporaries weighs TABLE_WEIGHT
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
@@ -17,18 +17,19 @@ one index stored dense goes through the lowering's list workspace (a mark checke
 the list sorted), LIST_WEIGHT times (`Candidate.list_write_cost`): where a register or a dense array of
 more indices would do, it is the difference between TTMc's programs. What a task set cannot see is
 priced on the operands too: reformatting each operand the candidate reads in another format, on every
-call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
-workspace of two or more dimensions over its whole extent each time its `where` runs
-(`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
-dense tensor (an operand or a temporary) out of stride, STRIDE_WEIGHT times where it outgrows the
-private caches and CACHED_STRIDE_WEIGHT times where it fits them (`Candidate.scattered_costs`). The
-default schedule competes too (`Candidates.default`, estimated by its CIN as its lowering runs it), so a
-pick is never a guess against what the user gets without autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
+call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry, TENSOR_CONVERSION_FACTOR
+times that for a tensor of three or more modes); clearing each dense workspace of two or more dimensions
+over its whole extent each time its `where` runs (`Candidate.dense_workspaces`), and refusing (ranking
+last) one past the memory limit; and accessing a dense tensor (an operand or a temporary) out of stride,
+STRIDE_WEIGHT times where it outgrows the private caches and CACHED_STRIDE_WEIGHT times where it fits
+them (`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated
+by its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
+autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
 percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
-them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
-temporaries (a workspace written and read back does the same work twice, which a union of task sets
-cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
-class of the operands (`ranking`).
+them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer
+hashed levels, then fewer temporaries (a workspace written and read back does the same work twice, which
+a union of task sets cannot see), then fewer operands to reformat. The ranking itself is computed once
+per front and size class of the operands (`ranking`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ PROBE_WEIGHT = 3
 #: random place. Measured: CSR -> CSC of a uniform 2^17 x 2^17 matrix with 1 M entries, 45 ns an entry
 #: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
 CONVERSION_WEIGHT = 20
+#: How many times dearer an entry of a tensor of three or more modes is to reformat than a matrix's: it
+#: is sorted on all its coordinates rather than counted into columns. Measured on uniform tensors against
+#: CSR -> CSC of a matrix with as many entries: 71 against 3.3 ns an entry at 2·10^4 entries, 369 against
+#: 56 ns at 10^6; 4 stays under both.
+TENSOR_CONVERSION_FACTOR = 4
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
 #: sparse operand's coordinates), in array tasks that stream: for a tensor larger than the private
 #: caches, a new cache line from memory where the next element of the line in use would do (MTTKRP's
@@ -173,10 +179,10 @@ def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
     times, writes into list workspaces LIST_WEIGHT times (`Candidate.list_write_cost`), and accesses out
-    of stride to dense tensors STRIDE_WEIGHT times, or CACHED_STRIDE_WEIGHT times for a tensor that fits
-    the private caches (`Candidate.scattered_costs`); plus clearing its dense
-    workspaces and reformatting the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
-    the memory limit costs infinitely much."""
+    of stride to dense tensors STRIDE_WEIGHT times, or CACHED_STRIDE_WEIGHT times for one that fits the
+    private caches (`Candidate.scattered_costs`); plus clearing its dense workspaces and
+    reformatting the operands it reads in another format, on every call. A candidate whose dense
+    workspaces would pass the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
     indices = {a.tensor: tuple(i.name for i in a.indices)
@@ -192,7 +198,8 @@ def _estimator(front, operands: Mapping[str, object]):
                    for runs, dims in cand.dense_workspaces]
         if any(VALUE_BYTES * elements > limit for _, elements in cleared):
             return math.inf
-        reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
+        reformatted = sum((len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]])
+                          * (TENSOR_CONVERSION_FACTOR if len(indices[name]) > 2 else 1)
                           for name, fmt in cand.transposes.items())
         return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
                 + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (LIST_WEIGHT - 1) * size(cand.list_write_cost)
