@@ -141,7 +141,7 @@ def test_the_joint_pick_has_the_least_estimate_of_both_models(fresh):
     kinds = {cand.found_by for cand in front}
     assert kinds == {"asymptotic", "sparseauto"}
     pick = front.select(**operands)
-    assert estimated_work(front, pick, operands) == min(work)
+    assert estimated_work(front, pick, operands) == min([*work, estimated_work(front, front.default, operands)])
     sparseauto = [c for c in front if c.found_by == "sparseauto"]
     assert {str(c.cin) for c in sparseauto} == {str(c.cin) for c in auto.autoschedule(expression, formats,
                                                                                         model="sparseauto")}
