@@ -73,10 +73,12 @@ PROBE_WEIGHT = 3
 #: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
 CONVERSION_WEIGHT = 20
 #: How many times dearer an entry of a tensor of three or more modes is to reformat than a matrix's: it
-#: is sorted on all its coordinates rather than counted into columns. Measured on uniform tensors against
-#: CSR -> CSC of a matrix with as many entries: 71 against 3.3 ns an entry at 2·10^4 entries, 369 against
-#: 56 ns at 10^6; 4 stays under both.
-TENSOR_CONVERSION_FACTOR = 4
+#: is sorted on all its coordinates rather than counted into columns (uniform tensors against CSR -> CSC
+#: of a matrix with as many entries: 71 against 3.3 ns an entry at 2·10^4 entries, 369 against 56 ns at
+#: 10^6), and the kernels that read such tensors do array tasks that cost less (TTMc's dense inner loops,
+#: 0.26 ns a task on uniform 126^3 with 2·10^4 entries, against SpMV's 2 ns): there an entry took 71 ns,
+#: 270 tasks, 13.6 times CONVERSION_WEIGHT; 12 stays under.
+TENSOR_CONVERSION_FACTOR = 12
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
 #: sparse operand's coordinates), in array tasks that stream: for a tensor larger than the private
 #: caches, a new cache line from memory where the next element of the line in use would do (MTTKRP's
