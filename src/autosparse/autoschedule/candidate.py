@@ -108,7 +108,8 @@ class Costed:
         formats = {**self.user_formats, **self.dense_temporaries}
         for name, loops, assign in _scattered(self._realised.running, formats):
             found.setdefault(name, set()).add(_task_of(loops, assign))
-        return {name: self._cost_of(task for task in self._tasks if (task.head, task.tensors) in assigned)
+        return {name: self._cost_of((task.head, task.guard) for task in self._tasks
+                                    if (task.head, task.tensors) in assigned)
                 for name, assigned in found.items()}
 
     @cached_property
@@ -163,18 +164,15 @@ class Costed:
         program = from_cin(self.cin)
         cuts = {_task_of(loops, assign): _written_loops(loops, assign)
                 for loops, assign in _assigned(program, ()) if assign.lhs.tensor in listed}
-        assumed = self.model.assumptions
-        return Cost.of(Query.of(((i, i) for i in written), folded(written, conjunction | assumed))
-                       for task in self._tasks_of(program)
-                       if (written := cuts.get((task.head, task.tensors))) is not None
-                       for conjunction in disjuncts(task.guard))
+        return self._cost_of((written, task.guard) for task in self._tasks_of(program)
+                             if (written := cuts.get((task.head, task.tensors))) is not None)
 
     def _iterations(self, loops: tuple[str, ...]) -> Cost:
         """The iterations of the loop nest `loops` (outermost first) as the CIN runs it: the task sets at
         exactly those indices (an empty cost for no loops: once)."""
         if not loops:
             return Cost(())
-        return self._cost_of(task for task in self._tasks if task.head == loops)
+        return self._cost_of((task.head, task.guard) for task in self._tasks if task.head == loops)
 
     @cached_property
     def _tasks(self) -> list:
@@ -185,10 +183,10 @@ class Costed:
         return tasks(program, {name: len(ix) for name, ix in self.model.sparse.items()}, self.model.scoped)
 
     def _cost_of(self, found) -> Cost:
-        """The cost of the task sets `found`, under the model's assumptions."""
+        """The cost of the task sets `found` ((head, guard) pairs), under the model's assumptions."""
         assumed = self.model.assumptions
-        return Cost.of(Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
-                       for task in found for conjunction in disjuncts(task.guard))
+        return Cost.of(Query.of(((i, i) for i in head), folded(head, conjunction | assumed))
+                       for head, guard in found for conjunction in disjuncts(guard))
 
 
 class CostedByCin(Costed):
