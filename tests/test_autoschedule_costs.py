@@ -331,3 +331,17 @@ def test_reformatting_a_three_mode_operand_costs_more_an_entry_than_a_matrix(ttm
     extra = (factor - 1) * selection.CONVERSION_WEIGHT * entries
     assert priced["transposed"] - as_matrix["transposed"] == pytest.approx(extra)
     assert all(priced[name] == as_matrix[name] for name in programs if name != "transposed")
+
+
+def test_a_sparseauto_program_is_estimated_as_the_asymptotic_program_that_runs_alike():
+    """SpMV2: SparseAuto's `a(i@locate) += t0(j@locate) * B(i,j)` steps B's dense rows as written, which
+    the lowering visits whole, as the asymptotic program's running sketch has it; read so, neither writes
+    `a` out of stride, and the two, the same loops over the same arrays, get one estimate."""
+    front = asp.autoschedule(SPMV2, formats={"B": "ds", "C": "ds"}, model="auto")
+    sparseauto = next(c for c in front if c.found_by == "sparseauto"
+                      and str(c.cin).startswith("where(∀i ∀j a(i@locate) += t0(j@locate) * B(i,j), ∀j ∀k"))
+    asymptotic = next(c for c in front if c.found_by == "asymptotic" and str(c.cin) ==
+                      "where(∀i ∀j a(i) += B(i,j) * w0(j@locate), ∀j ∀k w0(j) += C(j,k) * d(k@locate))")
+    assert "a" not in sparseauto.scattered_costs and "a" not in asymptotic.scattered_costs
+    work = selection._estimator(front, spmv2_operands(300, 280, 260, 0.02))
+    assert work(sparseauto) == work(asymptotic)

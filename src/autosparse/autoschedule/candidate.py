@@ -191,8 +191,9 @@ class Costed:
 
 class CostedByCin(Costed):
     """`Costed` for a candidate known by its CIN (protocols chosen, formats given), for a class with
-    `cin`: the program as it runs is that CIN's sketch; hashed temporaries (or a result staged in one)
-    are its tables, its other hashed tensors the operands it probes."""
+    `cin`: the program as it runs is that CIN's sketch as its lowering runs it (`_running_sketch`);
+    hashed temporaries (or a result staged in one) are its tables, its other hashed tensors the operands
+    it probes."""
 
     @cached_property
     def _realised(self) -> Realised:
@@ -204,8 +205,13 @@ class CostedByCin(Costed):
                         self._running_sketch(), tables, frozenset(var.name for var in hashed) - tables)
 
     def _running_sketch(self):
-        """The sketch of the CIN as its kernel runs it: its protocols, as written."""
-        return from_cin(self.cin)
+        """The CIN's sketch as its lowering runs it: a loop that steps through a sparse level of some read
+        locates into the reads whose level there is dense (written as steps, as the formats' default
+        protocols), rather than merging with a walk over the whole dimension; a loop that steps only
+        dense levels visits the whole dimension (so a result indexed by it is written in stride) — as
+        an asymptotic candidate's running sketch has it (`Realised.running`)."""
+        operands = {name: var.format for name, var in tensors(self.cin).items() if not var.temporary}
+        return _located(from_cin(self.cin), operands)
 
 
 @dataclass(frozen=True)
@@ -249,13 +255,6 @@ class DefaultCandidate(CinCandidate):
 
     def kernel_schedule(self) -> tuple[None, dict[str, Format]]:
         return None, {}
-
-    def _running_sketch(self):
-        """The default CIN's sketch as its lowering runs it: a loop that steps through a sparse level of
-        some read locates into the reads whose level there is dense (written as steps, as the formats'
-        default protocols), rather than merging with a walk over the whole dimension."""
-        operands = {name: var.format for name, var in tensors(self.cin).items() if not var.temporary}
-        return _located(from_cin(self.cin), operands)
 
 
 def default_candidate(front: "Candidates") -> DefaultCandidate | None:
