@@ -154,8 +154,9 @@ def test_the_joint_pick_has_the_least_estimate_of_both_models(fresh):
     assert len(work) == len(front) and all(w > 0 for w in work)
     kinds = {cand.found_by for cand in front}
     assert kinds == {"asymptotic", "sparseauto"}
-    ranked = selection.ranking(front, operands)
-    assert ranked[0][0] == min(work) == estimated_work(front, ranked[0][1], operands)
+    ranked = selection.ranking(front, operands)  # the default may have the least estimate
+    assert ranked[0][0] == min([*work, estimated_work(front, front.default, operands)])
+    assert ranked[0][0] == estimated_work(front, ranked[0][1], operands)
     assert front.select(**operands) in tiebreak.tied(ranked)
     sparseauto = [c for c in front if c.found_by == "sparseauto"]
     assert {str(c.cin) for c in sparseauto} == {str(c.cin) for c in auto.autoschedule(expression, formats,

@@ -96,13 +96,35 @@ class Costed:
 
     @cached_property
     def scattered_costs(self) -> dict[str, Cost]:
-        """For each dense operand or result accessed out of stride — its innermost loop runs over a mode
-        other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last one
-        but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
-        accesses it: where the tensor outgrows the cache, each such access fetches a cache line, where
-        a loop over the whole last mode streams through the line in use."""
-        return {name: self._cost_touching(frozenset({name}))
-                for name in dict.fromkeys(_scattered(self._realised.running, self.user_formats))}
+        """For each dense operand or temporary accessed out of stride — its innermost loop runs over a
+        mode other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last
+        one but only at a sparse operand's coordinates (a gather) — the part of `running_cost` that
+        accesses it so: where the tensor outgrows the cache, each such access fetches a cache line,
+        where a loop over the whole last mode streams through the line in use; where it fits the cache,
+        the loop does not vectorise, and a temporary written so dirties a line a write (TTMc's
+        `∀m w0(i,m,n) += …` against `∀m w0(i,n,m) += …`). A temporary counts in the order the CIN
+        stores it."""
+        found: dict[str, set] = {}
+        formats = {**self.user_formats, **self.dense_temporaries}
+        for name, loops, assign in _scattered(self._realised.running, formats):
+            found.setdefault(name, set()).add(_task_of(loops, assign))
+        return {name: self._cost_of((task.head, task.guard) for task in self._tasks
+                                    if (task.head, task.tensors) in assigned)
+                for name, assigned in found.items()}
+
+    @cached_property
+    def temporary_indices(self) -> dict[str, tuple[str, ...]]:
+        """Each temporary's indices, as the CIN writes it (what sizes a dense one)."""
+        temporaries = set(self.temporaries)
+        return {assign.lhs.tensor: tuple(assign.lhs.indices)
+                for _, assign in _assigned(self._realised.running, ()) if assign.lhs.tensor in temporaries}
+
+    @property
+    def dense_temporaries(self) -> dict[str, Format]:
+        """The temporaries stored as dense arrays of two or more indices (written in place, unlike a list
+        workspace's one index), with their formats."""
+        return {name: fmt for name in self.temporaries
+                if (fmt := self._realised.formats.get(name)) is not None and fmt.order >= 2 and fmt.is_dense}
 
     def _cost_touching(self, tensors: frozenset[str]) -> Cost:
         """The part of `running_cost` that accesses `tensors` (nothing analysed where there are none)."""
@@ -123,22 +145,55 @@ class Costed:
                     found.append((self._iterations(loops), tuple(assign.lhs.indices)))
         return tuple(found)
 
+    @cached_property
+    def list_write_cost(self) -> Cost:
+        """The writes into temporaries of one index stored dense. The lowering keeps each as a list
+        workspace: a write checks a generation mark and lists a coordinate written first, and the list
+        is sorted before the consumer reads it — several array tasks a write, and a branch that keeps
+        the loop around it from vectorising, where a temporary of no index is a register and a dense one
+        of two or more indices is written in place (TTMc's `w0(m)` against `w0(i,n,m)`). A sum over the
+        innermost loops that the temporary's index leaves out is kept in a register and written once
+        (`∀j ∀k w1(j) += …` writes once per j), so the writes are the assignment's tasks projected onto
+        the loops out to the last one the temporary names. Counted on the CIN, not the running sketch:
+        a frontier program's sketch writes a sparse result directly where its CIN assembles each row
+        in a list workspace, as the default's CIN does."""
+        listed = {name for name in self.temporaries
+                  if (fmt := self._realised.formats.get(name)) is not None and fmt.order == 1 and fmt.is_dense}
+        if not listed:
+            return Cost(())
+        program = from_cin(self.cin)
+        cuts = {_task_of(loops, assign): _written_loops(loops, assign)
+                for loops, assign in _assigned(program, ()) if assign.lhs.tensor in listed}
+        return self._cost_of((written, task.guard) for task in self._tasks_of(program)
+                             if (written := cuts.get((task.head, task.tensors))) is not None)
+
     def _iterations(self, loops: tuple[str, ...]) -> Cost:
         """The iterations of the loop nest `loops` (outermost first) as the CIN runs it: the task sets at
         exactly those indices (an empty cost for no loops: once)."""
         if not loops:
             return Cost(())
-        found = tasks(self._realised.running, {name: len(ix) for name, ix in self.model.sparse.items()},
-                      self.model.scoped)
+        return self._cost_of((task.head, task.guard) for task in self._tasks if task.head == loops)
+
+    @cached_property
+    def _tasks(self) -> list:
+        """The task sets of the program as its CIN runs (the analysis's, with the tensors each touches)."""
+        return self._tasks_of(self._realised.running)
+
+    def _tasks_of(self, program) -> list:
+        return tasks(program, {name: len(ix) for name, ix in self.model.sparse.items()}, self.model.scoped)
+
+    def _cost_of(self, found) -> Cost:
+        """The cost of the task sets `found` ((head, guard) pairs), under the model's assumptions."""
         assumed = self.model.assumptions
-        return Cost.of(Query.of(((i, i) for i in task.head), folded(task.head, conjunction | assumed))
-                       for task in found if task.head == loops for conjunction in disjuncts(task.guard))
+        return Cost.of(Query.of(((i, i) for i in head), folded(head, conjunction | assumed))
+                       for head, guard in found for conjunction in disjuncts(guard))
 
 
 class CostedByCin(Costed):
     """`Costed` for a candidate known by its CIN (protocols chosen, formats given), for a class with
-    `cin`: the program as it runs is that CIN's sketch; hashed temporaries (or a result staged in one)
-    are its tables, its other hashed tensors the operands it probes."""
+    `cin`: the program as it runs is that CIN's sketch as its lowering runs it (`_running_sketch`);
+    hashed temporaries (or a result staged in one) are its tables, its other hashed tensors the operands
+    it probes."""
 
     @cached_property
     def _realised(self) -> Realised:
@@ -150,8 +205,13 @@ class CostedByCin(Costed):
                         self._running_sketch(), tables, frozenset(var.name for var in hashed) - tables)
 
     def _running_sketch(self):
-        """The sketch of the CIN as its kernel runs it: its protocols, as written."""
-        return from_cin(self.cin)
+        """The CIN's sketch as its lowering runs it: a loop that steps through a sparse level of some read
+        locates into the reads whose level there is dense (written as steps, as the formats' default
+        protocols), rather than merging with a walk over the whole dimension; a loop that steps only
+        dense levels visits the whole dimension (so a result indexed by it is written in stride) — as
+        an asymptotic candidate's running sketch has it (`Realised.running`)."""
+        operands = {name: var.format for name, var in tensors(self.cin).items() if not var.temporary}
+        return _located(from_cin(self.cin), operands)
 
 
 @dataclass(frozen=True)
@@ -195,13 +255,6 @@ class DefaultCandidate(CinCandidate):
 
     def kernel_schedule(self) -> tuple[None, dict[str, Format]]:
         return None, {}
-
-    def _running_sketch(self):
-        """The default CIN's sketch as its lowering runs it: a loop that steps through a sparse level of
-        some read locates into the reads whose level there is dense (written as steps, as the formats'
-        default protocols), rather than merging with a walk over the whole dimension."""
-        operands = {name: var.format for name, var in tensors(self.cin).items() if not var.temporary}
-        return _located(from_cin(self.cin), operands)
 
 
 def default_candidate(front: "Candidates") -> DefaultCandidate | None:
@@ -261,9 +314,34 @@ def _wheres(stmt: Stmt, loops: tuple[str, ...]):
         yield from _wheres(stmt.producer, loops)
 
 
+def _task_of(loops: tuple[str, ...], assign) -> tuple:
+    """What identifies an assignment's task sets among a program's: its loops and the tensors it accesses
+    (the analysis's `Task.head` and `Task.tensors`)."""
+    return loops, frozenset({assign.lhs.tensor, *(a.tensor for a in reads(assign.rhs))})
+
+
+def _written_loops(loops: tuple[str, ...], assign) -> tuple[str, ...]:
+    """`loops` out to the last one whose index the assignment's left side names: the loops inside it
+    only add to a register."""
+    named = [n for n, index in enumerate(loops) if index in assign.lhs.indices]
+    return loops[:named[-1] + 1] if named else ()
+
+
+def _assigned(stmt: Stmt, loops: tuple[str, ...]):
+    """Every assignment of `stmt` (a sketch) with the loops around it, outermost first."""
+    if isinstance(stmt, Forall):
+        yield from _assigned(stmt.body, (*loops, stmt.index))
+    elif isinstance(stmt, Where):
+        yield from _assigned(stmt.consumer, loops)
+        yield from _assigned(stmt.producer, loops)
+    else:
+        yield loops, stmt
+
+
 def _scattered(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[tuple[str, bool], ...] = ()):
-    """The dense tensors `stmt` accesses out of stride; `loops` are the loops around it, each with
-    whether it visits its whole range (steps through no sparse operand)."""
+    """(tensor, loops, assignment) for each access `stmt` makes to a dense tensor out of stride; `loops`
+    are the loops around it, each with whether it visits its whole range (steps through no sparse
+    operand)."""
     if isinstance(stmt, Forall):
         whole = all(a.protocol_of(stmt.index) != Protocol.STEP for a in reads(stmt.body))
         yield from _scattered(stmt.body, formats, (*loops, (stmt.index, whole)))
@@ -276,7 +354,7 @@ def _scattered(stmt: Stmt, formats: Mapping[str, Format], loops: tuple[tuple[str
             inner = [(i, whole) for i, whole in loops if i in access.indices]
             if fmt is not None and fmt.is_dense and inner and not (
                     inner[-1][1] and access.indices.index(inner[-1][0]) == fmt.mode_order[-1]):
-                yield access.tensor
+                yield access.tensor, tuple(i for i, _ in loops), stmt
 
 
 class Candidates:

@@ -2,30 +2,34 @@
 ties run (`tiebreak`).
 
 Each candidate's cost is a union of conjunctive queries; on actual operands each query has a size: the
-number of distinct head tuples for which some binding of the other variables makes every atom true.
-That size is computed exactly where it is cheap — a variable only one atom mentions is projected away,
-atoms over the same variables are intersected, a join is counted from per-key multiplicities when no
-variable is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same
-operands give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
+number of distinct head tuples for which some binding of the other variables makes every atom true. That
+size is computed exactly where it is cheap — a variable only one atom mentions is projected away, atoms
+over the same variables are intersected, a join is counted from per-key multiplicities when no variable
+is projected — and otherwise by sampling values of one head variable (a fixed seed, so the same operands
+give the same choice) and counting the rest exactly. Each candidate is costed as its CIN runs
 (`Candidate.running_cost`: a mode stored dense is visited whole even where the sketch steps it), not as
 the sketch promised, and the part of that work which builds hash-table temporaries weighs TABLE_WEIGHT
 times (`Candidate.table_cost`): the one constant factor large enough to turn an asymptotic win into a
 loss (a schedule that skips empty slices by scattering into a 2-D hash table against one that appends
 row after row through dense vectors). Locating into an operand stored with a hashed level is a probe
-into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). What a task set cannot
-see is priced on the operands too: reformatting each operand the candidate reads in another format, on
-every call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry); clearing each dense
-workspace of two or more dimensions over its whole extent each time its `where` runs
-(`Candidate.dense_workspaces`), and refusing (ranking last) one past the memory limit; and accessing a
-dense tensor larger than the private caches out of stride, STRIDE_WEIGHT times
-(`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated by
-its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
+into a table as large as one slice, PROBE_WEIGHT times (`Candidate.probe_cost`). Writing a temporary of
+one index stored dense goes through the lowering's list workspace (a mark checked, a coordinate listed,
+the list sorted), LIST_WEIGHT times (`Candidate.list_write_cost`): where a register or a dense array of
+more indices would do, it is the difference between TTMc's programs. What a task set cannot see is
+priced on the operands too: reformatting each operand the candidate reads in another format, on every
+call (`Candidate.transposes`: a counting sort, CONVERSION_WEIGHT per entry, TENSOR_CONVERSION_FACTOR
+times that for a tensor of three or more modes); clearing each dense workspace of two or more dimensions
+over its whole extent each time its `where` runs (`Candidate.dense_workspaces`), and refusing (ranking
+last) one past the memory limit; and accessing a dense tensor (an operand or a temporary) out of stride,
+STRIDE_WEIGHT times where it outgrows the private caches and CACHED_STRIDE_WEIGHT times where it fits
+them (`Candidate.scattered_costs`). The default schedule competes too (`Candidates.default`, estimated
+by its CIN as its lowering runs it), so a pick is never a guess against what the user gets without
 autoscheduling. The candidate with the least work wins; candidates whose estimates lie within a few
 percent of the best are timed on the operands (`tiebreak`: the best of each model and the default among
-them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer hashed levels, then fewer
-temporaries (a workspace written and read back does the same work twice, which a union of task sets
-cannot see), then fewer operands to reformat. The ranking itself is computed once per front and size
-class of the operands (`ranking`).
+them), the decision remembered per expression, formats and size class; remaining exact ties go to fewer
+hashed levels, then fewer temporaries (a workspace written and read back does the same work twice, which
+a union of task sets cannot see), then fewer operands to reformat. The ranking itself is computed once
+per front and size class of the operands (`ranking`).
 """
 
 from __future__ import annotations
@@ -68,11 +72,31 @@ PROBE_WEIGHT = 3
 #: random place. Measured: CSR -> CSC of a uniform 2^17 x 2^17 matrix with 1 M entries, 45 ns an entry
 #: against 2.0 ns for an SpMV task on the same matrix (22.7x); each row or column pointer costs one more.
 CONVERSION_WEIGHT = 20
+#: How many times dearer an entry of a tensor of three or more modes is to reformat than a matrix's: it
+#: is sorted on all its coordinates rather than counted into columns (uniform tensors against CSR -> CSC
+#: of a matrix with as many entries: 71 against 3.3 ns an entry at 2·10^4 entries, 369 against 56 ns at
+#: 10^6), and the kernels that read such tensors do array tasks that cost less (TTMc's dense inner loops,
+#: 0.26 ns a task on uniform 126^3 with 2·10^4 entries, against SpMV's 2 ns): there an entry took 71 ns,
+#: 270 tasks, 13.6 times CONVERSION_WEIGHT; 12 stays under.
+TENSOR_CONVERSION_FACTOR = 12
 #: What an access to a dense tensor out of stride costs (against its storage order, or gathered at a
-#: sparse operand's coordinates), in array tasks that stream: a new cache line where the next element of
-#: the line in use would do (MTTKRP's factor matrices read down a column). Only tensors larger than the
-#: private caches pay it: a smaller one keeps its lines there.
+#: sparse operand's coordinates), in array tasks that stream: for a tensor larger than the private
+#: caches, a new cache line from memory where the next element of the line in use would do (MTTKRP's
+#: factor matrices read down a column).
 STRIDE_WEIGHT = 4
+#: The same for a dense tensor that fits the private caches: its lines stay there, but the loop does not
+#: vectorise, and a temporary written so dirties a line a write. Measured on TTMc (uniform 126^3, 2·10^4
+#: entries, ranks 16; `w0(i,·,·)`, 258 KB, inside L2), least of 5 runs: 2.9 M writes down `m` 1.94 ms
+#: against 0.99 ms along `m` for the same task sets (+0.33 ns a write, 0.26 ns a task); SA2 on
+#: CollegeMsg: `∀l ∀j w0(l) += E(j,l) * w1(j)` (E 486 KB, read down its column) 1.6 ms against 1.0 ms
+#: for `∀j ∀l w0(i,l) += E(j,l) * w1()`.
+CACHED_STRIDE_WEIGHT = 2
+#: What a write into a one-index dense temporary costs, in array tasks: the lowering's list workspace
+#: checks a generation mark, lists the coordinates written first and sorts them for the consumer, and
+#: the branch keeps the loop around the write scalar. Measured on TTMc (uniform 126^3, 2·10^4 entries,
+#: ranks 16), least of 5 runs, against the same task sets written in place along `m` (0.99-1.02 ms):
+#: 2.9 M writes into `w0(m)` 2.9-5.6 ms, 0.65-1.6 ns a write more than a task's 0.26 ns.
+LIST_WEIGHT = 3
 #: Bytes per element of a dense workspace, for the memory limit (float64 values).
 VALUE_BYTES = 8
 
@@ -156,29 +180,33 @@ def estimated_work(front, cand, operands: Mapping[str, object]) -> float:
 def _estimator(front, operands: Mapping[str, object]):
     """A candidate's estimated work on `operands`: its running cost's size, with the tasks that access
     hash-table temporaries counted TABLE_WEIGHT times, those that probe hashed operands PROBE_WEIGHT
-    times and those that access dense tensors larger than the private caches out of stride
-    STRIDE_WEIGHT times (`Candidate.scattered_costs`); plus clearing its dense workspaces and reformatting
-    the operands it reads in another format, on every call. A candidate whose dense workspaces would pass
-    the memory limit costs infinitely much."""
+    times, writes into list workspaces LIST_WEIGHT times (`Candidate.list_write_cost`), and accesses out
+    of stride to dense tensors STRIDE_WEIGHT times, or CACHED_STRIDE_WEIGHT times for one that fits the
+    private caches (`Candidate.scattered_costs`); plus clearing its dense workspaces and
+    reformatting the operands it reads in another format, on every call. A candidate whose dense
+    workspaces would pass the memory limit costs infinitely much."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
     indices = {a.tensor: tuple(i.name for i in a.indices)
                for a in (front.assignment.lhs, *accesses(front.assignment.rhs))}
     limit = memory_limit()
-    uncached = {name for name, ix in indices.items()
-                if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes()}
+
+    def stride_weight(ix: tuple[str, ...]) -> int:
+        return STRIDE_WEIGHT if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes() \
+            else CACHED_STRIDE_WEIGHT
 
     def work(cand) -> float:
         cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
                    for runs, dims in cand.dense_workspaces]
         if any(VALUE_BYTES * elements > limit for _, elements in cleared):
             return math.inf
-        reformatted = sum(len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]]
+        reformatted = sum((len(patterns.get(name, ())) + extents[indices[name][fmt.mode_order[0]]])
+                          * (TENSOR_CONVERSION_FACTOR if len(indices[name]) > 2 else 1)
                           for name, fmt in cand.transposes.items())
         return (size(cand.running_cost) + (TABLE_WEIGHT - 1) * size(cand.table_cost)
-                + (PROBE_WEIGHT - 1) * size(cand.probe_cost)
-                + (STRIDE_WEIGHT - 1) * sum(size(cost) for name, cost in cand.scattered_costs.items()
-                                            if name in uncached)
+                + (PROBE_WEIGHT - 1) * size(cand.probe_cost) + (LIST_WEIGHT - 1) * size(cand.list_write_cost)
+                + sum((stride_weight(indices.get(name) or cand.temporary_indices[name]) - 1) * size(cost)
+                      for name, cost in cand.scattered_costs.items())
                 + sum(runs * elements for runs, elements in cleared) + CONVERSION_WEIGHT * reformatted)
 
     return work
