@@ -23,7 +23,9 @@ products fill in) or the one shipped matrix (the chain: 4elt, a mesh whose power
 
 Per (kernel, input), with asymptotic_select's machinery (a forked child per candidate with a time
 limit, every result checked against the default's, the default, the pick and the fastest re-timed in
-alternating rounds; the pick is the contender of select's tie that the timings find fastest, as the
+alternating rounds; a candidate's time is its run and the per-call reformatting of operands it reads in
+other formats, as the caller passing them as they are pays; the pick is the contender of select's tie
+that these times find fastest, as the
 trial of `schedule="auto"`'s calls would, and select's time is the estimate and the tie, what the
 first call decides before running): candidates timed of the front's, the pick over the fastest, the
 default (schedule=None) over the pick, `schedule="auto"`'s first call (search, select, compile and run
@@ -281,6 +283,12 @@ def measure_kernel(name, args) -> tuple[Searched, list[Row]]:
     return Searched(name, search_seconds, len(found), found.complete), rows
 
 
+def paid(outcome, transposes):
+    """What a call of a timed candidate costs a caller who passes the operands as they are: its run and
+    the per-call reformatting of the operands it reads in other formats (as its Kernel does)."""
+    return None if not isinstance(outcome, dict) else outcome["seconds"] + transposes
+
+
 def seconds_of(outcome):
     return outcome["seconds"] if isinstance(outcome, dict) else None
 
@@ -288,9 +296,10 @@ def seconds_of(outcome):
 def report(name, label, found, search_seconds, operands, result, auto, args) -> Row:
     """The row of one (kernel, input), printed and recorded."""
     default, chosen, select_seconds, timings, _ = result
-    pick = next(seconds_of(o) for c, o, _ in timings if c is chosen)
+    pick = next(paid(o, t) for c, o, t in timings if c is chosen)
     timed_ok = [(c, o) for c, o, _ in timings if isinstance(o, dict)]
-    best_cand, best = min(((c, o["seconds"]) for c, o in timed_ok), key=lambda t: t[1], default=(None, None))
+    best_cand, best = min(((c, paid(o, t)) for c, o, t in timings if isinstance(o, dict)), key=lambda ct: ct[1],
+                          default=(None, None))
     default_seconds = seconds_of(default)
     if isinstance(auto, dict) and isinstance(default, dict) and not agrees(auto, default):
         auto = "failed: its result differs from the default's"
