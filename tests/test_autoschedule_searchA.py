@@ -87,6 +87,10 @@ def test_a_search_cut_short_does_not_count_stage_3_and_still_computes_ttmc():
     front = asp.autoschedule(expression, formats=formats, time_limit=0.3)
     assert any(s.name.startswith("3 forall nestings (not counted") for s in front.stages)
     assert len(front) > 0 and not front.complete
+    from autosparse.autoschedule.asymptotic.pipeline import COUNTED_PAST
+
+    long = asp.autoschedule("A(i,j) = B(i,j) * C(i,k) * D(k,j)", formats={"B": "ds"}, time_limit=COUNTED_PAST)
+    assert next(s.count for s in long.stages if s.name.startswith("3 forall")) == 338  # the counting suites'
     rng = np.random.default_rng(29)
     for density in (0.0, 0.2):
         b = rng.random((3, 1, 4)) * (rng.random((3, 1, 4)) < density)

@@ -99,7 +99,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], const
     shallow = {d for d in space.histogram if d[1] <= max_memory_depth}
     groups = None
     if stage1_groups:
-        groups = len({_key(big, formats) for big in builder.build(space, shallow)})
+        found = (costs(big, formats) for big in builder.build(space, shallow))
+        groups = len({(cost.time, cost.memory) for cost in found})
     stage(f"1 memory depth <= {max_memory_depth}", sum(space.histogram[d] for d in shallow), groups)
     taken = {f.tensor for f in (compute.lhs, *compute.factors)}
     survivors = [numbered(big, set(taken)) for big in builder.build(space, pareto_depths(space.histogram,
