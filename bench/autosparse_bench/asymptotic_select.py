@@ -20,9 +20,11 @@ estimates, so the selected one is timed first. With --jobs 2 the kernels are sha
 worker processes (longest first), which print their rows as they finish them; the summary counts all. Times are medians of up to 5 calls after a warm-up call on
 operands already in the candidate's formats; reformatting the operands into those formats (transposes)
 is timed on its own and reported beside. Every timed result is checked against the default's (sum and
-sum of squares of the values), or the selected candidate's where the default was cut off. The default,
-the selected and the fastest candidate are then timed in two more alternating rounds, each keeping its
-best median, so that the ratios reported do not rest on one sample taken while the machine was busier.
+sum of squares of the values), or the first candidate timed where the default was cut off. The default,
+the contenders of select's tie and the fastest candidate are then timed in two more alternating rounds,
+each keeping its best median, so that the ratios reported (and the tie's decision, made after them: the
+fastest contender, as `schedule="auto"`'s calls decide it) do not rest on one sample taken while the
+machine was busier.
 """
 
 from __future__ import annotations
@@ -294,13 +296,12 @@ def measure_front(expression, formats, front, operands, timeout, sample=None):
         hashes[id(cand)] = source_hash(kernel)
         if isinstance(outcome, dict):
             best = outcome["seconds"] if best is None else min(best, outcome["seconds"])
+    default = confirmed(default, timings, contenders, runs, default_kernel, operands)
     if any(front.default is c for c in contenders):  # the default schedule competes in the tie as it runs
         timings.insert(0, [front.default, {**default, "checked against": "itself (the reference)"}
                            if isinstance(default, dict) else default, 0.0])
         runs[id(front.default)], hashes[id(front.default)] = (default_kernel, operands), hashes["default schedule"]
-    chosen = _fastest_contender(contenders, timings)
-    default = confirmed(default, timings, chosen, runs, default_kernel, operands)
-    return default, chosen, select_seconds, timings, hashes
+    return default, _fastest_contender(contenders, timings), select_seconds, timings, hashes
 
 
 def _fastest_contender(contenders, timings):
@@ -318,23 +319,23 @@ def candidate_formats(formats, cand):
     return {**formats, **{k: str(v) for k, v in cand.formats.items() if k in formats}}
 
 
-def confirmed(default, timings, chosen, runs, default_kernel, operands, rounds=2):
-    """Re-time the default, the selected and the fastest candidate in `rounds` more alternating rounds
-    and keep each one's best median: the comparisons that matter then do not rest on one sample taken
-    while the machine was busier."""
+def confirmed(default, timings, contenders, runs, default_kernel, operands, rounds=2):
+    """Re-time the default, every contender of the tie and the fastest candidate in `rounds` more
+    alternating rounds and keep each one's best median: the comparisons that matter (and the tie's
+    decision, made after them) then do not rest on one sample taken while the machine was busier."""
     done = [t for t in timings if isinstance(t[1], dict)]
     if not done:
         return default
-    contenders = [t for t in timings if t[0] is chosen and isinstance(t[1], dict)]
+    again_too = [t for t in done if any(t[0] is c for c in contenders)]
     for fastest in (min(done, key=lambda t: t[1]["seconds"]), min(done, key=lambda t: t[1]["seconds"] + t[2])):
-        if all(fastest[0] is not c[0] for c in contenders):
-            contenders.append(fastest)
+        if all(fastest[0] is not c[0] for c in again_too):
+            again_too.append(fastest)
     for _ in range(rounds):
         if isinstance(default, dict):
             again = in_child(lambda: timed(default_kernel, operands), 3 * default["seconds"] + 5)
             if isinstance(again, dict) and again["seconds"] < default["seconds"]:
                 default = again
-        for entry in contenders:
+        for entry in again_too:
             kernel, ready = runs[id(entry[0])]
             again = in_child(lambda: timed(kernel, ready), 3 * entry[1]["seconds"] + 5)
             if isinstance(again, dict) and again["seconds"] < entry[1]["seconds"]:

@@ -35,9 +35,10 @@ from .sketch import Stmt, reads
 
 
 #: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
-#: (a few seconds' work; every paper kernel has under 3,000), so stages 5-6 count exactly whatever the
-#: limit; past it (4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
-NAMED_IN_FULL = 100_000
+#: (under a second's work; every paper kernel and SparseAuto's kernels but one have under 3,000), so
+#: stages 5-6 count exactly whatever the limit; past it (SparseAuto's kernel 8: 48,578, 4.4 s to name;
+#: 4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
+NAMED_IN_FULL = 10_000
 
 
 #: Searches limited to fewer seconds than this (`schedule="auto"`'s) skip stage 3's count: a statistic
