@@ -56,3 +56,18 @@ def test_uninstrumented_kernels_report_nothing():
     k(A=A, x=np.ones(5))
     assert k.counts is None
     assert "counters[" not in k.source
+
+
+def test_an_instrumented_call_runs_on_one_thread_whatever_it_is_allowed():
+    """Counters are shared between threads, so an instrumented call runs the sequential specialisation
+    even where two threads are allowed (the parallel one lost increments now and then)."""
+    A, a = _matrix(300, 250, 0.05, 6, "csr")
+    B, b = _matrix(250, 280, 0.05, 7, "csr")
+    k = asp.compile("C(i,j) = A(i,k) * B(k,j)", formats={"A": "csr", "B": "csr", "C": "csr"}, instrument=True,
+                    num_threads=2)
+    for _ in range(3):
+        C = k(A=A, B=B)
+        assert k.counts["∀i dense"] == 300 and k.counts["∀k over A(i,k)"] == a.nnz
+        assert k.counts["∀j over B(k,j)"] == int(np.diff(b.indptr)[a.indices].sum())
+    np.testing.assert_allclose(C.to_numpy(), (a @ b).toarray())
+    assert all("#pragma omp" not in call.source.source for call in k._calls.values())

@@ -133,7 +133,10 @@ class Kernel:
         return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
 
     def _threads_for(self, operands) -> int:
-        """The threads the default schedule runs this call on: one unless the operands hold the work."""
+        """The threads the default schedule runs this call on: one for an instrumented kernel (its counters
+        are shared: counting stays sequential), else one unless the operands hold the work."""
+        if self.instrument:
+            return 1
         if not self._sized_threads:
             return self.num_threads
         work = sum(value.nnz if type(value) is Tensor else value.size for value in operands.values())
