@@ -86,3 +86,16 @@ def test_plugin_level_without_c_code_is_a_schedule_error():
     tensor = asp.Tensor.from_numpy(np.eye(3), format="db")
     with pytest.raises(asp.ScheduleError, match="Expected level 'b' to give the C code"):
         asp.evaluate("y(i) = A(i,j) * x(j)", A=tensor, x=np.ones(3))
+
+
+def test_plugin_level_that_does_not_cut_as_ranges_says_so():
+    """Cutting and joining by position ranges are optional: a level that leaves them out (its
+    cuts_as_ranges is False, so slicing and partitioning go through its coordinates) answers a direct
+    call with a FormatError naming itself."""
+    tensor = asp.Tensor.from_numpy(np.arange(12.0).reshape(3, 4) % 3, format="db")
+    level = tensor.format.levels[1]
+    assert not level.cuts_as_ranges
+    with pytest.raises(asp.FormatError, match="level 'b' does not cut as ranges"):
+        level.cut({}, 0, 1, 4, False)
+    with pytest.raises(asp.FormatError, match="level 'b' does not join as ranges"):
+        level.join([], [], np.dtype(np.int32), False)

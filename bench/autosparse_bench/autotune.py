@@ -190,7 +190,7 @@ def stratified(front, budget, best_few):
         for n in kept:
             held[structure(front[n])] = held.get(structure(front[n]), 0) + 1
         rest = [n for n in order if n not in kept]
-        for band in np.array_split(np.asarray(rest), max(budget - len(kept), 0)) if budget > len(kept) else ():
+        for band in np.array_split(np.asarray(rest), budget - len(kept)) if budget > len(kept) else ():
             if len(band):
                 n = int(min(band, key=lambda m: held.get(structure(front[int(m)]), 0)))
                 kept.append(n)

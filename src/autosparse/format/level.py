@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..codegen.c_ast import CType, Expr, TopLevel
-from ..errors import ScheduleError
+from ..errors import FormatError, ScheduleError
 
 
 class Capability(enum.Enum):
@@ -171,13 +171,15 @@ class Level(ABC):
         """This level's arrays below the parent positions [begin, end), re-based to start at zero, and the
         range of its own positions they hold (when `cuts_as_ranges`). The first level (`root`) is cut by
         its coordinates [begin, end) instead, which become 0..end - begin."""
-        raise NotImplementedError(f"level {self.spelling!r} does not cut as ranges")
+        raise FormatError(f"level {self.spelling!r} does not cut as ranges (its cuts_as_ranges is False): "
+                          f"slice or partition a tensor of it through its coordinates")
 
     def join(self, pieces: Sequence[Mapping[str, np.ndarray]], shifts: Sequence[int], index_dtype: np.dtype,
              root: bool) -> dict[str, np.ndarray]:
         """This level's arrays for the `cut` pieces one after another, each piece's coordinates plus its
         shift (when `cuts_as_ranges`); `root`: the level is the first, below one parent."""
-        raise NotImplementedError(f"level {self.spelling!r} does not join as ranges")
+        raise FormatError(f"level {self.spelling!r} does not join as ranges (its cuts_as_ranges is False): "
+                          f"assemble the pieces through their coordinates")
 
     # C fragments that lowering splices into kernels (LOWERING.md §1), as nodes of codegen's C AST, as
     # TACO's ModeFormatImpl answers in IR: `arrays` maps this level's array names to their C identifiers;
