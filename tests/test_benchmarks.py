@@ -390,3 +390,27 @@ def test_the_autotune_sample_keeps_the_pick_the_best_estimated_and_spreads_over_
     assert all(len(band & set(kept)) == 1 for band in bands)  # one from each rank band
     assert {tuple(front[n].transposes) for n in kept} == {("B",), ()}
     assert sample(order[:10]) == order[:10]  # within the budget: every candidate
+
+
+def test_the_asymptotic_suite_counts_a_candidate_over_the_memory_limit_apart_from_failures(monkeypatch, capsys):
+    """A candidate whose dense workspaces refuse the operands is a verdict on it (SpGEMMH's 3-D
+    workspaces on large inputs), not a failure of the suite: counted in the row, not listed as FAILED;
+    a wrong result still is."""
+    from types import SimpleNamespace
+
+    from autosparse_bench import asymptotic_select
+    from autosparse_bench.records import Records
+
+    monkeypatch.setattr(asymptotic_select, "ARGS", SimpleNamespace(records=Records(None), timeout=1.0))
+    fast, refusing, wrong = (SimpleNamespace(cin=text) for text in ("∀i fast", "∀i refusing", "∀i wrong"))
+    timings = [[fast, {"seconds": 0.5}, 0.0],
+               [refusing, "failed: MemoryLimitError: Expected dense workspaces within the limit", 0.0],
+               [wrong, "failed: result differs from the default's (1.0 vs 2.0)", 0.0]]
+    B = asp.Tensor.from_scipy(data.uniform(8, 8, 10, seed=0), format="csr")
+    rows, failures = [], []
+    asymptotic_select.report("SpMV2", "uniform n=8", {"B": B},
+                             ({"seconds": 1.0}, fast, 0.001, timings, {"default schedule": "0" * 12}),
+                             rows, failures)
+    assert [cin for _, _, cin, _ in failures] == ["∀i wrong"]
+    assert "1 + 0 cut + 1 over memory" in capsys.readouterr().out
+    assert asymptotic_select.over_memory(timings[1][1]) and not asymptotic_select.over_memory(timings[2][1])

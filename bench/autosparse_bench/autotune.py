@@ -61,7 +61,7 @@ from autosparse.notation import accesses, parse
 
 from . import data, quick_sizes
 from .asymptotic_counts import KERNELS as PIGEON
-from .asymptotic_select import DATA, agrees, in_child, measure_front, nnz_of, timed
+from .asymptotic_select import DATA, agrees, in_child, measure_front, nnz_of, over_memory, timed
 from .records import Records, add_option
 from .sparseauto_counts import KERNELS as SPARSEAUTO
 
@@ -344,12 +344,6 @@ def report(name, label, found, search_seconds, operands, result, auto, args) -> 
     if auto_failed:
         print(f"FAILED {name} {label}: schedule=\"auto\": {auto}", flush=True)
     return row
-
-
-def over_memory(outcome) -> bool:
-    """A candidate that refuses these operands for the memory its dense workspaces would take: a verdict
-    on the candidate (the issue's SDDMM case), not a failure of the suite."""
-    return isinstance(outcome, str) and outcome.startswith("failed: MemoryLimitError")
 
 
 def ratio(a, b):
