@@ -2,6 +2,7 @@
 trial's next contender and reports its time; the first call of each contender (compile, first touch) is
 not a time; the fastest is kept, remembered and stored. Every call's value is checked against numpy."""
 
+import ast
 import math
 
 import numpy as np
@@ -106,9 +107,11 @@ def test_schedule_auto_decides_a_tie_over_its_calls_compiling_one_kernel_a_call(
     assert all(2 <= built.count(c) <= 1 + tiebreak.SAMPLES for c in trial.contenders)  # hopeless: one timed
     timed = {id(c): min(t) for c, t in zip(trial.contenders, (trial.times[n] for n in range(len(trial.contenders))))}
     assert timed[id(trial.decision)] == min(timed.values())
-    choice_key = next(iter(fresh._choices))
-    assert fresh._choices[choice_key] is trial.decision
-    stored = store.load_choice(eval(choice_key), parse(SDDMM), next(iter(fresh._fronts.values())).formats)
+    memo = next(iter(fresh._choices))
+    assert fresh._choices[memo] is trial.decision
+    front_key = ast.literal_eval(memo[0])  # this process's key of the front is the store's key as text
+    stored = store.load_choice(fresh._choice_key(front_key, memo), parse(SDDMM),
+                               next(iter(fresh._fronts.values())).formats)
     assert str(stored.cin) == str(trial.decision.cin)
     built.clear()
     asp.evaluate(SDDMM, format="ds", schedule="auto", **operands)

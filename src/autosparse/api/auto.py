@@ -50,9 +50,9 @@ class Decisions:
 
 
 decisions = Decisions()
-_fronts: dict[str, Candidates] = {}
-_choices: dict[str, ScheduleCandidate] = {}
-_trials: dict[str, Trial] = {}  # ties being decided by the calls (tiebreak.Trial), per choice key
+_fronts: dict[str, Candidates] = {}  # per front key (model, expression, formats)
+_choices: dict[tuple, ScheduleCandidate] = {}  # per front and size class of the operands
+_trials: dict[tuple, Trial] = {}  # ties being decided by the calls (tiebreak.Trial), per front and size class
 
 
 def autoschedule(expression: str, formats: Mapping[str, object] | None = None, model: str = "asymptotic",
@@ -67,7 +67,7 @@ def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapp
            model: str = "auto") -> tuple[Candidates, ScheduleCandidate | None]:
     """The candidates of `model` for the expression, and the one chosen for these operands (None where
     there are none: the default schedule); while a tie is on trial, the contender its next call runs."""
-    front, _, decision = _decision(assignment, formats, operands, model)
+    front, _, _, decision = _decision(assignment, formats, operands, model)
     return front, decision.candidate() if isinstance(decision, Trial) else decision
 
 
@@ -78,7 +78,7 @@ def evaluated(assignment: Assignment, formats: Mapping[str, object], operands: M
     next contender and reports how long it took; the decision, once made, is remembered and stored. A
     contender that refuses the operands (its workspaces past the memory limit) is out of the trial and
     the estimate's best runs instead."""
-    _, choice_key, decision = _decision(assignment, formats, operands, model)
+    _, key, memo, decision = _decision(assignment, formats, operands, model)
     if not isinstance(decision, Trial):
         return kernel_for(decision)(**operands)
     cand = decision.candidate()
@@ -93,9 +93,9 @@ def evaluated(assignment: Assignment, formats: Mapping[str, object], operands: M
         result = kernel_for(decision.contenders[0])(**operands)
     else:
         decision.record(cand, time.perf_counter() - start)
-    if decision.decided and _trials.pop(repr(choice_key), None) is not None:
-        _choices[repr(choice_key)] = decision.decision
-        store.save_choice(choice_key, decision.decision)
+    if decision.decided and _trials.pop(memo, None) is not None:
+        _choices[memo] = decision.decision
+        store.save_choice(_choice_key(key, memo), decision.decision)
     return result
 
 
@@ -105,45 +105,61 @@ def pending_trials() -> int:
 
 
 def _decision(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
-              model: str) -> tuple[Candidates, list, "ScheduleCandidate | Trial | None"]:
-    """The front, the choice's key (front, size class), and what decides these operands' candidate: a
-    remembered or stored choice, a trial of a near tie, or None (an empty front)."""
-    key, resolved = _front_key(model, assignment, tuple(sorted((name, str(fmt)) for name, fmt in formats.items())))
-    front = _front(key, assignment, resolved, model)
-    given = {name: value for name, value in operands.items() if name in resolved}
-    choice_key = [*key, _size_class({name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
-                                     for name, value in given.items()})]
-    memo = repr(choice_key)
+              model: str) -> tuple[Candidates, list, tuple, "ScheduleCandidate | Trial | None"]:
+    """The front, its key in the store, the choice's key in this process (front, size class of the
+    operands: `_choice_key` gives the store's), and what decides these operands' candidate: a remembered
+    or stored choice, a trial of a near tie, or None (an empty front). A warm call costs one lookup of
+    the expression and formats (`_front_key`) and the operands' size class."""
+    key, resolved, front_memo = _front_key(model, assignment, tuple(sorted(formats.items(), key=_by_name)))
+    given = {name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
+             for name, value in operands.items() if name in resolved}
+    memo = (front_memo, size_class(given))
+    front = _fronts.get(front_memo)
     decision = _choices.get(memo) or _trials.get(memo)
+    if front is not None and decision is not None:
+        return front, key, memo, decision
+    if front is None:
+        front = _fronts[front_memo] = _front(key, assignment, resolved, model)
     if decision is None:
-        decision = _stored_choice(choice_key, assignment, resolved)
+        decision = _stored_choice(_choice_key(key, memo), assignment, resolved)
         if decision is not None:
             _choices[memo] = decision
     if decision is not None:
-        return front, choice_key, decision
+        return front, key, memo, decision
     tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
     if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
-        front = _fronts[repr(key)] = _searched(key, assignment, resolved, model)
+        front = _fronts[front_memo] = _searched(key, assignment, resolved, model)
     if not len(front):
-        return front, choice_key, None
+        return front, key, memo, None
     decisions.selections += 1
     on_trial = tiebreak.trial(front, ranking(front, tensors), tensors)
     if on_trial.decided:
         _choices[memo] = on_trial.decision
-        store.save_choice(choice_key, on_trial.decision)
-        return front, choice_key, on_trial.decision
+        store.save_choice(_choice_key(key, memo), on_trial.decision)
+        return front, key, memo, on_trial.decision
     _trials[memo] = on_trial
-    return front, choice_key, on_trial
+    return front, key, memo, on_trial
+
+
+def _by_name(item: tuple) -> str:
+    return item[0]
 
 
 @functools.lru_cache(maxsize=1024)
-def _front_key(model: str, assignment: Assignment, formats: tuple) -> tuple[list, dict]:
-    """The store's key of the front (`store.front_key`) and every tensor's format, worked out once per
-    expression and formats: a warm `schedule="auto"` call should cost little more than the kernel."""
+def _front_key(model: str, assignment: Assignment, formats: tuple) -> tuple[list, dict, str]:
+    """The store's key of the front (`store.front_key`), every tensor's format, and the key's text (this
+    process's key, cheap to hash), worked out once per expression and formats however the formats are
+    spelled: a warm `schedule="auto"` call should cost little more than the kernel."""
     orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     given = dict(formats)
     resolved = {name: as_format(given.get(name, "dense"), order) for name, order in orders.items()}
-    return store.front_key(model, assignment, resolved), resolved
+    key = store.front_key(model, assignment, resolved)
+    return key, resolved, repr(key)
+
+
+def _choice_key(front_key: list, memo: tuple) -> list:
+    """The store's key of a choice: the front's and the size class (`tiebreak.size_class`), JSON-ready."""
+    return [*front_key, [[name, list(shape), entries] for name, shape, entries in memo[1]]]
 
 
 def _stored_choice(key: list, assignment: Assignment, formats: dict) -> ScheduleCandidate | None:
@@ -152,22 +168,11 @@ def _stored_choice(key: list, assignment: Assignment, formats: dict) -> Schedule
     return choice
 
 
-def _size_class(tensors: Mapping[str, object]) -> list:
-    """The tie-breaker's size class of the operands (`tiebreak.size_class`), JSON-ready."""
-    return [[name, list(shape), entries] for name, shape, entries in size_class(tensors)]
-
-
 def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
-    """The front under `key`: this process's, else the store's, else searched (and stored)."""
-    memo = repr(key)
-    front = _fronts.get(memo)
-    if front is None:
-        front = store.load_front(key, assignment, formats, Kernel)
-        decisions.stored_fronts += front is not None
-    if front is None:
-        front = _searched(key, assignment, formats, model)
-    _fronts[memo] = front
-    return front
+    """The front under `key`: the store's, else searched (and stored)."""
+    front = store.load_front(key, assignment, formats, Kernel)
+    decisions.stored_fronts += front is not None
+    return _searched(key, assignment, formats, model) if front is None else front
 
 
 def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
