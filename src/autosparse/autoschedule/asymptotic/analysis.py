@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from ...cin.ast import Assign, Forall, Protocol, Where
-from ...cin.rewrite import without
+from ...cin.rewrite import is_zero, without
 from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
 from .sketch import Access, Stmt, reads
 
@@ -46,9 +46,19 @@ class Task:
 
 def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
-    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped)
+    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped,
+                               not any(map(is_zero, _leaves(program))))
     interpreter.interpret(program, (), TRUE)  # a whole program recurs only where the search memoises it
     return interpreter.tasks
+
+
+def _leaves(node) -> Iterator:
+    """The accesses and literals under `node`."""
+    children = node.children()
+    if not children:
+        yield node
+    for child in children:
+        yield from _leaves(child)
 
 
 def _modes(order: int) -> tuple[str, ...]:
@@ -63,6 +73,17 @@ def _nonzero(key: tuple) -> Pred:
 
 
 _nonzero_memo = Memo(1 << 18)
+
+
+def _written(key: tuple) -> Pred:
+    """Where an assignment under `guard` writes its tensor (at `indices`), the loops `dropped` outside
+    both its indices and its scope quantified away. Memoised: the same assignment under the same guard
+    recurs across a loop nest's protocol choices, and renaming the guard was a tenth of a search."""
+    guard, indices, dropped = key
+    return exists(dropped, rename(guard, dict(zip(indices, _modes(len(indices))))))
+
+
+_written_memo = Memo(1 << 16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +127,9 @@ _place_memo = Memo(1 << 16)
 
 
 class _Interpreter:
-    def __init__(self, state: dict[str, Pred], scoped: bool):
+    def __init__(self, state: dict[str, Pred], scoped: bool, zero_free: bool):
         self.state, self.scoped = state, scoped
+        self.zero_free = zero_free  # no literal zero: a loop's body with no read zero is itself
         self.enclosing: dict[str, tuple[str, ...]] = {}  # a temporary → the loops around its where
         self.tasks: list[Task] = []
 
@@ -165,9 +187,8 @@ class _Interpreter:
         if isinstance(node, Assign):
             self.tasks.append(Task(bound, guard, frozenset({node.lhs.tensor, *(a.tensor for a in reads(node.rhs))})))
             lhs = node.lhs
-            written = rename(guard, {index: mode for index, mode in zip(lhs.indices, _modes(len(lhs.indices)))})
             kept = set(lhs.indices) | set(self.enclosing.get(lhs.tensor, ()))
-            written = exists([b for b in bound if b not in kept], written)
+            written = _written_memo.get_or((guard, lhs.indices, tuple(b for b in bound if b not in kept)), _written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
             for temporary in _touched(node.producer)[1]:
@@ -190,11 +211,16 @@ class _Interpreter:
             self.tasks.append(Task(inner, guard))
             self.statement(node.body, inner, guard)
             return
-        for zero in product((False, True), repeat=len(steppers)):
+        vanishing: set[Access] = set()  # steppers whose zero alone leaves nothing (a factor of every term)
+        for zero in product((False, True), repeat=len(steppers)):  # every zero set after its subsets
             zeros = frozenset(a for a, z in zip(steppers, zero) if z)
-            body = without(node.body, zeros)
+            if zeros & vanishing:
+                continue  # `without` is monotone: more zeros leave no more
+            body = node.body if not zeros and self.zero_free else without(node.body, zeros)
             if body is None:
+                if len(zeros) == 1:
+                    vanishing |= zeros
                 continue
-            present = set(reads(body))
+            present = set(reads(body)) if zeros or not self.zero_free else steppers
             case = conj(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
             self.statement(body, inner, case)
