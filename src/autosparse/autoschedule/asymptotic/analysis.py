@@ -27,7 +27,7 @@ from typing import Iterator, Mapping
 
 from ...cin.ast import Assign, Forall, Protocol, Where
 from ...cin.rewrite import is_zero, without
-from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
+from .query import FALSE, TRUE, Atom, Memo, Pred, disj, exists, narrowed, rename
 from .sketch import Access, Stmt, reads
 
 
@@ -204,7 +204,7 @@ class _Interpreter:
         inner = (*bound, node.index)
         steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == Protocol.STEP))
         for access in steppers:
-            self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
+            self.tasks.append(Task(inner, narrowed(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
         if not steppers:
             # A loop that steps through nothing visits its whole dimension (not in the paper's Fig. 5,
             # but without it a dense loop inside a sparse one would be free).
@@ -222,5 +222,5 @@ class _Interpreter:
                     vanishing |= zeros
                 continue
             present = set(reads(body)) if zeros or not self.zero_free else steppers
-            case = conj(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
+            case = narrowed(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
             self.statement(body, inner, case)
