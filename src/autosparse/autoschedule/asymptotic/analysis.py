@@ -17,6 +17,8 @@ such row-at-a-time schedules look as costly as the union over all rows; `scoped=
 The interpretation of a loop or where depends only on the node, the bound indices, the guard, the states
 of the tensors it reads and the scopes of those it writes, so its effect (tasks added, nonzeros written,
 scopes opened) is memoised under that context and replayed where it recurs across a search's programs.
+Guards are written without the nonzero reads they imply (`narrowed`): stepping through `B` on `i` and
+then on `k` gives the same guard as locating on `i`, so the loops below are interpreted once for both.
 """
 
 from __future__ import annotations
