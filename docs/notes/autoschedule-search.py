@@ -1,6 +1,7 @@
 """The asymptotic search's time per kernel, and whether a search cut short picks what the whole one picks.
 
     PYTHONPATH=src python docs/notes/autoschedule-search.py                   # every kernel, full search
+    PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel SpMTTKRP --limit 120   # how far in 120 s
     PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel MTTKRP TTMc --limit 1 2 20 --pick
     PYTHONPATH=src python docs/notes/autoschedule-search.py --kernel SDDMM TTMc --auto 2 20 --repeat 3
 
@@ -60,20 +61,23 @@ def operands(assignment, formats, skew=False):
 """
 
 ONE = OPERANDS + """
-import json, sys, time
+import hashlib, json, sys, time
 from autosparse.autoschedule.asymptotic.realise import hash_levels
 from autosparse.autoschedule.select import ranking
 expression, formats, limit, taco, pick = json.loads(sys.argv[1])
-began = time.perf_counter()
+began, cpu = time.perf_counter(), time.process_time()
 front = asp.autoschedule(expression, formats=formats, taco=taco, time_limit=limit)
-seconds = time.perf_counter() - began
+seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
 found = front.search
+# every program's cost and witness, to compare two commits' searches (equal digests: the same search)
+digest = hashlib.sha1("\\n".join(sorted(f"{p}|{c}|{found.witnesses.get(p)}" for p, c in found.costs.items())).encode())
 picks = []
 if pick:
     for skew in (False, True):
         work, best = ranking(front, operands(parse(expression), formats, skew))[0]
         picks.append([work, hash_levels(best.formats), len(best.temporaries), len(best.transposes)])
-print(json.dumps([found.processed, found.total, len(found.frontier), seconds, found.complete, picks]))
+print(json.dumps([found.processed, found.total, len(found.frontier), seconds, found.complete, picks, cpu,
+                  digest.hexdigest()[:10]]))
 """
 
 
@@ -127,20 +131,20 @@ def main() -> None:
                 print(f"{name:10} {str(seconds):15} {statistics.median(r[0] for r in runs):17.2f}  "
                       f"{statistics.median(r[1] for r in runs):20.2f}", flush=True)
         return
-    print("kernel     limit  programs costed/total  frontier  seconds(median)  complete  pick=longest's "
-          "(estimated work of each operand set's pick)")
+    print("kernel     limit  programs costed/total  frontier  seconds(median)  cpu s  digest      complete  "
+          "pick=longest's (estimated work of each operand set's pick)")
     for name in args.kernel:
         expression, formats = KERNELS[name]
         reference = None
         for limit in sorted(args.limit, key=lambda x: -float("inf") if x is None else -x):
             runs = [run_one(expression, formats, limit, args.taco, args.pick) for _ in range(args.repeat)]
-            processed, total, frontier, _, complete, picks = runs[-1]
-            seconds = statistics.median(r[3] for r in runs)
+            processed, total, frontier, _, complete, picks, _, digest = runs[-1]
+            seconds, cpu = statistics.median(r[3] for r in runs), statistics.median(r[6] for r in runs)
             reference = picks if reference is None else reference
             same = "-" if not args.pick else ("yes" if picks == reference else "NO")
             works = " ".join(f"{pick[0]:.0f}" for pick in picks)
             print(f"{name:10} {str(limit):6} {processed:>9}/{total:<11} {frontier:8} {seconds:12.2f}    "
-                  f"{str(complete):8}  {same} {works}", flush=True)
+                  f"{cpu:6.2f}  {digest}  {str(complete):8}  {same} {works}", flush=True)
 
 
 if __name__ == "__main__":

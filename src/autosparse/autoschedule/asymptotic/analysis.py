@@ -17,17 +17,19 @@ such row-at-a-time schedules look as costly as the union over all rows; `scoped=
 The interpretation of a loop or where depends only on the node, the bound indices, the guard, the states
 of the tensors it reads and the scopes of those it writes, so its effect (tasks added, nonzeros written,
 scopes opened) is memoised under that context and replayed where it recurs across a search's programs.
+Guards are written without the nonzero reads they imply (`narrowed`): stepping through `B` on `i` and
+then on `k` gives the same guard as locating on `i`, so the loops below are interpreted once for both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from ...cin.ast import Assign, Forall, Protocol, Where
-from ...cin.rewrite import without
-from .query import FALSE, TRUE, Atom, Memo, Pred, conj, disj, exists, rename
+from ...cin.rewrite import is_zero, without
+from .query import FALSE, TRUE, Atom, Memo, Pred, disj, exists, narrowed, rename
 from .sketch import Access, Stmt, reads
 
 
@@ -46,9 +48,19 @@ class Task:
 
 def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
-    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped)
+    interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped,
+                               not any(map(is_zero, _leaves(program))))
     interpreter.interpret(program, (), TRUE)  # a whole program recurs only where the search memoises it
     return interpreter.tasks
+
+
+def _leaves(node) -> Iterator:
+    """The accesses and literals under `node`."""
+    children = node.children()
+    if not children:
+        yield node
+    for child in children:
+        yield from _leaves(child)
 
 
 def _modes(order: int) -> tuple[str, ...]:
@@ -63,6 +75,17 @@ def _nonzero(key: tuple) -> Pred:
 
 
 _nonzero_memo = Memo(1 << 18)
+
+
+def _written(key: tuple) -> Pred:
+    """Where an assignment under `guard` writes its tensor (at `indices`), the loops `dropped` outside
+    both its indices and its scope quantified away. Memoised: the same assignment under the same guard
+    recurs across a loop nest's protocol choices, and renaming the guard was a tenth of a search."""
+    guard, indices, dropped = key
+    return exists(dropped, rename(guard, dict(zip(indices, _modes(len(indices))))))
+
+
+_written_memo = Memo(1 << 16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +129,9 @@ _place_memo = Memo(1 << 16)
 
 
 class _Interpreter:
-    def __init__(self, state: dict[str, Pred], scoped: bool):
+    def __init__(self, state: dict[str, Pred], scoped: bool, zero_free: bool):
         self.state, self.scoped = state, scoped
+        self.zero_free = zero_free  # no literal zero: a loop's body with no read zero is itself
         self.enclosing: dict[str, tuple[str, ...]] = {}  # a temporary → the loops around its where
         self.tasks: list[Task] = []
 
@@ -165,9 +189,8 @@ class _Interpreter:
         if isinstance(node, Assign):
             self.tasks.append(Task(bound, guard, frozenset({node.lhs.tensor, *(a.tensor for a in reads(node.rhs))})))
             lhs = node.lhs
-            written = rename(guard, {index: mode for index, mode in zip(lhs.indices, _modes(len(lhs.indices)))})
             kept = set(lhs.indices) | set(self.enclosing.get(lhs.tensor, ()))
-            written = exists([b for b in bound if b not in kept], written)
+            written = _written_memo.get_or((guard, lhs.indices, tuple(b for b in bound if b not in kept)), _written)
             self.state[lhs.tensor] = disj(self.state.get(lhs.tensor, FALSE), written)
         elif isinstance(node, Where):
             for temporary in _touched(node.producer)[1]:
@@ -183,18 +206,23 @@ class _Interpreter:
         inner = (*bound, node.index)
         steppers = list(dict.fromkeys(a for a in reads(node.body) if a.protocol_of(node.index) == Protocol.STEP))
         for access in steppers:
-            self.tasks.append(Task(inner, conj(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
+            self.tasks.append(Task(inner, narrowed(guard, self.nonzero(access, inner)), frozenset({access.tensor})))
         if not steppers:
             # A loop that steps through nothing visits its whole dimension (not in the paper's Fig. 5,
             # but without it a dense loop inside a sparse one would be free).
             self.tasks.append(Task(inner, guard))
             self.statement(node.body, inner, guard)
             return
-        for zero in product((False, True), repeat=len(steppers)):
+        vanishing: set[Access] = set()  # steppers whose zero alone leaves nothing (a factor of every term)
+        for zero in product((False, True), repeat=len(steppers)):  # every zero set after its subsets
             zeros = frozenset(a for a, z in zip(steppers, zero) if z)
-            body = without(node.body, zeros)
+            if zeros & vanishing:
+                continue  # `without` is monotone: more zeros leave no more
+            body = node.body if not zeros and self.zero_free else without(node.body, zeros)
             if body is None:
+                if len(zeros) == 1:
+                    vanishing |= zeros
                 continue
-            present = set(reads(body))
-            case = conj(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
+            present = set(reads(body)) if zeros or not self.zero_free else steppers
+            case = narrowed(guard, *(self.nonzero(a, inner) for a in steppers if a not in zeros and a in present))
             self.statement(body, inner, case)

@@ -101,13 +101,25 @@ class CostModel:
     def cost(self, program: Stmt) -> Cost:
         return Cost.of(self._queries(self._tasks(program)) + self.sunk_costs)
 
+    def cost_once(self, program: Stmt) -> Cost:
+        """`cost`, for a program met once (the search's): its tasks are not kept, which saves hashing
+        the whole program and keeps the programs `select` costs again in the memo."""
+        return Cost.of(self._queries(self._interpreted(program)) + self.sunk_costs)
+
     def cost_touching(self, program: Stmt, tensors: frozenset[str]) -> Cost:
         """The part of `program`'s work that accesses `tensors` (no sunk costs): what a constant-factor
         estimate weighs apart, such as the accesses to hash tables."""
         return Cost.of(self._queries(t for t in self._tasks(program) if t.tensors & tensors))
 
     def _tasks(self, program: Stmt):
-        return _program_memo.get_or((program, self), lambda key: tasks(program, {name: len(ix) for name, ix in self.sparse.items()}, self.scoped))  # select costs one program's parts several times
+        return _program_memo.get_or((program, self), lambda key: self._interpreted(program))  # select costs one program's parts several times
+
+    def _interpreted(self, program: Stmt):
+        return tasks(program, self._orders, self.scoped)
+
+    @cached_property
+    def _orders(self) -> dict[str, int]:
+        return {name: len(ix) for name, ix in self.sparse.items()}
 
     def _queries(self, found) -> list[Query]:
         assumed = self.assumptions

@@ -9,7 +9,7 @@ took (at least one), having taken the most promising first: shapes that transpos
 have small workspaces, in doubling rounds that favour them, each shape's protocols locating fewest
 sparse modes first (docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks
 for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
-hash levels beats. The minimum
+hash levels beats (`_Beaten`). The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
 shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
 """
@@ -55,6 +55,13 @@ class _Shape:
     workspaces: dict[str, tuple[str, ...]]  # each workspace's indices
     copies: int = 0  # how often it arises (the paper counts every copy)
     choices: int = 0  # its protocol assignments (stage 6)
+
+    @property
+    def reads_once(self) -> bool:
+        """Whether no tensor is read twice: then every protocol assignment reads each tensor one way and
+        `reads_agree` need not be asked per program (a tenth of a whole search's time)."""
+        tensors = [access.tensor for access in reads(self.program)]
+        return len(tensors) == len(set(tensors))
 
 
 @dataclass
@@ -140,49 +147,61 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("6 the same, counting each copy (the paper's count)", sum(shape.choices * shape.copies for shape in shapes.values()))
 
     model = CostModel(sparse, indices, sunk, scoped=not paper)
-    by_cost: dict[Tradeoff, list[Stmt]] = {}
+    by_cost: dict[Tradeoff, list[tuple[Stmt, int]]] = {}  # each program with its copies
     costs: dict[Stmt, Cost] = {}
-    multiplicity: dict[Stmt, int] = {}
     processed = 0
     frontier = Frontier()
-    beaten: set[Cost] = set()  # costs a member needing no hash table beats: their hash levels do not matter
+    beaten = _Beaten()
     stored = {name: formats[name].mode_order for name in sparse}
     promising = sorted(shapes.values(), key=lambda shape: _promise(shape.program, shape.workspaces, stored))
     streams = [zip(repeat(shape), protocolised(shape.program, set(sparse), set(shape.workspaces), taco))
                for shape in promising]
+    agreeing = {shape: shape.reads_once for shape in promising}
     for shape, program in _favouring_first(streams):
         if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
         processed += 1
         if progress is not None:
             progress(processed, total)
-        if not reads_agree(program):
+        if not agreeing[shape] and not reads_agree(program):
             continue
-        cost = costs[program] = model.cost(program)
-        multiplicity[program] = shape.copies
-        unhashed = paper or _beaten_without_hashing(cost, frontier, beaten)
+        cost = costs[program] = model.cost_once(program)
+        unhashed = paper or beaten(cost, frontier)
         key = Tradeoff(cost, 0 if unhashed else hashed_levels(program, formats, result))
         if key not in by_cost:
             by_cost[key] = []
-            frontier.offer(key, key)
-        by_cost[key].append(program)
-    members = [(program, key.cost) for key in frontier.members for program in by_cost[key]]
-    witnesses = {program: by_cost[frontier.witness(key)][0]
-                 for key, programs in by_cost.items() if key not in frontier.members for program in programs}
+            beaten.joined += frontier.offer(key, key)
+        by_cost[key].append((program, shape.copies))
+    members = [(program, key.cost, copies) for key in frontier.members for program, copies in by_cost[key]]
+    witnesses = {program: by_cost[frontier.witness(key)][0][0]
+                 for key, programs in by_cost.items() if key not in frontier.members for program, _ in programs}
     stage(f"7 asymptotic filter ({len({key.cost for key in by_cost})} distinct costs)", len(members))
-    stage("7 the same, counting each copy (the paper's count)", sum(multiplicity[p] for p, _ in members))
-    return Search(members, witnesses, costs, model, stages, processed, total, named_all)
+    stage("7 the same, counting each copy (the paper's count)", sum(copies for _, _, copies in members))
+    return Search([(program, cost) for program, cost, _ in members], witnesses, costs, model, stages, processed,
+                  total, named_all)
 
 
-def _beaten_without_hashing(cost: Cost, frontier: Frontier, beaten: set[Cost]) -> bool:
-    """Whether a frontier member that needs no hash table is asymptotically cheaper than `cost`: then a
+class _Beaten:
+    """Whether a frontier member that needs no hash table is asymptotically cheaper than a cost: then a
     program of this cost is dominated whatever hash levels it needs, and realising it to count them
     (a fifth of a program's time) is skipped. A beaten cost stays beaten (a member leaves only for one
-    at least as good on both criteria), so the answer is remembered."""
-    if cost not in beaten and any(not member.hashed and cost.dominates(member.cost)
-                                  for member in frontier.members.values()):
-        beaten.add(cost)
-    return cost in beaten
+    at least as good on both criteria), and an unbeaten one stays unbeaten until a member joins
+    (`joined` counts them), so each answer is remembered: most programs share their cost with
+    earlier ones, and asking the whole frontier again was a twentieth of a search."""
+
+    def __init__(self):
+        self.joined = 0
+        self._beaten: set[Cost] = set()
+        self._unbeaten: dict[Cost, int] = {}  # cost -> `joined` when it was found unbeaten
+
+    def __call__(self, cost: Cost, frontier: Frontier) -> bool:
+        if cost in self._beaten or self._unbeaten.get(cost) == self.joined:
+            return cost in self._beaten
+        if any(not member.hashed and cost.dominates(member.cost) for member in frontier.members.values()):
+            self._beaten.add(cost)
+            return True
+        self._unbeaten[cost] = self.joined
+        return False
 
 
 def _shallowest_valid(placed: Callable[[int], list[tuple[Stmt, int]]], deepest: int,

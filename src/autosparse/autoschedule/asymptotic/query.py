@@ -99,6 +99,49 @@ def conj(*parts: Pred) -> Pred:
     return _connective(And, FALSE, TRUE, parts)
 
 
+def narrowed(*parts: Pred) -> Pred:
+    """`conj(*parts)` without the nonzero reads another part implies (`∃k B(i,k)` beside `B(i,k)`): the
+    same predicate, written as it is whichever loops above stepped through `B`, so that the
+    interpreter's memo finds the loops below once for all of them."""
+    joined = conj(*parts)
+    if not isinstance(joined, And):
+        return joined
+    kept: list[Pred] = []
+    for part in joined.parts:
+        if any(_implies(other, part) for other in kept):
+            continue
+        kept = [other for other in kept if not _implies(part, other)]
+        kept.append(part)
+    return kept[0] if len(kept) == 1 else And(tuple(kept))
+
+
+def _read(pred: Pred) -> tuple[tuple[str, ...], Atom] | None:
+    """`pred` as (its quantified variables, its atom) when it is an atom under at most one ∃."""
+    if isinstance(pred, Atom):
+        return (), pred
+    if isinstance(pred, Exists) and isinstance(pred.body, Atom):
+        return pred.variables, pred.body
+    return None
+
+
+def _implies(premise: Pred, conclusion: Pred) -> bool:
+    """Whether the nonzero read `premise` implies the nonzero read `conclusion` (each an atom under at
+    most one ∃; anything else: False): the conclusion's quantified variables map onto the premise's
+    arguments, consistently, and its free ones stay themselves."""
+    first, second = _read(premise), _read(conclusion)
+    if first is None or second is None or first[1].tensor != second[1].tensor:
+        return False
+    (hidden, atom), (quantified, wanted) = first, second
+    mapping: dict[str, str] = {}
+    for mine, theirs in zip(wanted.args, atom.args):
+        if mine in quantified:
+            if mapping.setdefault(mine, theirs) != theirs:
+                return False
+        elif mine != theirs or theirs in hidden:
+            return False
+    return True
+
+
 def disj(*parts: Pred) -> Pred:
     """∨ of `parts`, with false dropped, true absorbing and nested ∨ flattened."""
     return _connective(Or, TRUE, FALSE, parts)
