@@ -26,7 +26,7 @@ from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
-from .order import favouring_first, interleaved, promise
+from .order import favouring_first, interleaved, promise, stored_orders
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
@@ -145,7 +145,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     processed = 0
     frontier = Frontier()
     beaten: set[Cost] = set()  # costs a member needing no hash table beats: their hash levels do not matter
-    stored = {name: formats[name].mode_order for name in sparse}
+    stored = stored_orders(formats)
     promising = sorted(shapes.values(), key=lambda shape: promise(shape.program, shape.workspaces, stored))
     streams = [zip(repeat(shape), protocolised(shape.program, set(sparse), set(shape.workspaces), taco))
                for shape in promising]
