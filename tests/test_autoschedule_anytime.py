@@ -13,7 +13,7 @@ import pytest
 import autosparse as asp
 from conftest import densified
 from autosparse.autoschedule.asymptotic import pipeline
-from autosparse.autoschedule.asymptotic.order import promise, stored_orders
+from autosparse.autoschedule.asymptotic.order import NAMED_AT_LEAST, promise, stored_orders
 from autosparse.format import as_format
 
 from autosparse_bench.sparseauto_counts import KERNELS
@@ -37,14 +37,25 @@ PICKS = {
 FIRST = 200
 
 
-def cut_after(monkeypatch, number: int, programs: int):
-    """Kernel `number`'s asymptotic front from a search cut after `programs` programs."""
-    costed = [0]
-    clock = types.SimpleNamespace(perf_counter=lambda: float("inf") if costed[0] >= programs else 0.0)
-    monkeypatch.setattr(pipeline, "time", clock)
+def cut_after(monkeypatch, number: int, programs: int, naming_passed: bool = False, time_limit: float = 1.0):
+    """Kernel `number`'s asymptotic front from a search cut after `programs` programs; with
+    `naming_passed`, the clock has passed stage 5's deadline (half the limit) once the search began."""
+    costed, began = [0], []
+
+    def now() -> float:
+        if costed[0] >= programs:
+            return float("inf")
+        started = bool(began) or began.append(0.0)
+        return 0.75 * time_limit if naming_passed and started else 0.0
+
+    monkeypatch.setattr(pipeline, "time", types.SimpleNamespace(perf_counter=now))
     expression, formats = KERNELS[number]
-    return asp.autoschedule(expression, formats=formats, time_limit=1.0,
+    return asp.autoschedule(expression, formats=formats, time_limit=time_limit,
                             progress=lambda done, total: costed.__setitem__(0, done))
+
+
+def named(front) -> int:
+    return next(stage.count for stage in front.stages if stage.name.startswith("5 named"))
 
 
 @pytest.mark.parametrize("number", sorted(PICKS))
@@ -66,6 +77,23 @@ def test_promise_ranks_transposes_then_strides_then_workspace_dimensions(monkeyp
     assert promise(pick, {"w0": ("i", "k")}, stored) == (0, 0, 2)
     first = next(iter(front.search.costs))
     assert promise(first, {"w0": ("i", "k")}, stored) <= (0, 0, 2)
+
+
+def test_a_short_limit_costs_programs_after_naming_the_least_nests_it_names(monkeypatch):
+    """TTMc's 2,568 loop orders took half a second to name: under `schedule="auto"`'s limit stage 5
+    stops at its deadline once it has named NAMED_AT_LEAST of them (each nest's first orders) and
+    costs their programs; a limit that leaves time names them all."""
+    front = cut_after(monkeypatch, 5, 50, naming_passed=True)
+    assert named(front) == NAMED_AT_LEAST and not front.search.named_all and front.search.processed == 50
+    whole_named = cut_after(monkeypatch, 5, 1)
+    assert named(whole_named) > 10 * NAMED_AT_LEAST and whole_named.search.named_all
+
+
+@pytest.mark.parametrize("time_limit", [0.0, 10.0])
+def test_a_limit_of_0_or_a_counting_searchs_names_every_nest(monkeypatch, time_limit):
+    """The counting suites' limits: stages 5-6 stay exact although the clock has passed stage 5's deadline."""
+    front = cut_after(monkeypatch, 3, 1, naming_passed=True, time_limit=time_limit)
+    assert front.search.named_all and named(front) == 2124
 
 
 def kernel3_operands(case: str, rng):
@@ -102,7 +130,8 @@ def test_a_cut_short_ttmc_selection_computes_what_numpy_computes(monkeypatch):
     dense = rng.random((5, 4, 3)) * (rng.random((5, 4, 3)) < 0.3)
     c, d, e = rng.random((5, 2)), rng.random((4, 3)), rng.random((3, 2))
     operands = {"B": asp.Tensor.from_numpy(dense, format="dss"), "C": c, "D": d, "E": e}
-    front = cut_after(monkeypatch, 5, 50)
+    front = cut_after(monkeypatch, 5, 50, naming_passed=True)
+    assert not front.search.named_all
     expression, formats = KERNELS[5]
     chosen = front.select(**operands)
     np.testing.assert_allclose(densified(asp.compile(expression, formats=formats, schedule=chosen)(**operands)),

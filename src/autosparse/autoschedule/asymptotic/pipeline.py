@@ -3,11 +3,12 @@
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
 one, so the frontier algorithm runs over distinct costs (with the hash-table levels each program's
 realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
-the search is anytime: it names loop nests for at most half of it (when there are more than
-`NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
-took (at least one), having taken the most promising first: shapes that transpose no sparse input and
-have small workspaces, in doubling rounds that favour them, each shape's protocols locating fewest
-sparse modes first (docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks
+the search is anytime: it names loop nests for at most half of it (short of a counting search's limit,
+or when there are more than `NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
+took (at least one), having taken the most promising first (order.py: shapes that transpose no sparse
+input, access few operands out of stride and have small workspaces), in doubling rounds that favour
+them, each shape's protocols locating fewest sparse modes first (docs/notes/autoschedule-search.md: 1-2 s
+then picks what the whole search picks
 for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
 hash levels beats. The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
@@ -26,17 +27,18 @@ from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
-from .order import favouring_first, interleaved, promise, stored_orders
+from .order import NAMED_AT_LEAST, favouring_first, interleaved, promise, stored_orders
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
 from .sketch import Stmt
 
 
-#: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
-#: (under a second's work; every paper kernel and SparseAuto's kernels but one have under 3,000), so
-#: stages 5-6 count exactly whatever the limit; past it (SparseAuto's kernel 8: 48,578, 4.4 s to name;
-#: 4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
+#: Under a limit of 0 or of at least `COUNTED_PAST`, stage 5 names every minimum-depth loop nest of a
+#: search with at most this many (under a second's work; every paper kernel and SparseAuto's kernels but
+#: one have under 3,000), so stages 5-6 count exactly; past it (SparseAuto's kernel 8: 48,578, 4.4 s to
+#: name; 4-D MTTKRP: 17 M), and under any other limit (`schedule="auto"`'s: TTMc's 2,568 took half a
+#: second), it names nests of every shape in turn for half the limit, at least `order.NAMED_AT_LEAST`.
 NAMED_IN_FULL = 10_000
 
 
@@ -116,10 +118,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     shapes: dict[Stmt, _Shape] = {}
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     deadline = None if time_limit is None else began + time_limit
-    naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL else began + time_limit / 2
+    naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL and not 0 < time_limit < COUNTED_PAST \
+        else began + time_limit / 2
     named_all = True
     for stmt in interleaved(map(orders, shallow)):
-        if naming_deadline is not None and shapes and time.perf_counter() > naming_deadline:
+        if naming_deadline is not None and len(shapes) >= NAMED_AT_LEAST and time.perf_counter() > naming_deadline:
             named_all = False  # leave half the time to cost programs of every nest named so far
             break
         program, workspaces = named(stmt, taken, reduce, scopes)
