@@ -3,13 +3,13 @@
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
 one, so the frontier algorithm runs over distinct costs (with the hash-table levels each program's
 realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
-the search is anytime: it names loop nests for at most half of it (short of a counting search's limit,
-or when there are more than `NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
-took (at least one), having taken the most promising first (order.py: shapes that transpose no sparse
-input, access few operands out of stride and have small workspaces), in doubling rounds that favour
-them, each shape's protocols locating fewest sparse modes first (docs/notes/autoschedule-search.md: 1-2 s
-then picks what the whole search picks
-for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
+the search is anytime: it names loop nests for at most half of it (short of a counting search's
+limit, or past `NAMED_IN_FULL` of them), then stops taking programs when time runs out and reports the
+frontier of those it took (at least one), having taken the most promising first (order.py: shapes
+that transpose no sparse input, access few operands out of stride and have small workspaces), in
+doubling rounds that favour them, each shape's protocols locating fewest sparse modes first
+(docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks for MTTKRP, TTMc and
+SDDMM). Hash levels are not counted for a cost that a frontier member without
 hash levels beats. The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
 shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
@@ -118,8 +118,8 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     shapes: dict[Stmt, _Shape] = {}
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     deadline = None if time_limit is None else began + time_limit
-    naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL and not 0 < time_limit < COUNTED_PAST \
-        else began + time_limit / 2
+    in_full = time_limit is None or orderings <= NAMED_IN_FULL and not 0 < time_limit < COUNTED_PAST
+    naming_deadline = None if in_full else began + time_limit / 2
     named_all = True
     for stmt in interleaved(map(orders, shallow)):
         if naming_deadline is not None and len(shapes) >= NAMED_AT_LEAST and time.perf_counter() > naming_deadline:
