@@ -176,10 +176,10 @@ def test_hash_levels_are_not_counted_for_costs_a_hash_free_member_beats(monkeypa
 
 def test_streams_are_taken_favouring_the_first():
     """Each round takes one item of every stream admitted so far and admits as many streams again."""
-    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
+    from autosparse.autoschedule.asymptotic.order import favouring_first
     streams = [iter("abc"), iter("de"), iter("f"), iter(""), iter("gh")]
-    assert "".join(_favouring_first(streams)) == "abdcefgh"
-    assert list(_favouring_first([])) == []
+    assert "".join(favouring_first(streams)) == "abdcefgh"
+    assert list(favouring_first([])) == []
 
 
 def test_protocol_choices_locating_fewest_sparse_modes_come_first():
@@ -199,6 +199,6 @@ def test_protocol_choices_locating_fewest_sparse_modes_come_first():
 
 
 def test_long_streams_outlast_the_doubling():
-    from autosparse.autoschedule.asymptotic.pipeline import _favouring_first
-    assert list(_favouring_first([iter(range(100)), iter(range(100, 103))])) == \
+    from autosparse.autoschedule.asymptotic.order import favouring_first
+    assert list(favouring_first([iter(range(100)), iter(range(100, 103))])) == \
         [0, 1, 100, 2, 101, 3, 102, *range(4, 100)]

@@ -3,13 +3,14 @@
 Costs are memoised: programs that cost the same (many protocol choices do not matter) are compared as
 one, so the frontier algorithm runs over distinct costs (with the hash-table levels each program's
 realisation needs as a second criterion, unless the paper's frontier is asked for). With a time limit
-the search is anytime: it names loop nests for at most half of it (when there are more than
-`NAMED_IN_FULL`), then stops taking programs when time runs out and reports the frontier of those it
-took (at least one), having taken the most promising first: shapes that transpose no sparse input and
-have small workspaces, in doubling rounds that favour them, each shape's protocols locating fewest
-sparse modes first (docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks
-for MTTKRP, TTMc and SDDMM). Hash levels are not counted for a cost that a frontier member without
-hash levels beats (`_Beaten`). The minimum
+the search is anytime: it names loop nests for at most half of it (short of a counting search's
+limit, or past `NAMED_IN_FULL` of them), then stops taking programs when time runs out and reports the
+frontier of those it took (at least one), having taken the most promising first (order.py: shapes
+that transpose no sparse input, access few operands out of stride and have small workspaces), in
+doubling rounds that favour them, each shape's protocols locating fewest sparse modes first
+(docs/notes/autoschedule-search.md: 1-2 s then picks what the whole search picks for MTTKRP, TTMc and
+SDDMM). Hash levels are not counted for a cost that a frontier member without hash levels beats
+(`_Beaten`). The minimum
 depth is that of the valid nests (every access bound by its loops): with four factors or more the
 shallowest nests can all be invalid (4-D MTTKRP), and filtering them afterwards left nothing.
 """
@@ -18,26 +19,26 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import islice, repeat
+from itertools import repeat
 from math import factorial
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Mapping
 
-from ...cin.ast import Forall, Where
 from ...format import Format
 from ...notation import ast as notation
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
+from .order import NAMED_AT_LEAST, favouring_first, interleaved, promise, stored_orders
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
-from .sketch import Stmt, reads
+from .sketch import Stmt
 
 
-#: Under a time limit, stage 5 names every minimum-depth loop nest of a search with at most this many
-#: (under a second's work; every paper kernel and SparseAuto's kernels but one have under 3,000), so
-#: stages 5-6 count exactly whatever the limit; past it (SparseAuto's kernel 8: 48,578, 4.4 s to name;
-#: 4-D MTTKRP: 17 M) it names nests of every shape in turn for half the limit.
+#: Under a limit of 0 or of at least `COUNTED_PAST`, stage 5 names every minimum-depth loop nest of a
+#: search with at most this many (under a second's work; every paper kernel and SparseAuto's kernels but
+#: one have under 3,000), so stages 5-6 count exactly; past it (SparseAuto's kernel 8: 48,578, 4.4 s to
+#: name; 4-D MTTKRP: 17 M), and under any other limit (`schedule="auto"`'s: TTMc's 2,568 took half a
+#: second), it names nests of every shape in turn for half the limit, at least `order.NAMED_AT_LEAST`.
 NAMED_IN_FULL = 10_000
 
 
@@ -124,10 +125,11 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     shapes: dict[Stmt, _Shape] = {}
     result, sparse_result = assignment.lhs.tensor, not formats[assignment.lhs.tensor].is_dense
     deadline = None if time_limit is None else began + time_limit
-    naming_deadline = None if time_limit is None or orderings <= NAMED_IN_FULL else began + time_limit / 2
+    in_full = time_limit is None or orderings <= NAMED_IN_FULL and not 0 < time_limit < COUNTED_PAST
+    naming_deadline = None if in_full else began + time_limit / 2
     named_all = True
-    for stmt in _interleaved(map(orders, shallow)):
-        if naming_deadline is not None and shapes and time.perf_counter() > naming_deadline:
+    for stmt in interleaved(map(orders, shallow)):
+        if naming_deadline is not None and len(shapes) >= NAMED_AT_LEAST and time.perf_counter() > naming_deadline:
             named_all = False  # leave half the time to cost programs of every nest named so far
             break
         program, workspaces = named(stmt, taken, reduce, scopes)
@@ -152,12 +154,12 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     processed = 0
     frontier = Frontier()
     beaten = _Beaten()
-    stored = {name: formats[name].mode_order for name in sparse}
-    promising = sorted(shapes.values(), key=lambda shape: _promise(shape.program, shape.workspaces, stored))
+    stored = stored_orders(formats)
+    promising = sorted(shapes.values(), key=lambda shape: promise(shape.program, shape.workspaces, stored))
     streams = [zip(repeat(shape), protocolised(shape.program, set(sparse), set(shape.workspaces), taco))
                for shape in promising]
     agreeing = {shape: shape.reads_once for shape in promising}
-    for shape, program in _favouring_first(streams):
+    for shape, program in favouring_first(streams):
         if deadline is not None and by_cost and time.perf_counter() > deadline:
             break
         processed += 1
@@ -214,79 +216,6 @@ def _shallowest_valid(placed: Callable[[int], list[tuple[Stmt, int]]], deepest: 
         if shallow:
             return depth, shallow
     raise AssertionError("the nest with every loop outside all statements is always valid")
-
-
-def _promise(shape: Stmt, workspaces: Mapping[str, tuple[str, ...]],
-             stored: Mapping[str, tuple[int, ...]]) -> tuple[int, int]:
-    """What a search cut short takes first: nests that read every sparse input in its stored mode order
-    (`stored`: each sparse input's mode order; no transpose per call), then those with the fewest
-    workspace dimensions. `select`'s picks for MTTKRP, TTMc and SDDMM are such nests, so a short limit
-    finds the picks a whole search finds."""
-    return _transposed(shape, (), stored), sum(map(len, workspaces.values()))
-
-
-def _transposed(stmt: Stmt, loops: tuple[str, ...], stored: Mapping[str, tuple[int, ...]]) -> int:
-    """How many reads of sparse inputs in `stmt` (under `loops`) visit their modes out of stored order."""
-    if isinstance(stmt, Forall):
-        return _transposed(stmt.body, (*loops, stmt.index), stored)
-    if isinstance(stmt, Where):
-        return _transposed(stmt.consumer, loops, stored) + _transposed(stmt.producer, loops, stored)
-    return sum(_loop_order(access.indices, loops) != _stored_order(access.indices, stored[access.tensor])
-               for access in reads(stmt.rhs) if access.tensor in stored)
-
-
-# Cached: the same read under the same loops recurs across the thousands of shapes stage 7 sorts.
-@lru_cache(maxsize=1 << 14)
-def _loop_order(indices: tuple[str, ...], loops: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted(dict.fromkeys(indices), key=loops.index))
-
-
-@lru_cache(maxsize=1 << 10)
-def _stored_order(indices: tuple[str, ...], mode_order: tuple[int, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(indices[mode] for mode in mode_order))
-
-
-def _interleaved(streams: Iterable[Iterator]) -> Iterator:
-    """One item from each stream in turn, so that a search cut short has seen every loop nest and
-    workspace shape rather than all the protocols of the first few."""
-    active = list(streams)
-    while active:
-        active = yield from _round(active)
-
-
-def _round(active: list[Iterator]):
-    """One item from each of `active`, yielded; returns the streams not yet exhausted."""
-    still = []
-    for stream in active:
-        item = next(stream, _DONE)
-        if item is not _DONE:
-            still.append(stream)
-            yield item
-    return still
-
-
-def _favouring_first(streams: Iterable[Iterator]) -> Iterator:
-    """Items of `streams` in rounds that each take one item from every stream admitted so far, the
-    first round admitting one stream and each next round as many again: stream n gets its first item
-    after about 2n items in all, so the first streams (the most promising shapes) give many items
-    before the last give any. A search cut short reaches the third protocol choice of one of TTMc's
-    first shapes (the whole search's pick) after a few dozen programs rather than 5,142."""
-    waiting = iter(streams)
-    active: list[Iterator] = []
-    admitted, width = 0, 1
-    while True:
-        fresh = list(islice(waiting, width - admitted))
-        admitted += len(fresh)
-        active.extend(fresh)
-        if not active:
-            return
-        active = yield from _round(active)
-        if admitted == width:  # else every stream is admitted
-            width *= 2
-
-
-_DONE = object()
-
 
 
 def _orderings(tree) -> int:
