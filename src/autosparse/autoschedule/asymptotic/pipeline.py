@@ -31,7 +31,7 @@ from .order import NAMED_AT_LEAST, favouring_first, interleaved, promise, stored
 from .protocols import protocol_choices, protocolised, taco_runs
 from .realise import hashed_levels, reads_agree
 from .shapes import Block, bound_everywhere, flatten, groupings, named, nestings, orders, placements, rewrites
-from .sketch import Stmt
+from .sketch import Stmt, reads
 
 
 #: Under a limit of 0 or of at least `COUNTED_PAST`, stage 5 names every minimum-depth loop nest of a
