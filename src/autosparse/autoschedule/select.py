@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from math import prod
 from typing import Mapping
@@ -117,11 +118,13 @@ def select(front, operands: Mapping[str, object], tune: int = 0):
 
 @dataclass
 class Counts:
-    """How often this process estimated a front's candidates, and how often it reused an estimate made
-    for operands of the same size class."""
+    """How often this process estimated a front's candidates, how often it reused an estimate made for
+    operands of the same size class, and how many candidates it costed in full (one of each class that
+    is estimated alike, `Costed.estimated_as`)."""
 
     estimated: int = 0
     reused: int = 0
+    costed: int = 0
 
 
 counts = Counts()
@@ -139,11 +142,21 @@ def ranking(front, operands: Mapping[str, object]) -> list[tuple[float, object]]
         return per_size[size_class]
     counts.estimated += 1
     work = _estimator(front, operands)
-    ranked = sorted(((work(c), c) for c in contenders(front)),
-                    key=lambda wc: (wc[0], hash_levels(wc[1].formats), len(wc[1].temporaries),
-                                    len(wc[1].transposes), str(wc[1].cin)))
-    per_size[size_class] = ranked
+    per_size[size_class] = ranked = _ordered([(work(c), c) for c in contenders(front)])
     return ranked
+
+
+def _ordered(estimated: list[tuple[float, object]]) -> list[tuple[float, object]]:
+    """`estimated` best first, ties to fewer hashed levels, temporaries and operands to reformat, then
+    the CIN's text — rendered only for the exact ties that need it (most candidates are in none)."""
+    def plain(wc):
+        work, cand = wc
+        return work, hash_levels(cand.formats), len(cand.temporaries), len(cand.transposes)
+
+    keys = [plain(wc) for wc in estimated]
+    tied = Counter(keys)
+    return [wc for _, _, wc in sorted(((key, str(wc[1].cin) if tied[key] > 1 else "", wc)
+                                        for key, wc in zip(keys, estimated)), key=lambda kt: kt[:2])]
 
 
 def contenders(front) -> list:
@@ -184,7 +197,8 @@ def _estimator(front, operands: Mapping[str, object]):
     of stride to dense tensors STRIDE_WEIGHT times, or CACHED_STRIDE_WEIGHT times for one that fits the
     private caches (`Candidate.scattered_costs`); plus clearing its dense workspaces and
     reformatting the operands it reads in another format, on every call. A candidate whose dense
-    workspaces would pass the memory limit costs infinitely much."""
+    workspaces would pass the memory limit costs infinitely much. One candidate of each class that is
+    estimated alike (`Costed.estimated_as`) is costed; the rest of its class get its estimate."""
     patterns, extents = _patterns(front, operands)
     size = _sizer(patterns, extents)
     indices = {a.tensor: tuple(i.name for i in a.indices)
@@ -195,7 +209,16 @@ def _estimator(front, operands: Mapping[str, object]):
         return STRIDE_WEIGHT if VALUE_BYTES * prod(extents[i] for i in ix) > private_cache_bytes() \
             else CACHED_STRIDE_WEIGHT
 
+    estimated: dict[tuple, float] = {}
+
     def work(cand) -> float:
+        key = cand.estimated_as
+        if key not in estimated:
+            counts.costed += 1
+            estimated[key] = costed(cand)
+        return estimated[key]
+
+    def costed(cand) -> float:
         cleared = [(size(runs) if runs.queries else 1.0, prod(extents[i] for i in dims))
                    for runs, dims in cand.dense_workspaces]
         if any(VALUE_BYTES * elements > limit for _, elements in cleared):
