@@ -104,6 +104,12 @@ class Costed:
                 self._cin_program if self._listed else None)
 
     @cached_property
+    def cin_text(self) -> str:
+        """The CIN as text: the ranking's last tie-break between exact ties, which recur on every input
+        (rendered once)."""
+        return str(self.cin)
+
+    @cached_property
     def scattered_costs(self) -> dict[str, Cost]:
         """For each dense operand or temporary accessed out of stride — its innermost loop runs over a
         mode other than the last one stored (a row-major C(k,j) inside a loop over k), or over the last
