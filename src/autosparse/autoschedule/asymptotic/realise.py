@@ -86,7 +86,14 @@ def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> i
 
 def hash_levels(formats: Mapping[str, Format]) -> int:
     """The hash-table levels among `formats`."""
-    return sum(level.inserts_sparsely for fmt in formats.values() for level in fmt.levels)
+    return sum(map(_hash_levels_of, formats.values()))
+
+
+@lru_cache(maxsize=1 << 12)
+def _hash_levels_of(fmt: Format) -> int:
+    """The hash-table levels of `fmt` (a level's capabilities are built anew on each call; selection
+    asks this of the same few formats for every candidate, on every input)."""
+    return sum(level.inserts_sparsely for level in fmt.levels)
 
 
 @dataclass(frozen=True)
