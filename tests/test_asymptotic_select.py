@@ -173,7 +173,7 @@ def test_ties_go_to_fewer_hashed_levels_then_fewer_temporaries(monkeypatch):
     from autosparse.autoschedule.asymptotic.realise import hash_levels
 
     front = asp.autoschedule("A(i,j) = B(i,k) * C(j,k) * D(j,k)", formats={n: "ds" for n in "ABCD"}, taco=True)
-    monkeypatch.setattr(selection, "_estimator", lambda f, operands: lambda cand: 1.0)
+    monkeypatch.setattr(selection, "_estimator", lambda f, operands, alike=None: lambda cand: 1.0)
     monkeypatch.setattr(selection, "_seconds", lambda f, c, o: 1.0)  # the measured tie-break ties too
     chosen = front.select(**{name: sp.random(6, 6, 0.5, format="csr", random_state=seed)
                              for seed, name in enumerate("BCD")})

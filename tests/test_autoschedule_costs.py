@@ -330,6 +330,7 @@ def test_reformatting_a_three_mode_operand_costs_more_an_entry_than_a_matrix(ttm
     priced = {name: work(cand) for name, cand in programs.items()}
     factor = selection.TENSOR_CONVERSION_FACTOR
     monkeypatch.setattr(selection, "TENSOR_CONVERSION_FACTOR", 1)
+    work = selection._estimator(holder, operands)  # an estimator keeps what it costed
     as_matrix = {name: work(cand) for name, cand in programs.items()}
     entries = operands["B"].nnz + operands["B"].shape[0]  # and a pointer per slice of the first mode stored
     extra = (factor - 1) * selection.CONVERSION_WEIGHT * entries

@@ -23,9 +23,7 @@ from ..errors import AutosparseError
 from ..format import Format
 from ..notation import accesses, walk
 from ..notation import ast as notation
-from .asymptotic.analysis import tasks
 from .asymptotic.cost import Cost, CostModel
-from .asymptotic.query import Query, disjuncts, folded
 from .asymptotic.realise import Realised
 from .asymptotic.sketch import Call, from_cin, map_accesses, reads
 from .table import front_table
@@ -94,6 +92,23 @@ class Costed:
         of them times them all."""
         return self._realised.running, tuple(sorted((name, str(fmt)) for name, fmt in self.formats.items()))
 
+    @property
+    def estimated_as(self) -> tuple:
+        """Everything `select`'s estimate of the candidate is computed from, besides the operands and the
+        formats they were given in: the program as it runs, the formats and temporaries, the tensors
+        in hash tables and hashed operands, the cost model, and the CIN's program where it writes list
+        workspaces (counted on the CIN, whose steps through dense levels the running program locates).
+        Finer than `runs_as`; candidates equal here get equal estimates, so selection costs one of each."""
+        return (self.model, self._realised.running, tuple(sorted(self.formats.items(), key=lambda kv: kv[0])),
+                tuple(self.temporaries), self._realised.tables, self._realised.probed,
+                self._cin_program if self._listed else None)
+
+    @cached_property
+    def cin_text(self) -> str:
+        """The CIN as text: the ranking's last tie-break between exact ties, which recur on every input
+        (rendered once)."""
+        return str(self.cin)
+
     @cached_property
     def scattered_costs(self) -> dict[str, Cost]:
         """For each dense operand or temporary accessed out of stride — its innermost loop runs over a
@@ -108,7 +123,7 @@ class Costed:
         formats = {**self.user_formats, **self.dense_temporaries}
         for name, loops, assign in _scattered(self._realised.running, formats):
             found.setdefault(name, set()).add(_task_of(loops, assign))
-        return {name: self._cost_of((task.head, task.guard) for task in self._tasks
+        return {name: self.model.cost_of((task.head, task.guard) for task in self._tasks
                                     if (task.head, task.tensors) in assigned)
                 for name, assigned in found.items()}
 
@@ -157,36 +172,36 @@ class Costed:
         the loops out to the last one the temporary names. Counted on the CIN, not the running sketch:
         a frontier program's sketch writes a sparse result directly where its CIN assembles each row
         in a list workspace, as the default's CIN does."""
-        listed = {name for name in self.temporaries
-                  if (fmt := self._realised.formats.get(name)) is not None and fmt.order == 1 and fmt.is_dense}
-        if not listed:
+        if not self._listed:
             return Cost(())
-        program = from_cin(self.cin)
+        program = self._cin_program
         cuts = {_task_of(loops, assign): _written_loops(loops, assign)
-                for loops, assign in _assigned(program, ()) if assign.lhs.tensor in listed}
-        return self._cost_of((written, task.guard) for task in self._tasks_of(program)
+                for loops, assign in _assigned(program, ()) if assign.lhs.tensor in self._listed}
+        return self.model.cost_of((written, task.guard) for task in self.model.tasks(program)
                              if (written := cuts.get((task.head, task.tensors))) is not None)
+
+    @cached_property
+    def _listed(self) -> frozenset[str]:
+        """The temporaries of one index stored dense: the lowering's list workspaces."""
+        return frozenset(name for name in self.temporaries
+                         if (fmt := self._realised.formats.get(name)) is not None and fmt.order == 1 and fmt.is_dense)
+
+    @cached_property
+    def _cin_program(self):
+        """The CIN as a sketch (its protocols as written, a staged result's copy included)."""
+        return from_cin(self.cin)
 
     def _iterations(self, loops: tuple[str, ...]) -> Cost:
         """The iterations of the loop nest `loops` (outermost first) as the CIN runs it: the task sets at
         exactly those indices (an empty cost for no loops: once)."""
         if not loops:
             return Cost(())
-        return self._cost_of((task.head, task.guard) for task in self._tasks if task.head == loops)
+        return self.model.cost_of((task.head, task.guard) for task in self._tasks if task.head == loops)
 
     @cached_property
     def _tasks(self) -> list:
         """The task sets of the program as its CIN runs (the analysis's, with the tensors each touches)."""
-        return self._tasks_of(self._realised.running)
-
-    def _tasks_of(self, program) -> list:
-        return tasks(program, {name: len(ix) for name, ix in self.model.sparse.items()}, self.model.scoped)
-
-    def _cost_of(self, found) -> Cost:
-        """The cost of the task sets `found` ((head, guard) pairs), under the model's assumptions."""
-        assumed = self.model.assumptions
-        return Cost.of(Query.of(((i, i) for i in head), folded(head, conjunction | assumed))
-                       for head, guard in found for conjunction in disjuncts(guard))
+        return self.model.tasks(self._realised.running)
 
 
 class CostedByCin(Costed):

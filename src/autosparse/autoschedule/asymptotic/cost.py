@@ -111,6 +111,17 @@ class CostModel:
         estimate weighs apart, such as the accesses to hash tables."""
         return Cost.of(self._queries(t for t in self._tasks(program) if t.tensors & tensors))
 
+    def tasks(self, program: Stmt) -> list:
+        """`program`'s task sets, memoised with those `cost` analysed (select reads one program's parts)."""
+        return self._tasks(program)
+
+    def cost_of(self, found: Iterable[tuple[tuple[str, ...], object]]) -> Cost:
+        """The cost of the task sets `found` ((head, guard) pairs), with no sunk costs, each pair's queries
+        memoised with `cost`'s."""
+        assumed = self.assumptions
+        return Cost.of(query for head, guard in found
+                       for query in _task_memo.get_or((head, guard, assumed), _task_queries))
+
     def _tasks(self, program: Stmt):
         return _program_memo.get_or((program, self), lambda key: self._interpreted(program))  # select costs one program's parts several times
 

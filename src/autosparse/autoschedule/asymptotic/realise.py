@@ -18,6 +18,7 @@ levels in order, so Gustavson's algorithm reformats one row at a time; a dense r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping
 
 from ...cin import ast as cin
@@ -85,7 +86,14 @@ def hashed_levels(sketch: Stmt, formats: Mapping[str, Format], result: str) -> i
 
 def hash_levels(formats: Mapping[str, Format]) -> int:
     """The hash-table levels among `formats`."""
-    return sum(level.inserts_sparsely for fmt in formats.values() for level in fmt.levels)
+    return sum(map(_hash_levels_of, formats.values()))
+
+
+@lru_cache(maxsize=1 << 12)
+def _hash_levels_of(fmt: Format) -> int:
+    """The hash-table levels of `fmt` (a level's capabilities are built anew on each call; selection
+    asks this of the same few formats for every candidate, on every input)."""
+    return sum(level.inserts_sparsely for level in fmt.levels)
 
 
 @dataclass(frozen=True)
@@ -134,7 +142,7 @@ def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout
     located = {a.tensor for a in reads(sketch) if cin.Protocol.LOCATE in a.protocols}
     for name, indices in workspaces.items():
         hashed = len(indices) > 1 and name not in located
-        chosen[name] = Format(("h" if hashed else "d") * len(indices))
+        chosen[name] = _format(("h" if hashed else "d") * len(indices))
     result_format = formats[result]
     level_indices = _result_levels(sketch, result, result_format)
     if result_format.is_dense or _written_in_level_order(sketch, result, level_indices, ()):
@@ -146,21 +154,36 @@ def _layout(sketch: Stmt, formats: Mapping[str, Format], result: str) -> _Layout
         body = body.body
     rest = level_indices[len(prefix):]
     staging = _fresh("t", {*formats, *workspaces})
-    chosen[staging] = Format("d" if len(rest) == 1 else "h" * len(rest))
+    chosen[staging] = _format("d" if len(rest) == 1 else "h" * len(rest))
     return _Layout(chosen, staging, tuple(prefix), rest)
 
 
 def _as_stored(sketch: Stmt, formats: Mapping[str, Format]) -> Stmt:
     """`sketch` with every read of a mode stored in a dense level located."""
+    full = {name: _full_modes(fmt) for name, fmt in formats.items()}
+
     def stored(access: Access) -> Access:
-        fmt = formats.get(access.tensor)
-        if fmt is None or cin.Protocol.STEP not in access.protocols:
+        dense = full.get(access.tensor)
+        if dense is None or cin.Protocol.STEP not in access.protocols:
             return access
-        dense = [fmt.levels[fmt.mode_order.index(mode)].properties.full for mode in range(len(access.indices))]
         return Access(access.tensor, access.indices,
                       tuple(cin.Protocol.LOCATE if d else p for d, p in zip(dense, access.protocols)))
 
     return map_accesses(sketch, stored)
+
+
+@lru_cache(maxsize=1 << 12)
+def _full_modes(fmt: Format) -> tuple[bool, ...]:
+    """Whether each mode of `fmt` is stored in a dense level (every coordinate): asked of the same few
+    formats for every access of thousands of candidates that select realises."""
+    return tuple(fmt.levels[fmt.mode_order.index(mode)].properties.full for mode in range(fmt.order))
+
+
+@lru_cache(maxsize=1 << 12)
+def _format(letters: str, mode_order: tuple[int, ...] | None = None) -> Format:
+    """`Format(letters, mode_order=...)`, parsed once: realising a front asks for the same few thousands
+    of times."""
+    return Format(letters, mode_order=mode_order)
 
 
 def _visit_reads(stmt: Stmt, loops: tuple[str, ...], found: dict) -> None:
@@ -180,12 +203,12 @@ def _input_format(fmt: Format, access: Access, ordered: tuple[str, ...]) -> Form
     modes = tuple(access.indices.index(i) for i in ordered)
     letters = []
     for depth, mode in enumerate(modes):
-        user_full = fmt.levels[fmt.mode_order.index(mode)].properties.full
+        user_full = _full_modes(fmt)[mode]
         if depth == 0:
             letters.append("d" if user_full or access.protocols[mode] == cin.Protocol.LOCATE else "s")
         else:
             letters.append("s" if access.protocols[mode] == cin.Protocol.STEP else "h")
-    return Format("".join(letters), mode_order=modes)
+    return _format("".join(letters), modes)
 
 
 def _result_access(sketch: Stmt, result: str) -> Access:
@@ -224,13 +247,16 @@ def _access(access: Access, variables, write: bool) -> cin.Access:
     indices = tuple(IndexVar(i) for i in access.indices)
     if write:
         fmt = var.format
-        protocols = []
-        for mode, wanted in enumerate(access.protocols):
-            level = fmt.levels[fmt.mode_order.index(mode)]
-            options = [wanted, cin.Protocol.INSERT, cin.Protocol.APPEND]
-            protocols.append(next(p for p in options if cin.allows(level, p)))
-        return cin.Access(var, indices, tuple(protocols))
+        return cin.Access(var, indices, tuple(_write_protocol(fmt.levels[fmt.mode_order.index(mode)], wanted)
+                                              for mode, wanted in enumerate(access.protocols)))
     return cin.Access(var, indices, access.protocols)
+
+
+@lru_cache(maxsize=1 << 10)
+def _write_protocol(level, wanted: cin.Protocol) -> cin.Protocol:
+    """How a write reaches `level`: as the sketch wants where the level allows it, else by insert or
+    append."""
+    return next(p for p in (wanted, cin.Protocol.INSERT, cin.Protocol.APPEND) if cin.allows(level, p))
 
 
 def _expression(expr, variables):
