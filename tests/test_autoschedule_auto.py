@@ -105,7 +105,7 @@ def test_auto_with_both_models_computes_numpys_values(fresh, name):
     expression, _, formats, make = KERNELS[name]
     operands = make()
     np.testing.assert_allclose(_evaluated(expression, formats, operands), _reference(name, operands), atol=1e-12)
-    front = next(iter(fresh._fronts.values()))
+    front = next(iter(fresh._fronts.values()))[0]
     assert isinstance(front, JointFront)
     models = {cand.found_by for cand in front}
     assert models == ({"asymptotic"} if name == "SpGEMM" else {"asymptotic", "sparseauto"})  # SparseAuto
@@ -120,7 +120,7 @@ def test_auto_on_a_4d_mttkrp(fresh):
                 "E": rng.random((3, 2))}
     got = asp.evaluate("A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)", schedule="auto", **operands)
     np.testing.assert_allclose(got, np.einsum("iklm,kj,lj,mj->ij", dense, *(operands[n] for n in "CDE")))
-    assert any(cand.found_by == "sparseauto" for cand in next(iter(fresh._fronts.values())))
+    assert any(cand.found_by == "sparseauto" for cand in next(iter(fresh._fronts.values()))[0])
 
 
 @pytest.mark.parametrize("case", ["empty", "all-zero", "single-entry", "explicit-zero", "size-1"])
@@ -139,7 +139,7 @@ def test_model_option_forces_one_model_or_consults_both(fresh, model):
     expression, _, formats, make = KERNELS["TTMc"]
     operands = make()
     np.testing.assert_allclose(_evaluated(expression, formats, operands, model=model), _reference("TTMc", operands))
-    front = next(iter(fresh._fronts.values()))
+    front = next(iter(fresh._fronts.values()))[0]
     assert {cand.found_by for cand in front} == ({"asymptotic", "sparseauto"} if model == "auto" else {model})
 
 
@@ -295,3 +295,75 @@ def test_cli_autoschedule_prints_the_table_for_both_models():
     assert str(front) in result.output
     assert "programs processed:" in result.output and "3 SMT (everywhere)" in result.output
     assert f"compiled and equal to numpy: {len(front)} / {len(front)}" in result.output
+
+
+def _forgotten(monkeypatch):
+    """This process's memory of fronts and choices emptied, as a new process would start (the store kept)."""
+    for memo in ("_fronts", "_choices", "_trials"):
+        monkeypatch.setattr(auto, memo, {})
+
+
+@pytest.mark.parametrize("name", ["SpMV2", "SDDMM", "TTMc"])
+def test_a_remembered_whole_search_serves_later_processes_and_replaces_a_short_searchs_choices(
+        fresh, monkeypatch, name):
+    """`autoschedule(..., remember=True)`: the front stored where `schedule="auto"` looks for it (the
+    result's format inferred as evaluate infers it), so a later process searches nothing; a choice made
+    from the short search it replaced is not served from the new front."""
+    expression, _, formats, make = KERNELS[name]
+    operands = make()
+    monkeypatch.setattr(auto, "SEARCH_SECONDS", 0.05)
+    _decided(expression, formats, operands)  # a short search's front, a choice made from it and stored
+    assert fresh.decisions.searches == 1
+    short = [str(c.cin) for c in next(iter(fresh._fronts.values()))[0]]
+    given = {n: f for n, f in formats.items() if n != expression.split("(")[0]}  # the result's inferred
+    whole = asp.autoschedule(expression, given, model="auto", remember=True, time_limit=3.0)
+    _forgotten(monkeypatch)
+    before = fresh.decisions.stored_choices
+    np.testing.assert_allclose(_evaluated(expression, formats, operands), _reference(name, operands), atol=1e-12)
+    assert fresh.decisions.searches == 1 and fresh.decisions.stored_fronts == 1  # no search: the stored front
+    served = next(iter(fresh._fronts.values()))[0]
+    assert [str(c.cin) for c in served] == [str(c.cin) for c in whole]
+    # the short search's choice is served only where the whole search found the same front (SpMV2's is
+    # whole in 0.05 s); TTMc's short front holds fewer candidates
+    assert fresh.decisions.stored_choices == before + (short == [str(c.cin) for c in whole])
+    assert name != "TTMc" or short != [str(c.cin) for c in whole]
+    _decided(expression, formats, operands)
+    _forgotten(monkeypatch)
+    np.testing.assert_allclose(_evaluated(expression, formats, operands), _reference(name, operands), atol=1e-12)
+    assert fresh.decisions.stored_choices == before + 1 + (short == [str(c.cin) for c in whole])
+
+
+def test_remembering_in_this_process_drops_the_choices_made_from_the_front_it_replaces(fresh, monkeypatch):
+    expression, _, formats, make = KERNELS["SDDMM"]
+    operands = make()
+    monkeypatch.setattr(auto, "SEARCH_SECONDS", 0.05)
+    _decided(expression, formats, operands)
+    assert fresh._choices
+    asp.autoschedule(expression, formats, model="auto", remember=True, time_limit=1.0)
+    assert not fresh._choices and not fresh._trials
+    np.testing.assert_allclose(_evaluated(expression, formats, operands), _reference("SDDMM", operands), atol=1e-12)
+    assert fresh.decisions.searches == 1  # the remembered front, not a new search
+
+
+@pytest.mark.parametrize("options, message", [({"paper": True}, "paper"), ({"taco": True}, "taco")])
+def test_remember_refuses_options_that_search_another_front(fresh, options, message):
+    with pytest.raises(asp.AutosparseError, match=message):
+        asp.autoschedule("a(i) = B(i,j) * c(j)", {"B": "csr"}, remember=True, **options)
+
+
+def test_remember_refuses_formats_for_tensors_the_expression_lacks(fresh):
+    with pytest.raises(asp.AutosparseError, match=r"\['Z'\]"):
+        asp.autoschedule("a(i) = B(i,j) * c(j)", {"B": "csr", "Z": "csr"}, remember=True)
+
+
+def test_the_cli_remembers_a_whole_search_for_schedule_auto(fresh, monkeypatch):
+    expression, _, formats, make = KERNELS["SpMV2"]
+    operands = make()
+    result = CliRunner().invoke(main, ["autoschedule", expression, "-f", "B=ds", "-f", "C=ds", "--remember"])
+    assert result.exit_code == 0, result.output
+    assert "remembered for schedule=\"auto\"" in result.output
+    _forgotten(monkeypatch)  # a later process
+    np.testing.assert_allclose(_evaluated(expression, formats, operands), _reference("SpMV2", operands), atol=1e-12)
+    assert fresh.decisions.searches == 0 and fresh.decisions.stored_fronts == 1
+    refused = CliRunner().invoke(main, ["autoschedule", expression, "--remember", "--paper"])
+    assert refused.exit_code != 0 and "--paper" in refused.output

@@ -111,7 +111,7 @@ def test_schedule_auto_decides_a_tie_over_its_calls_compiling_one_kernel_a_call(
     assert fresh._choices[memo] is trial.decision
     front_key = ast.literal_eval(memo[0])  # this process's key of the front is the store's key as text
     stored = store.load_choice(fresh._choice_key(front_key, memo), parse(SDDMM),
-                               next(iter(fresh._fronts.values())).formats)
+                               next(iter(fresh._fronts.values()))[0].formats)
     assert str(stored.cin) == str(trial.decision.cin)
     built.clear()
     asp.evaluate(SDDMM, format="ds", schedule="auto", **operands)

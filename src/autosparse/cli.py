@@ -357,8 +357,9 @@ def _describe(result) -> str:
 @click.argument("expression")
 @click.option("-f", "--format", "formats", multiple=True, metavar="NAME=FORMAT",
               help="A tensor's format, e.g. -f B=csr (dense when not given).")
-@click.option("--model", type=click.Choice(["asymptotic", "sparseauto", "auto"]), default="asymptotic", show_default=True,
-              help="auto: both models' candidates side by side (SparseAuto's where the expression is a product).")
+@click.option("--model", type=click.Choice(["asymptotic", "sparseauto", "auto"]), default=None,
+              help="auto: both models' candidates side by side (SparseAuto's where the expression is a product). "
+                   "Default: asymptotic; auto with --remember (what schedule=\"auto\" searches).")
 @click.option("--taco-mode", is_flag=True, help="Only schedules TACO can run (Ahrens et al.'s restricted mode).")
 @click.option("--no-sunk-costs", is_flag=True, help="Compare raw task sets, without sunk costs and assumptions.")
 @click.option("--paper", is_flag=True, help="The paper's frontier: Fig. 5's workspace analysis, asymptotic "
@@ -373,12 +374,27 @@ def _describe(result) -> str:
 @click.option("--stage1-groups", is_flag=True, help="sparseauto: also count stage 1's distinct costs (slow).")
 @click.option("--stats", is_flag=True, help="Print the stage-by-stage counts and times.")
 @click.option("--check", is_flag=True, help="Compile every candidate and compare it with numpy.")
-def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, taco_mode: bool,
+@click.option("--remember", is_flag=True,
+              help="Store the front where evaluate(..., schedule=\"auto\") looks for it, replacing the short "
+                   "search of a first call: run the whole search once (no --time-limit), every later process "
+                   "selects from it. Give the result's format as evaluate gets it (inferred when not given).")
+def autoschedule_command(expression: str, formats: tuple[str, ...], model: str | None, taco_mode: bool,
                          no_sunk_costs: bool, paper: bool, time_limit: float | None, constraints: tuple[str, ...],
-                         rule: str, max_memory_depth: int, stage1_groups: bool, stats: bool, check: bool) -> None:
+                         rule: str, max_memory_depth: int, stage1_groups: bool, stats: bool, check: bool,
+                         remember: bool) -> None:
     """Print EXPRESSION's schedules as a table: the asymptotic frontier, SparseAuto's final set, or both
     (each candidate's CIN, transposes, temporaries, its model's cost and the cost of its CIN as it runs)."""
     from tqdm import tqdm
+
+    searching_another = [flag for flag, given in (("--taco-mode", taco_mode), ("--no-sunk-costs", no_sunk_costs),
+                                                  ("--paper", paper), ("--constraint", constraints),
+                                                  ("--rule", rule != "everywhere"),
+                                                  ("--max-memory-depth", max_memory_depth != 2),
+                                                  ("--stage1-groups", stage1_groups)) if given]
+    if remember and searching_another:
+        raise click.UsageError(f"--remember stores the front schedule=\"auto\" searches: not with "
+                               f"{', '.join(searching_another)}")
+    model = model or ("auto" if remember else "asymptotic")
 
     from .api import autoschedule
     from .autoschedule.verify import verify
@@ -390,12 +406,19 @@ def autoschedule_command(expression: str, formats: tuple[str, ...], model: str, 
         bar.total = total
         bar.update(done - bar.n)
 
-    front = autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
-                         sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
-                         progress=progress, constraints=constraints, rule=rule,
-                         max_memory_depth=max_memory_depth, stage1_groups=stage1_groups)
+    if remember:
+        front = autoschedule(expression, _pairs(formats, "--format"), model, remember=True, time_limit=time_limit,
+                             progress=progress)
+    else:
+        front = autoschedule(expression, _pairs(formats, "--format"), model, taco=taco_mode,
+                             sunk_costs=not no_sunk_costs, paper=paper, time_limit=time_limit,
+                             progress=progress, constraints=constraints, rule=rule,
+                             max_memory_depth=max_memory_depth, stage1_groups=stage1_groups)
     bar.close()
     click.echo(str(front))
+    if remember:
+        click.echo(f"remembered for schedule=\"auto\" (model {model}): {len(front)} candidates"
+                   + ("" if front.complete else ", a partial search (time limit reached)"))
     if stats:
         for part in getattr(front, "fronts", [front]):
             _echo_stages(part)

@@ -27,15 +27,20 @@ from ..autoschedule import tiebreak
 from ..autoschedule.select import ranking
 from ..autoschedule.tiebreak import Trial, size_class
 from ..errors import AutosparseError
-from ..format.spec import as_format
+from ..format.spec import as_format, format_mapping
 from ..notation import Assignment, accesses
+from ..pipeline.operands import as_assignment
+from ..pipeline.result_format import inferred_result_format
 from ..tensor import as_tensor
 from .kernel import Kernel
 
-#: The searches (both models' together, under model="auto") stop after this many seconds (the frontier of
-#: the programs taken is still a frontier of valid schedules; only searches of four or more factors, and
-#: SparseAuto's of five, reach it).
-SEARCH_SECONDS = 1.0  # the whole search's pick at 0.3-1 s on a loaded machine: docs/notes/autoschedule-search.md
+#: The searches of a first call (both models' together, under model="auto") stop after this many seconds
+#: (the frontier of the programs taken is still a frontier of valid schedules), so that searching,
+#: selecting and compiling take about a second. Measured on the autotune suite's first inputs, under load
+#: (docs/notes/autoschedule-29.md, round 4): 0.5 s finds the whole search's best estimate for SpMV2,
+#: SpGEMM, SDDMM, SpGEMMH, MTTKRP, TTMc, SA3 and SA7, but not for SA8 (1 s does) nor SA2 (10 s does):
+#: `autoschedule(..., remember=True)` stores a whole search for later processes.
+SEARCH_SECONDS = 0.5
 
 
 @dataclass
@@ -50,17 +55,43 @@ class Decisions:
 
 
 decisions = Decisions()
-_fronts: dict[str, Candidates] = {}  # per front key (model, expression, formats)
+_fronts: dict[str, tuple[Candidates, str]] = {}  # front and its digest, per front key (model, expression, formats)
 _choices: dict[tuple, ScheduleCandidate] = {}  # per front and size class of the operands
 _trials: dict[tuple, Trial] = {}  # ties being decided by the calls (tiebreak.Trial), per front and size class
 
 
 def autoschedule(expression: str, formats: Mapping[str, object] | None = None, model: str = "asymptotic",
-                 **options) -> Candidates:
+                 remember: bool = False, **options) -> Candidates:
     """`asp.autoschedule`: the candidates of autoscheduler `model` ("asymptotic", "sparseauto", or
     "auto" for both side by side) for `expression` (the options are `autoschedule.autoschedule`'s),
-    compiled by the pipeline's Kernel where `select(tune=...)` times them or `verify` checks them."""
-    return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
+    compiled by the pipeline's Kernel where `select(tune=...)` times them or `verify` checks them.
+
+    `remember=True` also stores the front where `schedule="auto"` looks for it (for this model and
+    these formats; the result's, when not given, inferred as `evaluate` infers it), replacing what a
+    first call's short search stored (`SEARCH_SECONDS`), and the choices made from that: a whole search
+    run once (`time_limit=None`, or the CLI's `autosparse autoschedule --remember`) serves every later
+    process. Only `time_limit` and `progress` go with it: other options search another front."""
+    if not remember:
+        return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
+    other = sorted(set(options) - {"time_limit", "progress"})
+    if other:
+        raise AutosparseError(f"Expected remember=True with time_limit and progress only (the front "
+                              f"schedule=\"auto\" searches), but found {other}")
+    assignment, given = as_assignment(expression), format_mapping(formats)
+    orders = _orders(assignment)
+    unknown = sorted(set(given) - set(orders))
+    if unknown:
+        raise AutosparseError(f"Expected formats only for tensors of {assignment}, but found {unknown}")
+    resolved = {name: as_format(given.get(name, "dense"), order) for name, order in orders.items()}
+    if assignment.lhs.tensor not in given:
+        resolved[assignment.lhs.tensor] = inferred_result_format(assignment, resolved)
+    key, resolved, front_memo = _front_key(model, assignment, tuple(sorted(resolved.items(), key=_by_name)))
+    front = run_autoscheduler(str(assignment), resolved, model, kernel_factory=Kernel, **options)
+    _fronts[front_memo] = (front, store.save_front(key, front))
+    for memo in [m for m in (*_choices, *_trials) if m[0] == front_memo]:
+        _choices.pop(memo, None)
+        _trials.pop(memo, None)
+    return front
 
 
 def chosen(assignment: Assignment, formats: Mapping[str, object], operands: Mapping[str, object],
@@ -114,12 +145,13 @@ def _decision(assignment: Assignment, formats: Mapping[str, object], operands: M
     given = {name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
              for name, value in operands.items() if name in resolved}
     memo = (front_memo, size_class(given))
-    front = _fronts.get(front_memo)
+    known = _fronts.get(front_memo)
     decision = _choices.get(memo) or _trials.get(memo)
-    if front is not None and decision is not None:
-        return front, key, memo, decision
-    if front is None:
-        front = _fronts[front_memo] = _front(key, assignment, resolved, model)
+    if known is not None and decision is not None:
+        return known[0], key, memo, decision
+    if known is None:
+        known = _fronts[front_memo] = _front(key, assignment, resolved, model)
+    front = known[0]
     if decision is None:
         decision = _stored_choice(_choice_key(key, memo), assignment, resolved)
         if decision is not None:
@@ -128,7 +160,7 @@ def _decision(assignment: Assignment, formats: Mapping[str, object], operands: M
         return front, key, memo, decision
     tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
     if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
-        front = _fronts[front_memo] = _searched(key, assignment, resolved, model)
+        front, _ = _fronts[front_memo] = _searched(key, assignment, resolved, model)
     if not len(front):
         return front, key, memo, None
     decisions.selections += 1
@@ -150,16 +182,16 @@ def _front_key(model: str, assignment: Assignment, formats: tuple) -> tuple[list
     """The store's key of the front (`store.front_key`), every tensor's format, and the key's text (this
     process's key, cheap to hash), worked out once per expression and formats however the formats are
     spelled: a warm `schedule="auto"` call should cost little more than the kernel."""
-    orders = {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
     given = dict(formats)
-    resolved = {name: as_format(given.get(name, "dense"), order) for name, order in orders.items()}
+    resolved = {name: as_format(given.get(name, "dense"), order) for name, order in _orders(assignment).items()}
     key = store.front_key(model, assignment, resolved)
     return key, resolved, repr(key)
 
 
 def _choice_key(front_key: list, memo: tuple) -> list:
-    """The store's key of a choice: the front's and the size class (`tiebreak.size_class`), JSON-ready."""
-    return [*front_key, [[name, list(shape), entries] for name, shape, entries in memo[1]]]
+    """The store's key of a choice: the front's, the size class (`tiebreak.size_class`) and the digest
+    of the front it was chosen from (`store.save_front`), JSON-ready."""
+    return [*front_key, [[name, list(shape), entries] for name, shape, entries in memo[1]], _fronts[memo[0]][1]]
 
 
 def _stored_choice(key: list, assignment: Assignment, formats: dict) -> ScheduleCandidate | None:
@@ -168,16 +200,19 @@ def _stored_choice(key: list, assignment: Assignment, formats: dict) -> Schedule
     return choice
 
 
-def _front(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
-    """The front under `key`: the store's, else searched (and stored)."""
+def _front(key: list, assignment: Assignment, formats: dict, model: str) -> tuple[Candidates, str]:
+    """The front under `key` and its digest: the store's, else searched (and stored)."""
     front = store.load_front(key, assignment, formats, Kernel)
     decisions.stored_fronts += front is not None
-    return _searched(key, assignment, formats, model) if front is None else front
+    return _searched(key, assignment, formats, model) if front is None else (front, front.digest)
 
 
-def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> Candidates:
+def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> tuple[Candidates, str]:
     front = autoschedule(str(assignment), formats, model=model, time_limit=SEARCH_SECONDS)
     decisions.searches += 1
-    store.save_front(key, front)
-    return front
+    return front, store.save_front(key, front)
+
+
+def _orders(assignment: Assignment) -> dict[str, int]:
+    return {a.tensor: len(a.indices) for a in (assignment.lhs, *accesses(assignment.rhs))}
 

@@ -62,6 +62,11 @@ class StoredFront(Candidates):
     def stages(self) -> list:
         return []  # no search ran in this process
 
+    @property
+    def digest(self) -> str:
+        """What names this front among the searches stored under its key (`save_front`'s answer)."""
+        return _digest(self.records)
+
     @cached_property
     def candidates(self) -> list[ScheduleCandidate]:
         model = cost_model(self.assignment, self.formats)
@@ -82,11 +87,18 @@ def load_front(key: list, assignment: notation.Assignment, formats: Mapping[str,
     return StoredFront(assignment, formats, found["candidates"], bool(found.get("complete")), kernel_factory)
 
 
-def save_front(key: list, front: Candidates) -> None:
-    if not len(front):
-        return  # nothing to reuse: a later process searches again
-    _write(key, {"complete": bool(getattr(front, "complete", True)),
-                 "candidates": [_record(cand) for cand in front]})
+def save_front(key: list, front: Candidates) -> str:
+    """Store `front` under `key` (replacing what an earlier search stored there); its digest, which a
+    choice made from it is stored with, so a front searched again does not serve choices made from the
+    one it replaced."""
+    records = [_record(cand) for cand in front]
+    if records:  # an empty front is not kept: a later process searches again
+        _write(key, {"complete": bool(getattr(front, "complete", True)), "candidates": records})
+    return _digest(records)
+
+
+def _digest(records: list) -> str:
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def load_choice(key: list, assignment: notation.Assignment, formats: Mapping[str, Format]) -> ScheduleCandidate | None:
