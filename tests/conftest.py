@@ -82,6 +82,22 @@ def special_tensors(order: int, dtype, seed: int = 0) -> dict[str, tuple[np.ndar
     return cases
 
 
+def edge_matrix(case: str, rng) -> tuple[np.ndarray, "asp.Tensor"]:
+    """A sparse matrix for an edge `case` ("random", "empty", "single", "non-square", "size-1",
+    "explicit-zero"): its dense values and the tensor (stored "ds")."""
+    shape = {"non-square": (7, 3), "size-1": (1, 1)}.get(case, (6, 5))
+    dense = rng.random(shape) * (rng.random(shape) < 0.3)
+    if case in ("empty", "single", "explicit-zero"):
+        dense[:] = 0
+    if case == "single":
+        dense[2, 3] = 1.5
+    if case == "explicit-zero":  # a stored 0.0 beside two nonzeros
+        dense[1, 0], dense[4, 4] = 2.0, 3.0
+        return dense, asp.Tensor.from_coo(np.array([[0, 1, 4], [2, 0, 4]]), np.array([0.0, 2.0, 3.0]), shape,
+                                          format="ds")
+    return dense, asp.Tensor.from_numpy(dense, format="ds")
+
+
 def assert_same_tensor(a: asp.Tensor, b: asp.Tensor) -> None:
     """Identical storage: shape, format, dtypes, every level array and the values."""
     assert a.shape == b.shape

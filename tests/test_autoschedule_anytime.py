@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from conftest import densified
+from conftest import densified, edge_matrix
 from autosparse.autoschedule.asymptotic import pipeline
 from autosparse.autoschedule.asymptotic.order import NAMED_AT_LEAST, promise, stored_orders
 from autosparse.format import as_format
@@ -97,18 +97,9 @@ def test_a_limit_of_0_or_a_counting_searchs_names_every_nest(monkeypatch, time_l
 
 
 def kernel3_operands(case: str, rng):
-    """Kernel 3's operands (B stored "ds") for `case`, with the dense B numpy multiplies."""
-    shape = {"non-square": (7, 3), "size-1": (1, 1)}.get(case, (6, 5))
-    dense = rng.random(shape) * (rng.random(shape) < 0.3)
-    if case in ("empty", "single", "explicit-zero"):
-        dense[:] = 0
-    if case == "single":
-        dense[2, 3] = 1.5
-    if case == "explicit-zero":  # a stored 0.0 beside two nonzeros
-        dense[1, 0], dense[4, 4] = 2.0, 3.0
-        b = asp.Tensor.from_coo(np.array([[0, 1, 4], [2, 0, 4]]), np.array([0.0, 2.0, 3.0]), shape, format="ds")
-    else:
-        b = asp.Tensor.from_numpy(dense, format="ds")
+    """Kernel 3's operands (B stored "ds", `conftest.edge_matrix`) and numpy's value."""
+    dense, b = edge_matrix(case, rng)
+    shape = dense.shape
     k = 1 if case == "size-1" else 4
     c, d, e = rng.random((shape[1], k)), rng.random((shape[1], k)), rng.random((k, 2))
     return {"B": b, "C": c, "D": d, "E": e}, np.einsum("ij,jk,jk,kl->il", dense, c, d, e)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autosparse as asp
-from conftest import densified
+from conftest import densified, edge_matrix
 from autosparse.autoschedule.sparseauto.pipeline import as_compute
 from autosparse.autoschedule.sparseauto.space import SpaceBuilder
 from autosparse.cin.ast import walk
@@ -109,25 +109,10 @@ def test_progress_hears_each_depth_then_each_group():
     assert calls[2:] == [(n, groups) for n in range(1, groups + 1)]
 
 
-def b_of(case: str, rng) -> tuple[np.ndarray, "asp.Tensor"]:
-    """Kernel 4's sparse B for `case`: its dense values and the tensor (stored "ds")."""
-    shape = {"non-square": (7, 3), "size-1": (1, 1)}.get(case, (6, 5))
-    dense = rng.random(shape) * (rng.random(shape) < 0.3)
-    if case in ("empty", "single", "explicit-zero"):
-        dense[:] = 0
-    if case == "single":
-        dense[2, 3] = 1.5
-    if case == "explicit-zero":  # a stored 0.0 beside two nonzeros
-        dense[1, 0], dense[4, 4] = 2.0, 3.0
-        return dense, asp.Tensor.from_coo(np.array([[0, 1, 4], [2, 0, 4]]), np.array([0.0, 2.0, 3.0]), shape,
-                                          format="ds")
-    return dense, asp.Tensor.from_numpy(dense, format="ds")
-
-
 @pytest.mark.parametrize("case", ["random", "empty", "single", "non-square", "size-1", "explicit-zero"])
 def test_a_cut_short_front_computes_what_numpy_computes(case):
     rng = np.random.default_rng(29)
-    dense, b = b_of(case, rng)
+    dense, b = edge_matrix(case, rng)
     c, d = rng.random((dense.shape[1], 3)), rng.random((3, 2))
     operands, expected = {"B": b, "C": c, "D": d}, np.einsum("ij,jk,kl->il", dense, c, d)
     front = sparseauto(4, time_limit=0)
