@@ -376,8 +376,8 @@ def _describe(result) -> str:
 @click.option("--check", is_flag=True, help="Compile every candidate and compare it with numpy.")
 @click.option("--remember", is_flag=True,
               help="Store the front where evaluate(..., schedule=\"auto\") looks for it, replacing the short "
-                   "search of a first call: run the whole search once (no --time-limit), every later process "
-                   "selects from it. Give the result's format as evaluate gets it (inferred when not given).")
+                   "search of a first call: search once for longer (--time-limit 60; none: the whole search), "
+                   "every later process selects from it. Give the result's format as evaluate gets it (inferred when not given).")
 def autoschedule_command(expression: str, formats: tuple[str, ...], model: str | None, taco_mode: bool,
                          no_sunk_costs: bool, paper: bool, time_limit: float | None, constraints: tuple[str, ...],
                          rule: str, max_memory_depth: int, stage1_groups: bool, stats: bool, check: bool,

@@ -39,7 +39,7 @@ from .kernel import Kernel
 #: selecting and compiling take about a second. Measured on the autotune suite's first inputs, under load
 #: (docs/notes/autoschedule-29.md, round 4): 0.5 s finds the whole search's best estimate for SpMV2,
 #: SpGEMM, SDDMM, SpGEMMH, MTTKRP, TTMc, SA3 and SA7, but not for SA8 (1 s does) nor SA2 (10 s does):
-#: `autoschedule(..., remember=True)` stores a whole search for later processes.
+#: `autoschedule(..., remember=True)` stores a longer search for later processes.
 SEARCH_SECONDS = 0.5
 
 
@@ -68,9 +68,9 @@ def autoschedule(expression: str, formats: Mapping[str, object] | None = None, m
 
     `remember=True` also stores the front where `schedule="auto"` looks for it (for this model and
     these formats; the result's, when not given, inferred as `evaluate` infers it), replacing what a
-    first call's short search stored (`SEARCH_SECONDS`), and the choices made from that: a whole search
-    run once (`time_limit=None`, or the CLI's `autosparse autoschedule --remember`) serves every later
-    process. Only `time_limit` and `progress` go with it: other options search another front."""
+    first call's short search stored (`SEARCH_SECONDS`), and the choices made from that: a longer search
+    run once (`time_limit=60`, or None for the whole search; the CLI's `autosparse autoschedule
+    --remember`) serves every later process. Only `time_limit` and `progress` go with it: other options search another front."""
     if not remember:
         return run_autoscheduler(expression, formats, model, kernel_factory=Kernel, **options)
     other = sorted(set(options) - {"time_limit", "progress"})
