@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from ...cin.ast import Assign, Forall, Protocol, Where
 from ...cin.rewrite import is_zero, without
+from ...notation.ast import walk
 from .query import FALSE, TRUE, Atom, Memo, Pred, disj, exists, narrowed, rename
 from .sketch import Access, Stmt, reads
 
@@ -49,18 +50,9 @@ class Task:
 def tasks(program: Stmt, sparse: Mapping[str, int], scoped: bool = True) -> list[Task]:
     """The task sets of `program`, whose sparse inputs (name → order) are `sparse`."""
     interpreter = _Interpreter({name: Atom(name, _modes(order)) for name, order in sparse.items()}, scoped,
-                               not any(map(is_zero, _leaves(program))))
+                               not any(map(is_zero, walk(program))))
     interpreter.interpret(program, (), TRUE)  # a whole program recurs only where the search memoises it
     return interpreter.tasks
-
-
-def _leaves(node) -> Iterator:
-    """The accesses and literals under `node`."""
-    children = node.children()
-    if not children:
-        yield node
-    for child in children:
-        yield from _leaves(child)
 
 
 def _modes(order: int) -> tuple[str, ...]:
