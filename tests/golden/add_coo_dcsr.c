@@ -397,6 +397,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
+                const int64_t C_size2_start = C_size2;
                 {
                     int64_t A_p2 = A_p1;
                     const int64_t A_p2_end = A_p1_seg;
@@ -414,7 +415,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                             C_nz2 = 1;
                             if (C_nz2) {
                                 C_crd2[C_p2] = C_c2;
-                                C_pos2[C_p1 + 1]++;
                                 C_size2++;
                                 C_nz1 = 1;
                             }
@@ -426,7 +426,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                             C_nz2 = 1;
                             if (C_nz2) {
                                 C_crd2[C_p2] = C_c2;
-                                C_pos2[C_p1 + 1]++;
                                 C_size2++;
                                 C_nz1 = 1;
                             }
@@ -438,7 +437,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                             C_nz2 = 1;
                             if (C_nz2) {
                                 C_crd2[C_p2] = C_c2;
-                                C_pos2[C_p1 + 1]++;
                                 C_size2++;
                                 C_nz1 = 1;
                             }
@@ -456,7 +454,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                         C_nz2 = 1;
                         if (C_nz2) {
                             C_crd2[C_p2] = C_c2;
-                            C_pos2[C_p1 + 1]++;
                             C_size2++;
                             C_nz1 = 1;
                         }
@@ -471,7 +468,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                         C_nz2 = 1;
                         if (C_nz2) {
                             C_crd2[C_p2] = C_c2;
-                            C_pos2[C_p1 + 1]++;
                             C_size2++;
                             C_nz1 = 1;
                         }
@@ -479,13 +475,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 }
                 if (C_nz1) {
                     C_crd1[C_p1] = C_c1;
-                    C_pos1[0 + 1]++;
+                    C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                     C_size1++;
                 }
             } else if (A_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
+                const int64_t C_size2_start = C_size2;
                 {
                     int64_t A_p2 = A_p1;
                     const int64_t A_p2_end = A_p1_seg;
@@ -499,7 +496,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                         C_nz2 = 1;
                         if (C_nz2) {
                             C_crd2[C_p2] = C_c2;
-                            C_pos2[C_p1 + 1]++;
                             C_size2++;
                             C_nz1 = 1;
                         }
@@ -507,13 +503,14 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 }
                 if (C_nz1) {
                     C_crd1[C_p1] = C_c1;
-                    C_pos1[0 + 1]++;
+                    C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                     C_size1++;
                 }
             } else if (B_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
+                const int64_t C_size2_start = C_size2;
                 {
                     int64_t B_p2 = B_pos2[B_p1];
                     const int64_t B_p2_end = B_pos2[B_p1 + 1];
@@ -527,7 +524,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                         C_nz2 = 1;
                         if (C_nz2) {
                             C_crd2[C_p2] = C_c2;
-                            C_pos2[C_p1 + 1]++;
                             C_size2++;
                             C_nz1 = 1;
                         }
@@ -535,7 +531,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 }
                 if (C_nz1) {
                     C_crd1[C_p1] = C_c1;
-                    C_pos1[0 + 1]++;
+                    C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                     C_size1++;
                 }
             }
@@ -554,6 +550,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             const int64_t C_c1 = i_;
             int64_t C_p1 = C_size1;
             int C_nz1 = 0;
+            const int64_t C_size2_start = C_size2;
             {
                 int64_t A_p2 = A_p1;
                 const int64_t A_p2_end = A_p1_seg;
@@ -567,7 +564,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_nz2 = 1;
                     if (C_nz2) {
                         C_crd2[C_p2] = C_c2;
-                        C_pos2[C_p1 + 1]++;
                         C_size2++;
                         C_nz1 = 1;
                     }
@@ -575,7 +571,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             }
             if (C_nz1) {
                 C_crd1[C_p1] = C_c1;
-                C_pos1[0 + 1]++;
+                C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                 C_size1++;
             }
             A_p1 = A_p1_seg;
@@ -586,6 +582,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             const int64_t C_c1 = i_;
             int64_t C_p1 = C_size1;
             int C_nz1 = 0;
+            const int64_t C_size2_start = C_size2;
             {
                 int64_t B_p2 = B_pos2[B_p1];
                 const int64_t B_p2_end = B_pos2[B_p1 + 1];
@@ -599,7 +596,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_nz2 = 1;
                     if (C_nz2) {
                         C_crd2[C_p2] = C_c2;
-                        C_pos2[C_p1 + 1]++;
                         C_size2++;
                         C_nz1 = 1;
                     }
@@ -607,11 +603,12 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             }
             if (C_nz1) {
                 C_crd1[C_p1] = C_c1;
-                C_pos1[0 + 1]++;
+                C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                 C_size1++;
             }
         }
     }
+    C_pos1[1] = C_size1;
     for (int64_t p = 0; p < 1; p++) {
         C_pos1[p + 1] += C_pos1[p];
     }

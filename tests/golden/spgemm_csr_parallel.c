@@ -290,6 +290,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             {
                 #pragma omp for schedule(static)
                 for (int64_t i_ = 0; i_ < i_dim; i_++) {
+                    const int64_t C_size2_start = C_size2;
                     /* produce w */
                     {
                         int64_t A_p2 = A_pos2[i_];
@@ -332,13 +333,13 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                             C_nz2 = 1;
                             if (C_nz2) {
                                 C_crd2[C_p2] = C_c2;
-                                C_pos2[i_ + 1]++;
                                 C_size2++;
                             }
                         }
                     }
                     w_gen++;
                     w_count = 0;
+                    C_pos2[i_ + 1] += C_size2 - C_size2_start;
                     fillnext1:;
                 }
             }

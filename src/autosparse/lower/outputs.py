@@ -27,6 +27,7 @@ def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
     """/* producer */ ...; sort or collect the temporaries; /* consumer */ ...; reset the temporaries."""
     temporaries = results(stmt.producer)
     copied = cx.plan.counting and _copied_to_last_level(stmt.consumer)
+    ordered = not copied and not _copied_unordered(cx, stmt.consumer)
     producing = replace(scope, atomic=False)  # the temporaries are this thread's own
     if copied and bounded_target(cx, stmt.consumer, scope):
         # the consumer only counts the entries: the producer may count them at most too
@@ -34,7 +35,7 @@ def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
     cx.b.comment(f"produce {', '.join(temporaries)}")
     cx.lower(stmt.producer, producing)
     for name in temporaries:
-        cx.plan.targets[name].prepare_read(cx.b, ordered=not copied)
+        cx.plan.targets[name].prepare_read(cx.b, ordered=ordered)
     cx.b.comment(f"consume {', '.join(temporaries)}")
     cx.lower(stmt.consumer, scope)
     for name in temporaries:
@@ -49,6 +50,15 @@ def _copied_to_last_level(consumer: Stmt) -> bool:
     rhs, lhs = consumer.body.rhs, consumer.body.lhs
     return (isinstance(rhs, Access) and rhs.tensor.temporary and rhs.indices == (consumer.index,)
             and lhs.level_indices[-1:] == (consumer.index,))
+
+
+def _copied_unordered(cx: Lowering, consumer: Stmt) -> bool:
+    """Whether the consumer only copies a temporary into a result level that keeps no order (`ds~`): the
+    temporary's entries then go in as they were touched, unsorted."""
+    if not _copied_to_last_level(consumer):
+        return False
+    lhs = consumer.body.lhs
+    return not cx.plan.targets[lhs.tensor.name].keeps_order(lhs.tensor.order - 1)
 
 
 def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:

@@ -89,6 +89,11 @@ class Target(ABC):
         positions (`temporary`); None when no two iterations store at one position."""
         return None
 
+    def keeps_order(self, level: int) -> bool:
+        """Whether entries must reach `level` in coordinate order (else a workspace may hand them over
+        unsorted)."""
+        return True
+
     def allocate(self, b: CBuilder) -> None: ...
 
     def bind(self, level: int, coordinate: Expr, b: CBuilder) -> None: ...
@@ -175,6 +180,10 @@ class AssembledResult(Target):
     def _length(self, level: int, array: str) -> Expr:
         """The length of one of `level`'s arrays: a pos array has one entry per parent position, and one more."""
         return self._count(level - 1) + 1 if array == "pos" else self._count(level)
+
+    def keeps_order(self, level: int) -> bool:
+        properties = self.levels[level].properties
+        return properties.ordered or properties.descending
 
     def slots(self) -> list[Slot]:
         out = [Slot(self.name, level, array) for level, lv in enumerate(self.levels) for array in lv.array_names]
@@ -286,35 +295,60 @@ class AppendedResult(AssembledResult):
     def count_at_most(self, amount: Expr, b: CBuilder) -> None:
         b.assign(Var(names.size(self.name, self._head(len(self.levels) - 1))), amount, "+=")
 
+    def _counts_children(self, level: int) -> bool:
+        """Whether the fill counts the children of `level`'s positions into the pos array below it."""
+        return self.filling and level + 1 < len(self.levels) and "pos" in self.levels[level + 1].array_names
+
+    def _children_start(self, level: int) -> str:
+        """The C variable holding the size of the level below when a position of `level` was entered."""
+        return names.part(names.size(self.name, level + 1), "start")
+
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         lv = self.levels[level]
         if lv.properties.full:
-            return located(lv, parent, coordinate, self.dims[level])
-        if not self._is_group_end(level):
+            position = located(lv, parent, coordinate, self.dims[level])
+        elif not self._is_group_end(level):
             return parent
-        p = b.decl("int64_t", names.position(names.access(self.name), level),
-                   Var(names.size(self.name, self._head(level))))
-        b.decl("int", self.flag(level), 0)
-        return Position(p)
+        else:
+            p = b.decl("int64_t", names.position(names.access(self.name), level),
+                       Var(names.size(self.name, self._head(level))))
+            b.decl("int", self.flag(level), 0)
+            position = Position(p)
+        if self._counts_children(level):
+            b.decl("const int64_t", self._children_start(level), Var(names.size(self.name, level + 1)))
+        return position
 
     def flag(self, level: int) -> str | None:
         return names.user(self.name, f"nz{level + 1}") if self._is_group_end(level) else None
 
     def leave(self, level, parent, position, b, parent_flag) -> None:
+        """Commit a tentative position that something was stored below. A position's children are counted
+        into the pos array below once, when it is left (adding: a dense position entered again adds more),
+        not entry by entry; a tentative position's only when committed (else its slot is reused)."""
         if not self._is_group_end(level):
+            if self.levels[level].properties.full:
+                self._close_children(level, position, b)
             return
         head = self._head(level)
         with b.if_(Var(self.flag(level))):
             if self.filling:
                 for k in range(head, level + 1):
                     b.assign(Var(self._array(k, "crd"))[position.begin], Var(self._coordinate_var(k)))
-                b.expr(increment(Var(self._array(head, "pos"))[parent.begin + 1]))
+            self._close_children(level, position, b)
             b.expr(increment(Var(names.size(self.name, head))))
             if parent_flag:
                 b.assign(Var(parent_flag), 1)
 
+    def _close_children(self, level: int, position: Position, b: CBuilder) -> None:
+        if self._counts_children(level):
+            children = Var(names.size(self.name, level + 1)) - Var(self._children_start(level))
+            b.assign(Var(self._array(level + 1, "pos"))[position.begin + 1], children, "+=")
+
     def finish(self, b: CBuilder) -> None:
-        """Prefix sums close the pos arrays; arrays allocated at bounds are trimmed to their sizes."""
+        """Prefix sums close the pos arrays (the root's one child counts the first level's positions);
+        arrays allocated at bounds are trimmed to their sizes."""
+        if "pos" in self.levels[0].array_names:
+            b.assign(Var(self._array(0, "pos"))[1], Var(names.size(self.name, 0)))
         for level, lv in enumerate(self.levels):
             if "pos" in lv.array_names:
                 _prefix_sum(Var(self._array(level, "pos")), self._count(level - 1), b)
