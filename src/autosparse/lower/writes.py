@@ -7,10 +7,12 @@ of their `where` and reset after it.
 
   dense result      vals[p * N + i] (op)= v                       the caller allocates and zeroes it
   appended result   two phases over the same loops: count  p = size; ...; if (nz) size++;
-                    then exact crd/vals, then fill  if (nz) { crd[p] = i; pos[parent + 1]++; size++; }
-                    and prefix sums; a bound phase may size them first
+                    then exact crd/vals, then fill  start = size; ...; if (nz) { crd[p] = i; size++; }
+                    ...; pos[parent + 1] += size - start (once per parent) and prefix sums; a bound
+                    phase may size them first
   shared pattern    an operand's positions: crd[p_operand] = i; vals[p_operand] = v (SDDMM, TTV, scaling)
   list workspace    dense w[N] + generation marks + list of touched coordinates, ordered before reading
+                    (unless an unordered result level takes them as they come)
   dense workspace   w[N1 * ... * Nr], cleared after reading
   hashed workspace  open addressing on the linearised coordinates, sorted before reading
 """
