@@ -5,9 +5,11 @@ loop is one that threads share well; otherwise the very same statement.
 A loop is shared when every thread can write rows of its own and has work in each of them:
 - it is the outermost loop and indexes the result's first stored level, which is dense (a dense result,
   or a CSR-like one, which threads assemble in chunks of rows), so no two iterations write one place;
-- a reduction runs inside it (the k of SpMV's row, of a Gustavson row, of an SDDMM dot product, the k, l
-  of MTTKRP), so an iteration is worth a thread's time; an element-wise sum or product is memory-bound
-  and stays sequential;
+- a loop runs inside it, so an iteration is worth a thread's time: a reduction (the k of SpMV's row, of a
+  Gustavson row, of an SDDMM dot product, the k, l of MTTKRP) or a row of an element-wise sum or product
+  (memory-bound, but one thread does not draw all the bandwidth: a CSR add of 1.5 M entries a side ran
+  1.1-1.2x faster on two threads of a loaded machine, docs/notes/perf30-calls.md); a loop over a vector's
+  entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
   alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
   into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
@@ -41,12 +43,12 @@ def _shares_well(loop: Stmt) -> bool:
         return False
     result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _reduces_inside(loop, result) and _starts_apart(loop, result))
+            and _loops_inside(loop) and _starts_apart(loop, result))
 
 
-def _reduces_inside(loop: Forall, result: Access) -> bool:
-    """Work per iteration: a loop inside over an index the result does not have."""
-    return any(isinstance(n, Forall) and n.index not in result.indices for n in walk(loop.body))
+def _loops_inside(loop: Forall) -> bool:
+    """Work per iteration: a loop inside (a row, a reduction)."""
+    return any(isinstance(n, Forall) for n in walk(loop.body))
 
 
 def _starts_apart(loop: Forall, result: Access) -> bool:
