@@ -95,8 +95,9 @@ def _warm_key(expression, format, schedule, instrument: bool, num_threads: int |
     name and kind — a Tensor's format and the magnitude of its stored entries (`_kernel` keeps kernels per
     it), or a numpy array. A key is kept only once a call with it got past those checks, so finding one
     proves them. None for a call that must take the general path: an expression that is not text, an
-    autoscheduled or non-text schedule, a format that is neither text nor a Format, operands both in `operands=` and as keywords, or an operand that
-    is neither a Tensor nor a numpy array (scipy matrices, numbers, lists)."""
+    autoscheduled or non-text schedule, a format that is neither text nor a Format, operands both in
+    `operands=` and as keywords, or an operand that is neither a Tensor nor a numpy array (scipy matrices,
+    numbers, lists)."""
     if type(expression) is not str or not (schedule is None or type(schedule) is str and schedule.strip() != "auto") \
             or not (format is None or type(format) is str or isinstance(format, Format)):
         return None

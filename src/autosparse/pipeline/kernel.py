@@ -80,7 +80,8 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
         self._dense_result = _is_dense(self.result_format)
-        self._in_mode_order = self.result_format.mode_order == tuple(range(self.result_format.order))
+        self._in_mode_order = self._dense_result and \
+            self.result_format.mode_order == tuple(range(self.result_format.order))
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
