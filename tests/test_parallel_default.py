@@ -182,3 +182,19 @@ def test_schedule_auto_runs_its_pick_parallel(monkeypatch):
     finally:
         asp.set_num_threads(None)
     assert kernels and kernels[-1].ran_parallel
+
+
+def test_schedule_auto_keeps_small_operands_sequential(monkeypatch):
+    """Choosing co-iteration per call resolves the CIN for the call's threads, not the kernel's."""
+    A, a = _sparse((8, 8), 0.4, 19)
+    x = np.arange(8.0)
+    kernels = []
+    real = api._kernel
+    monkeypatch.setattr(api, "_kernel", lambda *args: kernels.append(real(*args)) or kernels[-1])
+    try:
+        asp.set_num_threads(2)
+        for _ in range(4):
+            _check(asp.evaluate("y(i) = A(i,j) * x(j)", schedule="auto", A=A, x=x), a @ x)
+    finally:
+        asp.set_num_threads(None)
+    assert kernels and not any(kernel.ran_parallel for kernel in kernels)
