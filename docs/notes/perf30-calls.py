@@ -80,7 +80,8 @@ def threads(rounds: int = 15) -> None:
         "SpGEMM": ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr"}, {"A": S, "B": S}),
         "MTTKRP": ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", {"B": "sss"},
                    {"B": X, "C": rng.random((2000, 8)), "D": rng.random((2000, 8))}),
-        "TTM (ssd result)": ("A(i,j,k) = B(i,j,l) * C(k,l)", {"B": "sss", "A": "ssd"}, {"B": X, "C": rng.random((4, 2000))}),
+        "TTM (ssd result)": ("A(i,j,k) = B(i,j,l) * C(k,l)", {"B": "sss", "A": "ssd"},
+                             {"B": X, "C": rng.random((4, 2000))}),
         "add": ("C(i,j) = A(i,j) + B(i,j)", {"A": "csr", "B": "csr"}, {"A": A, "B": B}),
         "multiply": ("C(i,j) = A(i,j) * B(i,j)", {"A": "csr", "B": "csr"}, {"A": A, "B": B}),
     }
@@ -100,8 +101,8 @@ def threads(rounds: int = 15) -> None:
                 wall[count].append((time.perf_counter() - start) * 1e3)
                 cpu[count].append((time.process_time() - process) * 1e3)
         w1, w2, c1, c2 = (statistics.median(m[count]) for m in (wall, cpu) for count in (1, 2))
-        print(f"{name:17s} parallel at 2: {kernels[2].ran_parallel!s:5s}  wall {w1:8.2f} / {w2:8.2f} ms (x{w1 / w2:4.2f})"
-              f"  CPU {c1:8.2f} / {c2:8.2f} ms (2t/1t {c2 / c1:4.2f})", flush=True)
+        print(f"{name:17s} parallel at 2: {kernels[2].ran_parallel!s:5s}  "
+              f"wall {w1:8.2f} / {w2:8.2f} ms (x{w1 / w2:4.2f})  CPU {c1:8.2f} / {c2:8.2f} ms (2t/1t {c2 / c1:4.2f})", flush=True)
 
 
 if __name__ == "__main__":
