@@ -197,3 +197,13 @@ def test_schedule_auto_keeps_small_operands_sequential(monkeypatch):
     finally:
         asp.set_num_threads(None)
     assert kernels and not any(kernel.ran_parallel for kernel in kernels)
+
+
+@pytest.mark.parametrize("result", ["dds", "ddh", "dss"])
+def test_element_wise_results_threads_cannot_split_stay_sequential(result):
+    """A dense level over a compressed one (`dds` from `dss`) shares the operand's positions, which threads
+    cannot split by rows: sequential; compressed all the way down, threads write rows."""
+    A, a = _sparse((60, 40, 40), 0.9, 20, "dss")  # 86,000 entries: past PARALLEL_MIN_ENTRIES
+    kernel = asp.compile("B(i,j,k) = A(i,j,k)", {"A": "dss", "B": result}, num_threads=2)
+    _check(kernel(A=A), a)
+    assert kernel.ran_parallel == (result == "dss")
