@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Mapping
 
+import numpy as np
+
 from ..autoschedule.candidate import ScheduleCandidate
 from ..config import num_threads as default_threads
 from ..errors import AutosparseError, ParseError
@@ -14,6 +16,7 @@ from ..notation import Assignment, accesses, einsum_assignment, operand_name
 from ..pipeline.conversions import stored_entries
 from ..pipeline.operands import as_assignment, infer_format
 from ..pipeline.result_format import inferred_result_format
+from ..tensor import Tensor
 from ..tensor.operations import install as install_array_operations
 from .arrays import ArrayOperations
 from .auto import autoschedule, evaluated
@@ -26,6 +29,9 @@ OPTIONS = ("format", "schedule", "instrument", "model", "num_threads", "operands
 #: calls on like operands (`A @ x` in a solver) parses and schedules once, then only calls.
 KERNELS_KEPT = 256
 _kernels: OrderedDict[tuple, Kernel] = OrderedDict()
+#: evaluate's warm calls: the kernel for `_warm_key`'s key, emptied when it holds KERNELS_KEPT.
+_warm: dict[tuple, Kernel] = {}
+_last_warm: tuple = (None, None)
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
@@ -49,6 +55,11 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     "asymptotic" or "sparseauto": that one alone) and selects a candidate for these operands, each of its
     loops co-iterating as `coiterate(i, auto)` chooses; the choice is remembered across processes.
     `num_threads` caps the kernel's threads."""
+    warm_key = _warm_key(expression, format, schedule, instrument, num_threads, operands, named)
+    if warm_key is not None:
+        kernel = _warm_kernel(warm_key)
+        if kernel is not None:
+            return kernel(**(named if operands is None else operands))
     assignment = as_assignment(expression)
     operands = _operands(assignment, operands, named)
     formats = _formats(assignment, operands, format)
@@ -57,7 +68,56 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
             formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
         return evaluated(assignment, formats, operands, model, lambda candidate: _kernel(
             assignment, formats, candidate, num_threads, instrument, operands, "auto"))
-    return _kernel(assignment, formats, schedule, num_threads, instrument, operands)(**operands)
+    kernel = _kernel(assignment, formats, schedule, num_threads, instrument, operands)
+    if warm_key is not None:
+        if len(_warm) >= KERNELS_KEPT:
+            _warm.clear()
+        _warm[warm_key] = kernel
+    return kernel(**operands)
+
+
+def _warm_kernel(key: tuple) -> Kernel | None:
+    """The kernel kept for `key`: the last one found, when the key equals its (tuples compare their items
+    by identity before equality, where the dict's lookup would hash every Format again), else `_warm`'s."""
+    global _last_warm
+    last_key, kernel = _last_warm
+    if key != last_key:
+        kernel = _warm.get(key)
+        if kernel is not None:
+            _last_warm = key, kernel  # one assignment: threads calling at once see a matching pair
+    return kernel
+
+
+def _warm_key(expression, format, schedule, instrument: bool, num_threads: int | None,
+              mapping, named: Mapping[str, object]) -> tuple | None:
+    """What evaluate's choice of a kernel depends on, for a call `_warm` answers without parsing, checking
+    the operands' names or building `_kernel`'s key: the text, the options, the threads, and each operand's
+    name and kind — a Tensor's format and the magnitude of its stored entries (`_kernel` keeps kernels per
+    it), or a numpy array. A key is kept only once a call with it got past those checks, so finding one
+    proves them. None for a call that must take the general path: an expression that is not text, an
+    autoscheduled or non-text schedule, a format that is neither text nor a Format, operands both in
+    `operands=` and as keywords, or an operand that is neither a Tensor nor a numpy array (scipy matrices,
+    numbers, lists)."""
+    if type(expression) is not str or not (schedule is None or type(schedule) is str and schedule.strip() != "auto") \
+            or not (format is None or type(format) is str or isinstance(format, Format)):
+        return None
+    if mapping is None:
+        values, passed = named, "keywords"
+    elif not named and type(mapping) is dict:
+        values, passed = mapping, "operands="
+    else:
+        return None
+    kinds = []
+    for name, value in values.items():
+        kind = type(value)
+        if kind is Tensor:
+            kinds.append((name, value.format, value.nnz.bit_length()))
+        elif kind is np.ndarray:
+            kinds.append((name, kind))
+        else:
+            return None
+    threads = default_threads() if num_threads is None else num_threads
+    return expression, format, schedule, instrument, num_threads, threads, passed, tuple(kinds)
 
 
 def einsum(subscripts: str, *operands, format: "str | Format | None" = None, schedule=None,

@@ -50,6 +50,8 @@ def _as_operands(values: tuple) -> list:
     types it beside arrays (weakly: the arrays' dtype where that holds it)."""
     arrays = [value if type(value) in _PYTHON_NUMBERS else _as_array(value) for value in values]
     dtypes = [value.dtype for value in arrays if type(value) not in _PYTHON_NUMBERS]
+    if len(dtypes) == len(arrays):  # no number to type (`A @ x`: the common case, on every call)
+        return arrays
     return [np.asarray(value, dtype=np.result_type(*dtypes, value)) if type(value) in _PYTHON_NUMBERS else value
             for value in arrays]
 
@@ -118,8 +120,8 @@ def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
 
 # ----- products and sums ---------------------------------------------------------------------------------
 
-_MATMUL = {(2, 2): ("C(i,j)", "A(i,k)", "B(k,j)"), (2, 1): ("C(i)", "A(i,j)", "B(j)"),
-           (1, 2): ("C(j)", "A(i)", "B(i,j)"), (1, 1): ("C()", "A(i)", "B(i)")}
+_MATMUL = {(2, 2): "C(i,j) = A(i,k) * B(k,j)", (2, 1): "C(i) = A(i,j) * B(j)", (1, 2): "C(j) = A(i) * B(i,j)",
+           (1, 1): "C() = A(i) * B(i)"}
 
 
 def _matmul(left, right):
@@ -130,8 +132,7 @@ def _matmul(left, right):
     if left.shape[-1] != right.shape[0]:
         raise ShapeError(f"Expected the last extent of {left.shape} to equal the first of {right.shape} in a "
                          f"matrix product, but they differ")
-    result, a, b = _MATMUL[orders]
-    return f"{result} = {a} * {b}", {"A": left, "B": right}
+    return _MATMUL[orders], {"A": left, "B": right}
 
 
 def _dot(left, right):

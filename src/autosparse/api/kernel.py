@@ -12,6 +12,7 @@ from ..autoschedule.candidate import ScheduleCandidate
 from ..format import Format
 from ..format.spec import format_mapping
 from ..pipeline import Kernel as PipelineKernel
+from ..pipeline.schedules import Chosen
 
 
 class Kernel(PipelineKernel):
@@ -27,7 +28,9 @@ class Kernel(PipelineKernel):
 
 def unwrap_candidate(schedule) -> tuple[object, dict[str, Format]]:
     """An autoscheduler's candidate as the pipeline takes a schedule, with the formats its CIN reads the
-    operands in (the call converts them); any other schedule as it is, needing no formats."""
+    operands in (the call converts them): its CIN as `Chosen`, which runs on threads as the default schedule
+    does (the default as itself); any other schedule as it is, needing no formats."""
     if isinstance(schedule, ScheduleCandidate):
-        return schedule.kernel_schedule()
+        cin, needed = schedule.kernel_schedule()
+        return (None if cin is None else Chosen(cin)), needed
     return schedule, {}

@@ -38,7 +38,7 @@ from .conversions import operand_in
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
-from .schedules import assembly_format, derived_indices, scheduled, written_as_cin
+from .schedules import Chosen, assembly_format, derived_indices, scheduled, written_as_cin
 from .specialise import specialise
 
 #: Below this many stored entries in all its operands (a dense one counts its size), a call of the default
@@ -80,16 +80,21 @@ class Kernel:
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
         self._dense_result = _is_dense(self.result_format)
+        self._in_mode_order = self._dense_result and \
+            self.result_format.mode_order == tuple(range(self.result_format.order))
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
-        # the default schedule on threads only for calls with the work to share them (PARALLEL_MIN_ENTRIES)
-        self._sized_threads = schedule is None and not instrument and self.num_threads > 1
+        # the default schedule and an autoscheduler's pick are scheduled per call: on threads only for calls
+        # with the work to share them (PARALLEL_MIN_ENTRIES), the default legalised for the call's extents
+        self._per_call = schedule is None or isinstance(schedule, Chosen)
+        self._sized_threads = self._per_call and not instrument and self.num_threads > 1
         self._cin = self._scheduled({})
-        if coiteration == "auto":
-            self._cin = coiterate.everywhere(self._cin)
-        elif coiteration is not None:
+        if coiteration not in (None, "auto"):
             raise ScheduleError(f"Expected coiteration=None or 'auto', but found {coiteration!r}")
+        self._coiteration = coiteration
+        self._cin = self._marked(self._cin)
+        self._cins = {1 if instrument else self.num_threads: self._cin}  # the CIN per call's threads (`_resolved`)
         self._auto = coiterate.has_auto(self._cin)  # coiterate(i, auto): chosen per call, from the operands
         self._chosen: Stmt | None = None
         self._derived = derived_indices(self._cin, self.assignment)
@@ -99,10 +104,13 @@ class Kernel:
         self._calls: dict[tuple, KernelCall] = {}
         self._bound: dict[tuple | None, BoundCall] = {}
         self._operand_order = tuple(sorted(self._operand_names))
+        self._operand_count = len(self._operand_order)
         # Dense operands a C-ordered numpy array can stand for as it is.
         self._plain_arrays = {n for n in self._operand_names if self.formats[n].is_dense
                               and self.formats[n].mode_order == tuple(range(self.formats[n].order))}
         self.counts: dict[str, int] | None = None
+        self.warm_calls = 0  # calls that took an earlier call's BoundCall (`_run`)
+        self._last: tuple[tuple | None, BoundCall | None] = (None, None)  # the last call's signature and BoundCall
 
     # --- what the user inspects ---
 
@@ -121,6 +129,12 @@ class Kernel:
         return self._specialise(self._cin, self._default_types()).source.source
 
     @property
+    def ran_parallel(self) -> bool:
+        """Whether the last call ran a loop on threads (small operands run sequentially: `_threads_for`)."""
+        bound = self._last[1]
+        return bound is not None and bound.call.source.openmp
+
+    @property
     def chosen(self) -> Stmt | None:
         """For a schedule with `auto` strategies, the CIN the last call ran (None before any call)."""
         return self._chosen
@@ -132,6 +146,18 @@ class Kernel:
             threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
         return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
 
+    def _marked(self, cin: Stmt) -> Stmt:
+        """`cin` with every loop's co-iteration chosen per call where the kernel was built so."""
+        return coiterate.everywhere(cin) if self._coiteration == "auto" else cin
+
+    def _resolved(self, tensors_in, extents, threads: int) -> Stmt:
+        """For a schedule with `auto` strategies: its CIN for `threads` (scheduled afresh where the call runs
+        on fewer threads than the kernel's) with the strategies chosen for these operands."""
+        cin = self._cins.get(threads) if self._per_call else self._cin
+        if cin is None:
+            cin = self._cins[threads] = self._marked(self._scheduled({}, threads))
+        return coiterate.resolve(cin, tensors_in, extents)
+
     def _threads_for(self, operands) -> int:
         """The threads the default schedule runs this call on: one for an instrumented kernel (its counters
         are shared: counting stays sequential), else one unless the operands hold the work."""
@@ -139,7 +165,11 @@ class Kernel:
             return 1
         if not self._sized_threads:
             return self.num_threads
-        work = sum(value.nnz if type(value) is Tensor else value.size for value in operands.values())
+        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else value.size
+                                          for value in operands.values()))
+
+    def _threads_for_work(self, work: int) -> int:
+        """The threads of a call (of a kernel with `_sized_threads`) whose operands store `work` entries."""
         return self.num_threads if work >= PARALLEL_MIN_ENTRIES else 1
 
     def _default_types(self) -> Types:
@@ -153,42 +183,78 @@ class Kernel:
 
     def __call__(self, /, **operands):
         """The result: a numpy array if dense, a Tensor if sparse, a Python number for order 0."""
-        result = self.compute(**operands)
-        return dense_array(result) if self._dense_result and type(result) is Tensor else result
+        bound, result = self._run(operands)
+        if type(result) is np.ndarray:
+            if not bound.shape:
+                return result[0].item()
+            return result.reshape(bound.shape) if self._in_mode_order else \
+                _with_axes(result, self.result_format, bound.shape)
+        return self._deliver(result)
 
     def compute(self, /, **operands):
         """The result as a Tensor in the result format, dense ones too (a Python number for order 0)."""
+        bound, result = self._run(operands)
+        if type(result) is np.ndarray:
+            return bound.dense_tensor(result) if bound.shape else result[0].item()
+        return self._deliver(result)
+
+    def _run(self, operands) -> tuple[BoundCall, object]:
+        """The call's BoundCall and what it returned (`BoundCall.run`: a dense result as its flat values).
+        Operands of a signature an earlier call had (`_signature`) take that call's BoundCall, whose checks
+        (formats, shapes, dtypes, memory) still hold for them: a warm call, counted in `warm_calls`. The last
+        call's signature is compared first: tuples compare their items by identity before equality, where
+        the dict's lookup would hash every Format and dtype again."""
         operands = with_identities(self._diagonals, self.formats, operands) if self._diagonals else operands
-        bound = self._bound.get(self._signature(operands))
-        if bound is not None and bound.limit == memory_limit():
-            outcome = bound.run(operands)
-            if outcome is not ReturnCode.INDEX_OVERFLOW:
-                return self._deliver(outcome)
+        signature = self._signature(operands)
+        if signature is not None:
+            last_signature, bound = self._last
+            if signature != last_signature:
+                bound = self._bound.get(signature)
+                if bound is not None:
+                    self._last = signature, bound  # one assignment: threads calling at once see a matching pair
+            if bound is not None and bound.limit == memory_limit():
+                outcome = bound.run(operands)
+                if outcome is not ReturnCode.INDEX_OVERFLOW:
+                    self.warm_calls += 1
+                    result, self.counts = outcome
+                    return bound, result
         return self._call_general(operands)
 
     def _signature(self, operands) -> tuple | None:
-        """What a call's bound specialisation depends on, when every operand can be passed as it is (a
-        Tensor in its compiled format, or a C-ordered numpy array of a kept dtype for a dense operand):
-        shapes, dtypes and index dtypes (and, where a strategy is `auto`, the stored-entry count, so
-        operands of another size are chosen for afresh). None sends the call down the general path."""
-        if len(operands) != len(self._operand_order):
+        """What a call's bound specialisation depends on: each operand's kind (a Tensor's format, shape,
+        dtypes; an array's type, shape, strides and dtype) and the threads its work pays for (and, where a
+        strategy is `auto`, the stored-entry count, so operands of another size are chosen for afresh).
+        Only the signatures of operands passed as they are (`_passed_as_given`) are kept, so a signature
+        found proves the checks of that call hold for this one. None: some operand is no Tensor or array."""
+        if len(operands) != self._operand_count:
             return None
-        parts = []
+        parts, work = [], 0
         for name in self._operand_order:
             value = operands.get(name)
-            if type(value) is Tensor:
-                kind = value.kind
-                if kind[0] is not self.formats[name] and kind[0] != self.formats[name]:
-                    return None
-                parts.append((kind, value.nnz) if self._auto else kind)
-            elif type(value) is np.ndarray and name in self._plain_arrays and value.flags.c_contiguous \
-                    and promote_value_dtype(value.dtype) == value.dtype:
-                parts.append((value.shape, value.dtype))
+            kind = type(value)
+            if kind is Tensor:
+                parts.append((value.kind, value.nnz) if self._auto else value.kind)
+                work += value.nnz
+            elif kind is np.ndarray:
+                parts.append((value.shape, value.strides, value.dtype))
+                work += value.size
             else:
                 return None
         if self._sized_threads:
-            parts.append(self._threads_for(operands))
+            parts.append(self._threads_for_work(work))
         return tuple(parts)
+
+    def _passed_as_given(self, operands) -> bool:
+        """Whether every operand can be passed to the kernel as it is: a Tensor in its compiled format, or
+        a C-ordered numpy array of a kept dtype for a dense operand stored in mode order."""
+        for name, value in operands.items():
+            if type(value) is Tensor:
+                if value.format != self.formats[name]:
+                    return False
+            elif not (type(value) is np.ndarray and name in self._plain_arrays and value.flags.c_contiguous
+                      and promote_value_dtype(value.dtype) == value.dtype):
+                return False
+        return True
 
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
@@ -199,19 +265,21 @@ class Kernel:
         extents.update({index: tensors_in[name].shape[mode] for index, (name, mode) in self._derived.items()})
         value_dtype = result_value_dtype(tensors_in, self._literals, self._divides)
         index_dtype = result_index_dtype(tensors_in, extents.values())
-        cin = self._chosen = coiterate.resolve(self._cin, tensors_in, extents) if self._auto else None
+        threads = self._threads_for(tensors_in)
+        cin = self._chosen = self._resolved(tensors_in, extents, threads) if self._auto else None
         self._check_dense_result(extents, value_dtype)
         while True:
-            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin,
-                                   self._threads_for(tensors_in)).bind(extents)
+            bound = self._call_for(tensors_in, extents, value_dtype, index_dtype, cin, threads).bind(extents)
             outcome = bound.run(tensors_in)
             if outcome is not ReturnCode.INDEX_OVERFLOW:
                 break
             index_dtype = np.dtype(np.int64)
-        signature = self._signature(operands)
+        signature = self._signature(operands) if self._passed_as_given(operands) else None
         if signature is not None:
             self._bound[signature] = bound
-        return self._deliver(outcome)
+        self._last = signature, bound
+        result, self.counts = outcome
+        return bound, result
 
     def _check_dense_result(self, extents, value_dtype: np.dtype) -> None:
         """A dense result over the memory limit is refused before anything runs, naming the sparse format
@@ -227,24 +295,22 @@ class Kernel:
             spelling = sparse.name if sparse.name and sparse.order > 1 else str(sparse)
             raise MemoryLimitError(f"{error}; pass format={spelling!r} for a sparse result") from None
 
-    def _deliver(self, outcome):
-        tensor, self.counts = outcome
-        if not tensor.order:
-            return tensor.vals[0].item()
+    def _deliver(self, tensor: Tensor) -> Tensor:
         if tensor.format is self.result_format or tensor.format == self.result_format:
             return tensor
         return tensor.to_format(self.result_format, tensor.index_dtype)
 
     def _call_for(self, tensors_in, extents, value_dtype, index_dtype, cin: Stmt | None = None,
                   threads: int | None = None) -> KernelCall:
-        """The specialisation for these dtypes (and, under the default schedule, for how legalisation
-        reads these extents and the threads the call's work pays for; for a schedule with `auto`
-        strategies, `cin` resolves them), built once per Kernel."""
-        legalised_for = (legalisation_signature(extents), threads) if self.schedule is None else ()
-        key = (legalised_for, cin, value_dtype, index_dtype, *((t.dtype, t.index_dtype) for t in tensors_in.values()))
+        """The specialisation for these dtypes and the threads the call's work pays for (and, under the
+        default schedule, for how legalisation reads these extents; for a schedule with `auto` strategies,
+        `cin` resolves them), built once per Kernel."""
+        legalised_for = legalisation_signature(extents) if self.schedule is None else None
+        key = (legalised_for, threads, cin, value_dtype, index_dtype,
+               *((t.dtype, t.index_dtype) for t in tensors_in.values()))
         call = self._calls.get(key)
         if call is None:
-            cin = cin or (self._cin if self.schedule is not None else self._scheduled(extents, threads))
+            cin = cin or (self._scheduled(extents, threads) if self._per_call else self._cin)
             result = self.assignment.lhs.tensor
             types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
                           {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
@@ -267,11 +333,18 @@ def dense_array(tensor: Tensor) -> np.ndarray:
     of the buffer the kernel filled (transposed where the format stores the modes in another order). The
     Tensor is not to be used afterwards: its values are the caller's now. Values in memory numpy may not
     write (a result that travelled from a Dask worker) are copied."""
-    fmt, vals = tensor.format, tensor.vals
+    vals = tensor.vals
     try:
         vals.flags.writeable = True
     except ValueError:
         vals = vals.copy()
-    stored = vals.reshape(tuple(tensor.shape[mode] for mode in fmt.mode_order))
-    return stored.transpose(np.argsort(fmt.mode_order)) if fmt.mode_order != tuple(range(fmt.order)) else stored
+    return _with_axes(vals, tensor.format, tensor.shape)
 
+
+def _with_axes(vals: np.ndarray, fmt: Format, shape: tuple[int, ...]) -> np.ndarray:
+    """A dense result's flat values as an array of `shape`, a view (transposed where `fmt` stores the
+    modes in another order)."""
+    order = fmt.mode_order
+    if order == tuple(range(len(order))):
+        return vals.reshape(shape)
+    return vals.reshape(tuple(shape[mode] for mode in order)).transpose(np.argsort(order))

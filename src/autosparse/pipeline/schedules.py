@@ -2,15 +2,15 @@
 
 A schedule is nothing (the default schedule), hand-written CIN (text or a statement), or scheduling
 commands (a `Schedule` or their text) replayed on the default schedule; the default schedule and replayed
-commands are legalised for the extents at hand. Only the default schedule is made parallel, where the
-kernel may use several threads and its outermost loop shares well (`schedule.autoparallel`); a schedule
-the user gives runs as given.
+commands are legalised for the extents at hand. The default schedule, and CIN an autoscheduler chose
+(`Chosen`), are made parallel where the kernel may use several threads and the outermost loop shares well
+(`schedule.autoparallel`); a schedule the user gives runs as given.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..cin import Access, Assign, Stmt, default_loops, default_protocol, legalise, loop_indices, parse_cin
@@ -28,6 +28,16 @@ from ..schedule.autoparallel import parallelized
 _CIN_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*\s*\([^()]*\)\s*\+?=(?!=)")
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """CIN an autoscheduler chose rather than a user wrote: it runs on threads by the default schedule's
+    rule (`parallelized`, and per call only where the operands hold the work), so a pick is never
+    sequential where the default it competes with runs parallel. As CIN, it writes the result in the
+    format it was chosen for."""
+
+    cin: Stmt
+
+
 def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_formats: Mapping[str, Format],
               schedule, extents: Mapping[IndexVar, int], threads: int) -> Stmt:
     """The kernel's CIN for `schedule`, checked to compute `assignment` (`formats` holds every tensor of
@@ -35,6 +45,9 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
     blocked_operands = sorted(name for name, fmt in formats.items() if isinstance(fmt, Layout))
     if schedule is None:
         return parallelized(legalise(unscheduled(assignment, formats), extents), threads)
+    if isinstance(schedule, Chosen):
+        return parallelized(scheduled(assignment, formats, temporary_formats, schedule.cin, extents, threads),
+                            threads)
     if isinstance(schedule, str):
         text = schedule.strip()
         if text == "auto":
@@ -67,7 +80,7 @@ def written_as_cin(schedule) -> bool:
     if isinstance(schedule, str):
         text = schedule.strip()
         return text.startswith(("∀", "forall", "where", "sequence")) or bool(_CIN_ASSIGNMENT.match(text))
-    return hasattr(schedule, "children")
+    return isinstance(schedule, Chosen) or hasattr(schedule, "children")
 
 
 def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:

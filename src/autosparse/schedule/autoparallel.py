@@ -5,9 +5,13 @@ loop is one that threads share well; otherwise the very same statement.
 A loop is shared when every thread can write rows of its own and has work in each of them:
 - it is the outermost loop and indexes the result's first stored level, which is dense (a dense result,
   or a CSR-like one, which threads assemble in chunks of rows), so no two iterations write one place;
-- a reduction runs inside it (the k of SpMV's row, of a Gustavson row, of an SDDMM dot product, the k, l
-  of MTTKRP), so an iteration is worth a thread's time; an element-wise sum or product is memory-bound
-  and stays sequential;
+- an iteration is worth a thread's time: a reduction runs inside it (the k of SpMV's row, of a Gustavson
+  row, of an SDDMM dot product, the k, l of MTTKRP), or it is a row of an element-wise sum or product
+  (memory-bound, but one thread does not draw all the bandwidth: a CSR add of 1.5 M entries a side ran
+  1.1-1.2x faster on two threads of a loaded machine, docs/notes/perf30-calls.md) into a dense result or
+  one whose levels below the first are all compressed (threads assemble rows of CSR; a dense level over a
+  compressed one, `dds` from `dss`, shares the operand's positions, which threads cannot split); a loop
+  over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
   alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
   into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
@@ -41,12 +45,17 @@ def _shares_well(loop: Stmt) -> bool:
         return False
     result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _reduces_inside(loop, result) and _starts_apart(loop, result))
+            and _worth_a_thread(loop, result) and _starts_apart(loop, result))
 
 
-def _reduces_inside(loop: Forall, result: Access) -> bool:
-    """Work per iteration: a loop inside over an index the result does not have."""
-    return any(isinstance(n, Forall) and n.index not in result.indices for n in walk(loop.body))
+def _worth_a_thread(loop: Forall, result: Access) -> bool:
+    """Work per iteration: a reduction inside, or a row of an element-wise kernel whose result threads
+    can write row by row (dense below the first level, or compressed all the way down)."""
+    inner = [n.index for n in walk(loop.body) if isinstance(n, Forall)]
+    if any(index not in result.indices for index in inner):
+        return True
+    below = [level.properties.full for level in result.tensor.format.levels[1:]]
+    return bool(inner) and (all(below) or not any(below))
 
 
 def _starts_apart(loop: Forall, result: Access) -> bool:
