@@ -4,10 +4,10 @@ on the same data in one process.
 Why: the compiler's promise is native kernels that a user does not have to write. This script times the
 kernels of the papers (SpMV, SpGEMM, SpMM, SDDMM, TTV, TTM, MTTKRP) compiled with the default schedule on
 one thread, against what a user would otherwise reach for: scipy.sparse, MKL (through sparse_dot_mkl),
-SuiteSparse:GraphBLAS (through python-graphblas), Tensora, pydata `sparse`, and the plain serial loop nest a programmer would write in C (autosparse_bench/reference/*.c,
-compiled here with `cc -O3 -march=native`). Every result, ours and the peers', is checked against a
-scipy/numpy computation once before anything is timed; a wrong autosparse result is reported as FAIL
-and the run goes on.
+SuiteSparse:GraphBLAS (through python-graphblas), Tensora, pydata `sparse`, and the plain serial loop nest
+a programmer would write in C (autosparse_bench/reference/*.c, compiled here with `cc -O3 -march=native`).
+Every result, ours and the peers', is checked against a scipy/numpy computation once before anything is
+timed; a wrong autosparse result is reported as FAIL and the run goes on.
 
     autosparse bench kernels                         # generated data at full size (several minutes)
     autosparse bench kernels --quick                 # small generated data (smoke test, under a minute)

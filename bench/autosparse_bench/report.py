@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -188,9 +189,9 @@ def _fastest_summary(groups: dict) -> str:
                    if (best := _fastest_peer(group)) is not None and group["ours"]["seconds"])
     if not found:
         return ""
-    middle = found[len(found) // 2][0] if len(found) % 2 else (found[len(found) // 2 - 1][0] + found[len(found) // 2][0]) / 2
     share, kernel, dataset, best = found[0]
-    return (f"; fastest peer / ours: median {middle:.2f}× over {len(found)}, worst {share:.2f}× "
+    return (f"; fastest peer / ours: median {statistics.median(f[0] for f in found):.2f}× over {len(found)}, "
+            f"worst {share:.2f}× "
             f"({best['contender']} on {kernel}, {dataset})")
 
 
