@@ -210,8 +210,8 @@ def test_the_report_states_every_loss_with_its_factor(tmp_path):
     groups = report._groups("kernels", records)
     text = "\n".join(report._timing_section("kernels", groups, tmp_path))
     # scipy, Tensora's faster backend, pydata's wrong result shown as such, the copy
-    assert "| uniform | 100 | 2 | 0.50× | 2.00× | WRONG | 0.80× | 0.25× |" in text
-    assert "| data | nnz | ours ms | scipy |" in text
+    assert "| uniform | 100 | 2 | scipy A @ x | 0.50× | 0.50× | 2.00× | WRONG | 0.80× | 0.25× |" in text
+    assert "| data | nnz | ours ms | fastest peer | fastest peer / ours | scipy |" in text
     # one line per case, the fastest peer first
     assert "- SpMV, uniform: scipy A @ x takes 1 ms against autosparse's 2 ms: 2.00× faster; also C reference (1.25×)" \
         in text
@@ -227,7 +227,7 @@ def test_the_report_separates_other_autosparse_schedules_and_bounds_a_timed_out_
                _timing("SpMV2", "uniform n=256", "default schedule", None, "variant", "timeout", limit=30),
                _timing("SpMV2", "uniform n=256", "fastest candidate", 0.5e-3, "variant")]
     text = "\n".join(report._timing_section("asymptotic", report._groups("asymptotic", records), tmp_path))
-    assert "| uniform n=256 | 100 | 1 | > 3e+04× | 0.50× |" in text
+    assert "| uniform n=256 | 100 | 1 | — | — | > 3e+04× | 0.50× |" in text
     assert "Nowhere: no peer was faster." in text
     assert "- SpMV2, uniform n=256: fastest candidate takes 0.5 ms against selected's 1 ms: 2.00× faster" in text
 

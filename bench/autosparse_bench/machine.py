@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-PACKAGES = ("autosparse", "numpy", "scipy", "tensora", "sparse", "sparse_dot_mkl", "mkl", "matplotlib")
+PACKAGES = ("autosparse", "numpy", "scipy", "tensora", "sparse", "sparse_dot_mkl", "mkl", "python-graphblas",
+            "suitesparse-graphblas", "matplotlib")
 
 
 def describe() -> str:

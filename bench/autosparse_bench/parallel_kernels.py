@@ -6,19 +6,28 @@ floor these memory-bound kernels share):
   where a static split of rows gives one thread most of the nonzeros): the row loop in parallel
   (`parallelize(i)`), Senanayake et al.'s row split (`split(i, i0, i1, 2048)`, tiles in parallel) and the
   load-balanced schedule (`collapse(i, j, f); pos(f, fp, A(i,j)); split(fp, p0, p1, 65536)`, chunks of
-  nonzeros in parallel with atomic flushes of each row's sum), beside the serial default and scipy;
-- SpMM against MKL (sparse_dot_mkl, its thread count set to match) and the hand-written C reference
-  built with OpenMP; SDDMM against the C reference (its result written into the operand's pattern);
+  nonzeros in parallel with atomic flushes of each row's sum), beside the serial default, scipy, MKL
+  and GraphBLAS;
+- SpMM against MKL, GraphBLAS and the hand-written C reference built with OpenMP; SDDMM against the C
+  reference (its result written into the operand's pattern);
 - SpGEMM into sorted CSR (threads count their rows, one sizes the arrays, threads fill their rows) and
-  TTM into a dense-compressed-dense result, against the serial default schedule and sorted-output peers.
+  TTM into a dense-compressed-dense result, against the serial default schedule, and SpGEMM against
+  scipy, MKL and GraphBLAS, each unsorted and sorted where it gives both;
+- element-wise add of two CSR matrices (the default schedule at each thread count) against scipy and
+  GraphBLAS.
+
+MKL (sparse_dot_mkl) and GraphBLAS (python-graphblas) run at the thread count of the row: each call sets
+it first, as both keep one process-wide count. After each table, the fastest peer at each thread count
+(the peers run at that count: scipy at 1) and its time over ours.
 
     autosparse bench scaling [--kernel spmv spmm ...] [--repeat 11] [--quick]
 
 Sizes: SpMV 2^21 rows with 20 M nonzeros; SpMM 100,000² with 1,000,000 nonzeros times 100,000 × 64;
 SDDMM 20,000² with 1,000,000 nonzeros, K = 32; SpGEMM two 100,000² with 1,000,000 each; TTM 2,000³ with
-1,000,000 (--quick: a tenth, SpMV an eighth), working sets far beyond the 512 KiB L2 per core. Each
-result is checked before timing; medians of --repeat samples as every suite times them
-(autosparse_bench/timing.py); ratio = contender time / autosparse's at the same thread count.
+1,000,000; add two 200,000² with 2,000,000 each (--quick: a tenth, SpMV an eighth), working sets far
+beyond the 512 KiB L2 per core. Each result is checked before timing; medians of --repeat samples as
+every suite times them (autosparse_bench/timing.py); ratio = contender time / autosparse's at the same
+thread count.
 """
 
 from __future__ import annotations
@@ -30,9 +39,9 @@ import scipy.sparse as sp
 
 import autosparse as asp
 from . import data, kernel_suite_parser, machine
-from .kernels import Reference, load_mkl, ptr
+from .kernels import Reference, graphblas_plain, load_graphblas, load_mkl, ptr
 from .records import Records, source_hash
-from .timing import compare
+from .timing import compare, fastest
 
 ROWS = "parallelize(i, cpu_thread, no_races)"
 SPMV = "y(i) = A(i,j) * x(j)"
@@ -61,7 +70,29 @@ def _table(args, kernel: str, dataset: str, details: str, medians: dict[str, flo
     for name, (threads, _, _) in contenders.items():
         print(f"| {name} | {threads} | {medians[name]:.2f} | {medians[name] / mine[threads]:.2f}× |")
     _record(args, kernel, dataset, medians, contenders, nnz)
+    print("\n| threads | autosparse ms | fastest peer | its ms | fastest peer / ours |\n|---:|---:|---|---:|---:|")
+    for threads in (1, 2):
+        found = fastest_peer(medians, contenders, threads)
+        cells = ["none", "n/a", "n/a"] if found is None else \
+            [found[0], f"{found[1]:.2f}", f"{found[1] / mine[threads]:.2f}×"]
+        print(f"| {threads} | {mine[threads]:.2f} | " + " | ".join(cells) + " |")
     print(f"\nautosparse 2 threads vs 1: {mine[1] / mine[2]:.2f}×")
+
+
+def contender_role(name: str, threads: int) -> str:
+    """What contender `name` is to the group of `threads`: ours (autosparse's parallel schedule at that
+    count), a bound (a plain copy), a variant (another autosparse schedule or count) or a peer."""
+    if name == f"autosparse {threads}":
+        return "ours"
+    if name.startswith("copy"):
+        return "bound"
+    return "variant" if name.startswith(("autosparse", "row split", "load-balanced")) else "peer"
+
+
+def fastest_peer(medians: dict[str, float], contenders: dict, threads: int) -> tuple[str, float] | None:
+    """The fastest peer run at `threads` (name, ms), or None."""
+    return fastest({name: medians[name] for name, (count, _, _) in contenders.items()
+                    if count == threads and contender_role(name, threads) == "peer"})
 
 
 def _record(args, kernel: str, dataset: str, medians: dict[str, float], contenders: dict, nnz: int) -> None:
@@ -70,14 +101,13 @@ def _record(args, kernel: str, dataset: str, medians: dict[str, float], contende
     for threads in (1, 2):
         group = f"{dataset}, {threads} thread{'s' * (threads > 1)}"
         for name, (count, _, compiled) in contenders.items():
-            role = ("ours" if name == f"autosparse {threads}" else "bound" if name.startswith("copy") else
-                    "variant" if name.startswith(("autosparse", "row split", "load-balanced")) else "peer")
             if count == threads or (threads == 2 and name == "autosparse 1"):
-                args.records.timing(kernel, group, name, medians[name] / 1e3, role=role, threads=count, nnz=nnz,
+                args.records.timing(kernel, group, name, medians[name] / 1e3,
+                                    role=contender_role(name, threads), threads=count, nnz=nnz,
                                     **({"source": source_hash(compiled)} if compiled is not None else {}))
 
 
-def spmv(args, rng, ref: Reference, mkl) -> None:
+def spmv(args, rng, ref: Reference, mkl, gb) -> None:
     scale, nnz = (18, 2_500_000) if args.quick else (21, 20_000_000)
     n = 1 << scale
     matrices = {"uniform random": _matrix(n, nnz, args.seed),
@@ -96,6 +126,16 @@ def spmv(args, rng, ref: Reference, mkl) -> None:
             np.testing.assert_allclose(kernel(A=A, x=x), expected, rtol=1e-10)
             contenders[label] = (threads, lambda k=kernel: k(A=A, x=x), kernel)
         contenders["scipy A @ x"] = (1, lambda: matrix @ x, None)
+        ga, gx = (gb.io.from_scipy_sparse(matrix), gb.Vector.from_dense(x)) if gb is not None else (None, None)
+        for threads in (1, 2):
+            if mkl is not None:
+                call = _mkl(mkl, threads, lambda m=matrix, v=x: mkl.dot_product_mkl(m, v))
+                np.testing.assert_allclose(call(), expected, rtol=1e-10)
+                contenders[f"MKL {threads}"] = (threads, call, None)
+            if gb is not None:
+                call = _graphblas(gb, threads, lambda: ga.mxv(gx, gb.semiring.plus_times).new())
+                np.testing.assert_allclose(graphblas_plain(gb, call()), expected, rtol=1e-10)
+                contenders[f"GraphBLAS {threads}"] = (threads, call, None)
         contenders.update(_copies(matrix.data.nbytes + matrix.indices.nbytes))
         heaviest = int(np.diff(matrix.indptr).max())
         half = int(matrix.indptr[n // 2])
@@ -105,12 +145,14 @@ def spmv(args, rng, ref: Reference, mkl) -> None:
         _scaling(medians)
 
 
-def spmm(args, rng, ref: Reference, mkl) -> None:
+def spmm(args, rng, ref: Reference, mkl, gb) -> None:
     rows, nnz, cols = 100_000 // args.scale, 1_000_000 // args.scale, 64
     m = _matrix(rows, nnz, args.seed)
     b = rng.random((rows, cols))
     expected = m @ b
     A, B = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(b)
+    if gb is not None:
+        ga, gdense = gb.io.from_scipy_sparse(m), gb.Matrix.from_dense(b)
     function = ref.function("spmm", "spmm")
     contenders = {}
     for threads in (1, 2):
@@ -128,11 +170,15 @@ def spmm(args, rng, ref: Reference, mkl) -> None:
             call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(m, b))
             np.testing.assert_allclose(call(), expected, rtol=1e-12)
             contenders[f"MKL {threads}"] = (threads, call, None)
+        if gb is not None:
+            call = _graphblas(gb, threads, lambda: ga.mxm(gdense, gb.semiring.plus_times).new())
+            np.testing.assert_allclose(graphblas_plain(gb, call()).toarray(), expected, rtol=1e-12)
+            contenders[f"GraphBLAS {threads}"] = (threads, call, None)
     _table(args, "SpMM", "uniform random", f"{rows:,}² with {m.nnz:,} nonzeros × dense {rows:,} × {cols}",
            _medians(contenders, args.repeat), contenders, m.nnz)
 
 
-def sddmm(args, rng, ref: Reference, mkl) -> None:
+def sddmm(args, rng, ref: Reference, mkl, gb) -> None:
     rows, nnz, k = 20_000 // args.scale, 1_000_000 // args.scale, 32
     m = _matrix(rows, nnz, args.seed)
     c, d = rng.random((rows, k)), rng.random((k, rows))
@@ -166,6 +212,20 @@ def _mkl(mkl, threads: int, call):
     return with_threads
 
 
+def _graphblas(gb, threads: int, call):
+    """`call` with GraphBLAS's thread count set first (a process-wide setting too)."""
+    def with_threads():
+        gb.ss.config["nthreads"] = threads
+        return call()
+    return with_threads
+
+
+def _sorted(product: sp.csr_array) -> sp.csr_array:
+    """`product` with each row's columns in order (scipy and MKL leave them as their products made them)."""
+    product.sort_indices()
+    return product
+
+
 def _copies(nbytes: int) -> dict:
     """A plain copy of `nbytes` at 1 and 2 threads beside the kernels: the memory-bandwidth scaling the
     machine allows (numpy releases the GIL while it copies)."""
@@ -188,12 +248,14 @@ def _same_csr(result: asp.Tensor, expected: sp.csr_array) -> None:
     np.testing.assert_allclose(mine.data, expected.data, rtol=1e-12)
 
 
-def spgemm(args, rng, ref: Reference, mkl) -> None:
+def spgemm(args, rng, ref: Reference, mkl, gb) -> None:
     rows, nnz = 100_000 // args.scale, 1_000_000 // args.scale
     a, b = _matrix(rows, nnz, args.seed), _matrix(rows, nnz, args.seed + 1)
     expected = a @ b
     expected.sort_indices()
     A, B = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
+    if gb is not None:
+        ga, gb_b = gb.io.from_scipy_sparse(a), gb.io.from_scipy_sparse(b)
     serial = asp.compile("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"}, num_threads=1)
     _same_csr(serial(A=A, B=B), expected)
     contenders = {"autosparse serial kernel": (1, lambda: serial(A=A, B=B), serial)}
@@ -203,15 +265,20 @@ def spgemm(args, rng, ref: Reference, mkl) -> None:
         _same_csr(kernel(A=A, B=B), expected)
         contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B), kernel)
         if mkl is not None:
-            call = _mkl(mkl, threads, lambda: mkl.dot_product_mkl(a, b, reorder_output=True))
-            _same_csr(asp.Tensor.from_scipy(sp.csr_array(call())), expected)
-            contenders[f"MKL {threads} (sorted output)"] = (threads, call, None)
+            for label, sort in (("unsorted", False), ("sorted", True)):
+                call = _mkl(mkl, threads, lambda s=sort: mkl.dot_product_mkl(a, b, reorder_output=s))
+                _same_csr(asp.Tensor.from_scipy(_sorted(sp.csr_array(call()))), expected)
+                contenders[f"MKL {threads} ({label} output)"] = (threads, call, None)
+        if gb is not None:
+            product = _graphblas(gb, threads, lambda: ga.mxm(gb_b, gb.semiring.plus_times).new())
+            exported = _graphblas(gb, threads, lambda p=product: gb.io.to_scipy_sparse(p(), "csr"))
+            _same_csr(asp.Tensor.from_scipy(graphblas_plain(gb, product())), expected)
+            _same_csr(asp.Tensor.from_scipy(exported()), expected)
+            contenders[f"GraphBLAS {threads} (product, rows possibly unsorted)"] = (threads, product, None)
+            contenders[f"GraphBLAS {threads} (exported to sorted scipy)"] = (threads, exported, None)
 
-    def scipy_sorted():
-        product = a @ b
-        product.sort_indices()
-        return product
-    contenders["scipy A @ B, sorted"] = (1, scipy_sorted, None)
+    contenders["scipy A @ B, unsorted"] = (1, lambda: a @ b, None)
+    contenders["scipy A @ B, sorted"] = (1, lambda: _sorted(a @ b), None)
     contenders.update(_copies(expected.nnz * 12))
     medians = _medians(contenders, args.repeat)
     _table(args, "SpGEMM", "uniform random", f"{rows:,}² × {rows:,}² with {a.nnz:,} and {b.nnz:,} nonzeros into "
@@ -219,7 +286,7 @@ def spgemm(args, rng, ref: Reference, mkl) -> None:
     _scaling(medians)
 
 
-def ttm(args, rng, ref: Reference, mkl) -> None:
+def ttm(args, rng, ref: Reference, mkl, gb) -> None:
     """TTM into a dense-compressed-dense result, assembled by the threads (rows of i)."""
     size, nnz, rank = 2_000 // args.scale, 1_000_000 // args.scale, 16
     made = data.generate("uniform_tensor", (size,) * 3, nnz, seed=args.seed)
@@ -240,13 +307,41 @@ def ttm(args, rng, ref: Reference, mkl) -> None:
     _scaling(medians)
 
 
+def add(args, rng, ref: Reference, mkl, gb) -> None:
+    """C = A + B, all CSR, with the default schedule at each thread count."""
+    rows, nnz = 200_000 // args.scale, 2_000_000 // args.scale
+    a, b = _matrix(rows, nnz, args.seed), _matrix(rows, nnz, args.seed + 1)
+    expected = _sorted(a + b)
+    A, B = asp.Tensor.from_scipy(a), asp.Tensor.from_scipy(b)
+    formats = {"A": "csr", "B": "csr", "C": "csr"}
+    serial = asp.compile("C(i,j) = A(i,j) + B(i,j)", formats, num_threads=1)
+    _same_csr(serial(A=A, B=B), expected)
+    contenders = {"autosparse serial kernel": (1, lambda: serial(A=A, B=B), serial)}
+    if gb is not None:
+        ga, gb_b = gb.io.from_scipy_sparse(a), gb.io.from_scipy_sparse(b)
+    for threads in (1, 2):
+        kernel = asp.compile("C(i,j) = A(i,j) + B(i,j)", formats, num_threads=threads)
+        _same_csr(kernel(A=A, B=B), expected)
+        contenders[f"autosparse {threads}"] = (threads, lambda k=kernel: k(A=A, B=B), kernel)
+        if gb is not None:
+            call = _graphblas(gb, threads, lambda: ga.ewise_add(gb_b, gb.binary.plus).new())
+            _same_csr(asp.Tensor.from_scipy(graphblas_plain(gb, call())), expected)
+            contenders[f"GraphBLAS {threads}"] = (threads, call, None)
+    contenders["scipy A + B"] = (1, lambda: a + b, None)
+    contenders.update(_copies(expected.nnz * 12))
+    medians = _medians(contenders, args.repeat)
+    _table(args, "Add", "uniform random", f"{rows:,}² + {rows:,}² with {a.nnz:,} and {b.nnz:,} nonzeros into "
+           f"sorted CSR ({expected.nnz:,} nonzeros)", medians, contenders, a.nnz)
+    _scaling(medians)
+
+
 def _scaling(medians: dict[str, float]) -> None:
     copy = medians["copy of the same bytes 1"] / medians["copy of the same bytes 2"]
     print(f"autosparse 2 threads vs the serial kernel: {medians['autosparse serial kernel'] / medians['autosparse 2']:.2f}×; "
           f"copy bandwidth scaling 2 vs 1 thread: {copy:.2f}×")
 
 
-KERNELS = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm, "spgemm": spgemm, "ttm": ttm}
+KERNELS = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm, "spgemm": spgemm, "ttm": ttm, "add": add}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -255,13 +350,14 @@ def main(argv: list[str] | None = None) -> None:
     args.records = Records(args.json)
     args.scale = 10 if args.quick else 1
     rng = np.random.default_rng(args.seed)
-    mkl, why = load_mkl()
+    (mkl, mkl_note), (gb, gb_note) = load_mkl(), load_graphblas()
     print(f"- machine: {machine.describe()}")
-    if mkl is None:
-        print(f"- MKL: n/a — {why}")
+    for note in (mkl_note, gb_note):
+        if note:
+            print(f"- {note}")
     ref = Reference(openmp=True)
     for name in machine.progress(args.kernel, "kernels"):
-        KERNELS[name](args, rng, ref, mkl)
+        KERNELS[name](args, rng, ref, mkl, gb)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from . import SUITES, command, machine, records
 SCALES = (0.125, 0.25, 0.5, 1)
 #: The kernels suite's peers grouped into families; a family's time is its fastest member's.
 FAMILIES = (("scipy", "scipy"), ("numpy", "numpy"), ("pydata", "pydata"), ("Tensora", "tensora"),
-            ("C reference", "C reference"), ("MKL", "MKL"))
+            ("C reference", "C reference"), ("MKL", "MKL"), ("GraphBLAS", "GraphBLAS"))
 SCALED = " ×"  # the kernels suite's name for an input drawn at a fraction of its size: "uniform ×0.25"
 
 
@@ -168,6 +169,32 @@ def _ratio(other: dict, ours: dict) -> str:
     return other["status"] or "—"
 
 
+def _fastest_peer(group: dict) -> dict | None:
+    """The group's fastest timed peer record: every table names it, since issue 30's target is the
+    fastest peer, whichever it is."""
+    timed = [r for r in group["columns"].values() if r["role"] == "peer" and r["seconds"] is not None]
+    return min(timed, key=lambda r: r["seconds"], default=None)
+
+
+def _fastest_cells(group: dict) -> list[str]:
+    """The "fastest peer" and "fastest peer / ours" cells of a row."""
+    best = _fastest_peer(group)
+    return ["—", "—"] if best is None else [best["contender"], _ratio(best, group["ours"])]
+
+
+def _fastest_summary(groups: dict) -> str:
+    """The median and the worst of the fastest peer's time over ours, across the groups that have one."""
+    found = sorted((best["seconds"] / group["ours"]["seconds"], kernel, dataset, best)
+                   for (kernel, dataset), group in groups.items()
+                   if (best := _fastest_peer(group)) is not None and group["ours"]["seconds"])
+    if not found:
+        return ""
+    share, kernel, dataset, best = found[0]
+    return (f"; fastest peer / ours: median {statistics.median(f[0] for f in found):.2f}× over {len(found)}, "
+            f"worst {share:.2f}× "
+            f"({best['contender']} on {kernel}, {dataset})")
+
+
 def _slower(groups: dict, role: str) -> list[tuple[float, str, str, dict, dict]]:
     """(factor, kernel, dataset, faster record, ours) for every contender of `role` faster than ours."""
     found = []
@@ -205,6 +232,7 @@ def _summary_line(suite: str, groups: dict) -> str:
     if losses:
         factor, kernel, dataset, record, _ = losses[0]
         line += f", slower than some peer on {len(lost)} (worst: {record['contender']} {factor:.2f}× faster on {kernel}, {dataset})"
+    line += _fastest_summary(groups)
     variants = _slower(groups, "variant")
     if variants:
         factor, kernel, dataset, record, _ = variants[0]
@@ -221,13 +249,14 @@ def _timing_section(suite: str, groups: dict, directory: Path) -> list[str]:
         ours = ", ".join(dict.fromkeys(group["ours"]["contender"] for group in mine.values()))
         columns = list(dict.fromkeys(c for group in mine.values() for c in group["columns"]))
         lines += [f"### {kernel}", "", f"Ours: {ours}, in ms; the others as their time / ours.", "",
-                  "| " + " | ".join(["data", "nnz", "ours ms", *columns]) + " |",
-                  "|---|---:|---:|" + "---:|" * len(columns)]
+                  "| " + " | ".join(["data", "nnz", "ours ms", "fastest peer", "fastest peer / ours", *columns])
+                  + " |", "|---|---:|---:|---|---:|" + "---:|" * len(columns)]
         for dataset, group in mine.items():
             seconds = group["ours"]["seconds"]
             shown = f"{seconds * 1e3:.4g}" if seconds is not None else group["ours"]["status"] or "—"
             cells = [_ratio(group["columns"][c], group["ours"]) if c in group["columns"] else "" for c in columns]
-            lines.append(f"| {dataset} | {group['nnz']:,} | {shown} | " + " | ".join(cells) + " |")
+            lines.append(f"| {dataset} | {group['nnz']:,} | {shown} | " + " | ".join([*_fastest_cells(group), *cells])
+                         + " |")
         lines.append("")
     for role, title, nobody in (("peer", "Where autosparse loses to a peer", "Nowhere: no peer was faster."),
                                 ("variant", "Where another autosparse schedule or setting is faster",

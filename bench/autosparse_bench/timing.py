@@ -60,6 +60,16 @@ def sample(call: Callable[[], Any], batch: int) -> float:
     return (time.perf_counter() - start) / batch
 
 
+def fastest(seconds: dict[str, float | None]) -> tuple[str, float] | None:
+    """The name and time of the fastest of `seconds` (None: not timed), or None when none was timed: the
+    "fastest peer" every kernel table shows, since a ratio against one chosen peer hides a faster one."""
+    timed = [(taken, name) for name, taken in seconds.items() if taken is not None]
+    if not timed:
+        return None
+    taken, name = min(timed)
+    return name, taken
+
+
 def compare(contenders: dict[str, tuple[Callable[[], Any], Check | None]], repeat: int, *,
             budget: float = math.inf, min_sample: float = MIN_SAMPLE, warm_up: bool = True) -> dict[str, Timing]:
     """Each contender (name -> (call, check of its result)) checked once, then timed in `repeat`
