@@ -1,21 +1,24 @@
-"""Native conversions of matrices between storage orders: a Tensor -> the same Tensor in CSR, CSC or COO.
+"""Native conversions: a Tensor -> the same Tensor in another format, by counting sorts in C.
 
     CSR <-> CSC                  one counting sort by the inner coordinate (rows stay sorted: stable)
-    COO (sorted or not) -> CSR/CSC  a counting sort by the outer coordinate, then each segment sorted by
-                                    the inner one (skipped when the entries come sorted by it)
     sorted COO -> CSR/CSC        positions from the sorted outer coordinates; the rest shared (no copy)
+    COO in any order -> CSR/CSC  a counting sort by the outer coordinate; segments not sorted by the inner
+                                 one are sorted by a count by it first (a radix sort) or one by one
     CSR -> COO                   the row positions expanded into each entry's row, one pass; the columns
                                  and values are the CSR's own arrays (tensors never change them: no copy)
-    CSC or unsorted COO -> COO   through CSR first
+    CSC -> COO                   through CSR
+    COO of any order (or CSR) -> CSF, DCSR, DCSC, sorted COO
+                                 a radix sort of the paths (one counting sort per level) unless they come
+                                 sorted, then one pass compressing every level
 
 Kernels convert operands given in another storage order on every call (`pipeline/conversions.py`), and
-`Tensor.to_format` converts through them too (installed in `tensor.native` when this module loads);
-numpy's generic path (canonical entries, a lexicographic sort) is several times slower than scipy's
-tocsc. These are counting sorts in C, compiled once through the runtime's library loader and cached
-like kernels. Values are moved as bytes of their size (4, 8 or 16), so no dtype needs code of its own.
-The arrays produced are exactly those of `Tensor.to_format` in the tensor's own index dtype (explicit
-zeros kept);
-coordinates that repeat, which `to_format` would sum, are left to it (`native_conversion` returns None).
+`Tensor.to_format` and `Tensor.from_coo` convert through them too (installed in `tensor.native` when this
+module loads); numpy's generic path (canonical entries, a lexicographic sort) is several times slower
+than scipy's tocsr. These are compiled once through the runtime's library loader and cached like
+kernels. Values are moved as bytes of their size (4, 8 or 16), so no dtype needs code of its own. The
+arrays produced are exactly those of the generic path, in the tensor's own index dtype (explicit zeros
+kept); coordinates that repeat, which the generic path sums, and coordinates too many to count for
+their entries (a hypersparse mode) are left to it (`native_conversion` returns None).
 """
 
 from __future__ import annotations
@@ -203,19 +206,12 @@ void bounds_{i}(int64_t nnz, int64_t n_outer, const {I} *restrict outer, {I} *re
 # Coordinate paths of any order (one array per level) in any order -> sorted lexicographically by a
 # least-significant-digit radix sort: one stable counting sort per level, the last level first, each
 # moving every level's coordinate and the value, between the output and a scratch copy so that the
-# first level's pass writes the output. Returns 1 when the paths came sorted (nothing written), 0 once
-# sorted into the output, -1 when memory runs out, or -2 when they need sorting but their coordinates
+# first level's pass writes the output. Returns 0, -1 when memory runs out, or -2 when the coordinates
 # may not be counted (`may_count` 0: too many for their entries).
 _SORT_PATHS = r"""
+/* order <= 64: a Tensor's MAX_ORDER */
 int sort_paths_{i}_{v}(int64_t nnz, int64_t order, int64_t may_count, const int64_t *dims, const {I} *const *paths,
                        const {V} *vals, {I} *const *paths_out, {V} *vals_out) {{
-    int sorted = 1;
-    for (int64_t p = 1; p < nnz && sorted; p++) {{
-        int64_t k = 0;
-        while (k < order && paths[k][p - 1] == paths[k][p]) k++;
-        sorted = k == order || paths[k][p - 1] < paths[k][p];
-    }}
-    if (sorted) return 1;
     if (!may_count) return -2;
     int64_t largest = 0;
     for (int64_t k = 0; k < order; k++) if (dims[k] > largest) largest = dims[k];
@@ -248,31 +244,48 @@ int sort_paths_{i}_{v}(int64_t nnz, int64_t order, int64_t may_count, const int6
 }}
 """
 
-# Sorted paths -> a tensor compressed at every level. path_sizes: how many distinct prefixes of length
-# k + 1 there are (sizes[k], level k's nodes), and in sizes[order] how many paths repeat the one before
-# them. compress_paths: level k's coordinates (one per node) and, below the first level, its positions
-# (where each parent's children start; pos[k][0] is the caller's 0).
+# Paths -> a tensor compressed at every level, a streaming pass per level. path_depths: each path's
+# depth, the first level where it differs from the one before (the first path's 0; `order` for a
+# repeated one), how many distinct prefixes of length k + 1 there are (sizes[k], level k's nodes), and in
+# sizes[order] how many paths repeat the one before them; returns whether the paths are sorted (each
+# larger than the one before at its depth), the rest meaning nothing where they are not.
+# compress_paths: level k's coordinates (one per path of depth <= k) and, below the first level, its
+# positions (a parent starts at each depth < k); each level's crd has one slot more than its nodes.
 _COMPRESS_PATHS = r"""
-static int64_t first_difference_{i}(int64_t order, const {I} *const *paths, int64_t p) {{
-    int64_t k = 0;
-    if (p == 0) return 0;
-    while (k < order && paths[k][p - 1] == paths[k][p]) k++;
-    return k;
-}}
-
-void path_sizes_{i}(int64_t nnz, int64_t order, const {I} *const *paths, int64_t *sizes) {{
+int path_depths_{i}(int64_t nnz, int64_t order, const {I} *const *paths, uint8_t *restrict depth,
+                    int64_t *restrict sizes) {{
+    memset(depth, (int)order, (size_t)nnz);
+    for (int64_t k = order - 1; k >= 0; k--) {{
+        const {I} *restrict path = paths[k];
+        for (int64_t p = 1; p < nnz; p++) depth[p] = path[p] != path[p - 1] ? (uint8_t)k : depth[p];
+    }}
+    if (nnz) depth[0] = 0;
+    int descending = 0;
+    for (int64_t k = 0; k < order; k++) {{
+        const {I} *restrict path = paths[k];
+        for (int64_t p = 1; p < nnz; p++) descending |= (depth[p] == k) & (path[p] < path[p - 1]);
+    }}
+    if (descending) return 0;
     memset(sizes, 0, (size_t)(order + 1) * sizeof(int64_t));
-    for (int64_t p = 0; p < nnz; p++) sizes[first_difference_{i}(order, paths, p)]++;
+    for (int64_t p = 0; p < nnz; p++) sizes[depth[p]]++;
     for (int64_t k = 1; k < order; k++) sizes[k] += sizes[k - 1];
+    return 1;
 }}
 
-void compress_paths_{i}(int64_t nnz, int64_t order, const {I} *const *paths, {I} *const *pos, {I} *const *crd) {{
-    int64_t count[64] = {{0}};
-    for (int64_t p = 0; p < nnz; p++) {{
-        for (int64_t k = first_difference_{i}(order, paths, p); k < order; k++) {{
-            crd[k][count[k]++] = paths[k][p];
-            if (k > 0) pos[k][count[k - 1]] = ({I})count[k];
+void compress_paths_{i}(int64_t nnz, int64_t order, const {I} *const *paths, const uint8_t *restrict depth,
+                        {I} *const *pos, {I} *const *crd) {{
+    {I} unused;
+    for (int64_t k = 0; k < order; k++) {{
+        const {I} *restrict path = paths[k];
+        {I} *restrict level_pos = k ? pos[k] : &unused, *restrict level_crd = crd[k];
+        int64_t n = 0, parents = 0;
+        for (int64_t p = 0; p < nnz; p++) {{  /* without branches: each slot written until it is taken */
+            level_crd[n] = path[p];
+            level_pos[parents] = ({I})n;
+            n += depth[p] <= k;
+            parents += depth[p] < k;
         }}
+        level_pos[parents] = ({I})n;
     }}
 }}
 """
@@ -335,17 +348,18 @@ def _from_paths(tensor: Tensor, fmt: Format) -> Tensor | None:
     coords = _mode_coordinates(tensor)
     if coords is None:
         return None
-    dims = [tensor.shape[m] for m in fmt.mode_order]
-    ordered = _sorted_paths([coords[m] for m in fmt.mode_order], tensor.vals, dims)
-    if ordered is None:
-        return None
-    paths, vals = ordered
-    sizes, table = np.empty(len(paths) + 1, dtype=np.int64), _table(paths)
-    _function("path_sizes", paths[0].dtype)(len(vals), len(paths), _address(table), _address(sizes))
+    paths, vals = [coords[m] for m in fmt.mode_order], tensor.vals
+    depths, sizes = np.empty(len(vals), dtype=np.uint8), np.empty(len(paths) + 1, dtype=np.int64)
+    if not _depths(paths, depths, sizes):
+        ordered = _sorted_paths(paths, vals, [tensor.shape[m] for m in fmt.mode_order])
+        if ordered is None:
+            return None
+        paths, vals = ordered
+        _depths(paths, depths, sizes)
     if sizes[-1]:  # repeated paths: to_format sums them
         return None
     if Format(fmt.levels) == _compressed_levels(fmt.order):
-        levels = _compressed_paths(paths, sizes)
+        levels = _compressed_paths(paths, depths, sizes)
     else:
         levels = ({"pos": np.array([0, len(vals)], dtype=paths[0].dtype), "crd": paths[0]},
                   *({"crd": path} for path in paths[1:]))
@@ -365,9 +379,15 @@ def _mode_coordinates(tensor: Tensor) -> list[np.ndarray] | None:
     return coords
 
 
+def _depths(paths: list[np.ndarray], depths: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether the paths are sorted; if so, each one's depth and each level's size (see path_depths)."""
+    table = _table(paths)
+    return bool(_function("path_depths", paths[0].dtype)(len(depths), len(paths), _address(table), _address(depths),
+                                                          _address(sizes)))
+
+
 def _sorted_paths(paths: list[np.ndarray], vals: np.ndarray, dims: list[int]):
-    """(paths, values) sorted lexicographically: the very arrays when they already are; None when they
-    are not and a level's extent is too large to count."""
+    """(paths, values) sorted lexicographically; None when a level's extent is too large to count."""
     index, nnz = paths[0].dtype, len(vals)
     paths_out, vals_out = [np.empty(nnz, dtype=index) for _ in paths], np.empty(nnz, dtype=vals.dtype)
     extents, tables = np.array(dims, dtype=np.int64), (_table(paths), _table(paths_out))
@@ -376,18 +396,17 @@ def _sorted_paths(paths: list[np.ndarray], vals: np.ndarray, dims: list[int]):
         _address(tables[0]), _address(vals), _address(tables[1]), _address(vals_out))
     if status == -1:
         raise MemoryError("out of memory sorting coordinates")
-    return None if status == -2 else (paths, vals) if status == 1 else (paths_out, vals_out)
+    return None if status == -2 else (paths_out, vals_out)
 
 
-def _compressed_paths(paths: list[np.ndarray], sizes: np.ndarray) -> tuple[dict, ...]:
+def _compressed_paths(paths: list[np.ndarray], depths: np.ndarray, sizes: np.ndarray) -> tuple[dict, ...]:
     """The levels of sorted, unique paths compressed at every level, each array exactly sized."""
     index = paths[0].dtype
-    crd = [np.empty(size, dtype=index) for size in sizes[:-1]]
+    crd = [np.empty(size + 1, dtype=index)[:size] for size in sizes[:-1]]  # + 1: a slot written, never taken
     pos = [np.array([0, sizes[0]], dtype=index)] + [np.empty(parents + 1, dtype=index) for parents in sizes[:-2]]
-    for level in pos[1:]:
-        level[0] = 0
-    tables = [_table(arrays) for arrays in (paths, pos, crd)]
-    _function("compress_paths", index)(len(paths[-1]), len(paths), *(_address(table) for table in tables))
+    paths_table, pos_table, crd_table = (_table(arrays) for arrays in (paths, pos, crd))
+    _function("compress_paths", index)(len(depths), len(paths), _address(paths_table), _address(depths),
+                                       _address(pos_table), _address(crd_table))
     return tuple({"pos": p, "crd": c} for p, c in zip(pos, crd))
 
 
@@ -470,8 +489,8 @@ def _address(array: np.ndarray) -> ctypes.c_void_p:
 
 # kind -> (return type, leading int64 arguments, pointer arguments); those without a value size move no values.
 _SIGNATURES = {"transpose": (ctypes.c_int, 2, 6), "coordinates": (ctypes.c_int64, 4, 6), "expand": (None, 1, 2),
-               "bounds": (None, 2, 2), "sort_paths": (ctypes.c_int, 3, 5), "path_sizes": (None, 2, 2),
-               "compress_paths": (None, 2, 3)}
+               "bounds": (None, 2, 2), "sort_paths": (ctypes.c_int, 3, 5), "path_depths": (ctypes.c_int, 2, 3),
+               "compress_paths": (None, 2, 4)}
 
 
 @functools.cache
