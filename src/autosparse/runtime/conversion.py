@@ -151,14 +151,17 @@ int64_t coordinates_{i}_{v}(int64_t nnz, int64_t n_outer, int64_t n_inner, int64
                             const {I} *restrict inner, const {V} *restrict vals, {I} *restrict pos_out,
                             {I} *restrict crd_out, {V} *restrict vals_out) {{
     int by_inner = 1, by_both = 1;
+    int64_t repeated = 0;  /* of the entry before: the answer when the entries come in the output's order */
     for (int64_t p = 1; p < nnz; p++) {{
         by_inner &= inner[p - 1] <= inner[p];
         by_both &= (outer[p - 1] < outer[p]) | (outer[p - 1] == outer[p] & inner[p - 1] <= inner[p]);
+        repeated += (outer[p - 1] == outer[p]) & (inner[p - 1] == inner[p]);
     }}
     if (by_both) {{
         bounds_{i}(nnz, n_outer, outer, pos_out);
         memcpy(crd_out, inner, (size_t)nnz * sizeof({I}));
         memcpy(vals_out, vals, (size_t)nnz * sizeof({V}));
+        return repeated;
     }} else if (by_inner) {{
         if (scatter_{i}_{v}(nnz, n_outer, outer, inner, vals, pos_out, crd_out, vals_out)) return -1;
     }} else if (!count_inner || nnz <= 16 * n_outer) {{
@@ -176,7 +179,7 @@ int64_t coordinates_{i}_{v}(int64_t nnz, int64_t n_outer, int64_t n_inner, int64
         free(vals_tmp);
         if (failed) return -1;
     }}
-    int64_t repeated = 0;
+    repeated = 0;
     for (int64_t i = 0; i < n_outer; i++)
         for (int64_t q = (int64_t)pos_out[i] + 1; q < (int64_t)pos_out[i + 1]; q++)
             repeated += crd_out[q] == crd_out[q - 1];
