@@ -70,11 +70,12 @@ int transpose_{i}_{v}(int64_t n_outer, int64_t n_inner, const {I} *restrict pos,
 
 # Coordinates (outer[p], inner[p]) in any order -> compressed (outer, inner), each segment's inner
 # coordinates increasing: copied when the entries come in that order; else a stable counting sort by the
-# outer coordinate. When the inner coordinates are not increasing, long segments (more than 16 entries
-# on average) are sorted by first counting by the inner coordinate too — the two passes of a
-# least-significant-digit radix sort, the second of which is the transpose above: no comparisons, 4x
-# scipy's tocsr, which sorts each row; short ones, or inner coordinates too many to count
-# (`count_inner` 0), by sorting each segment (two scatters cost more than sorting ten entries). Returns
+# outer coordinate. When the inner coordinates are not increasing and some segment is long (over 64
+# entries: power-law rows, stiffness matrices), they are sorted by first counting by the inner coordinate
+# too — the two passes of a least-significant-digit radix sort, the second of which is the transpose
+# above: no comparisons, 1.5-4.7x scipy's tocsr, which sorts each row; when every segment is short, or
+# inner coordinates are too many to count (`count_inner` 0), by sorting each segment (a uniform random
+# matrix's ten entries a row sort faster than a second scatter moves them). Returns
 # how many entries repeat the coordinates of the one before them (0 for a valid result), or -1 when
 # memory runs out.
 _COORDINATES = r"""
@@ -84,14 +85,12 @@ static void count_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, {I} *
     for (int64_t j = 0; j < n; j++) pos[j + 1] += pos[j];
 }}
 
-/* A stable counting sort of the entries by `key` (< n): the bucket bounds in pos, the other coordinate
-   and the values moved into their buckets. */
-static int scatter_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, const {I} *restrict other,
-                           const {V} *restrict vals, {I} *restrict pos, {I} *restrict other_out,
-                           {V} *restrict vals_out) {{
+/* The entries moved into the buckets of `key` (< n) whose bounds pos holds, in their order (stable). */
+static int move_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, const {I} *restrict other,
+                        const {V} *restrict vals, const {I} *restrict pos, {I} *restrict other_out,
+                        {V} *restrict vals_out) {{
     {I} *restrict next = malloc((size_t)(n + 1) * sizeof({I}));
     if (!next) return -1;
-    count_{i}_{v}(nnz, n, key, pos);
     memcpy(next, pos, (size_t)(n + 1) * sizeof({I}));
     for (int64_t p = 0; p < nnz; p++) {{
         {I} q = next[key[p]]++;
@@ -100,6 +99,15 @@ static int scatter_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, cons
     }}
     free(next);
     return 0;
+}}
+
+/* A stable counting sort of the entries by `key` (< n): the bucket bounds in pos, the other coordinate
+   and the values moved into their buckets. */
+static int scatter_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, const {I} *restrict other,
+                           const {V} *restrict vals, {I} *restrict pos, {I} *restrict other_out,
+                           {V} *restrict vals_out) {{
+    count_{i}_{v}(nnz, n, key, pos);
+    return move_{i}_{v}(nnz, n, key, other, vals, pos, other_out, vals_out);
 }}
 
 static void merge_sort_{i}_{v}({I} *crd, {V} *vals, {I} *crd_tmp, {V} *vals_tmp, int64_t n) {{
@@ -132,9 +140,15 @@ static void sort_segment_{i}_{v}({I} *crd, {V} *vals, {I} *crd_tmp, {V} *vals_tm
     }}
 }}
 
-static int sort_segments_{i}_{v}(int64_t n_outer, const {I} *restrict pos, {I} *restrict crd, {V} *restrict vals) {{
+/* The most entries any segment has, from its bounds. */
+static int64_t longest_segment_{i}_{v}(int64_t n_outer, const {I} *restrict pos) {{
     int64_t longest = 0;
     for (int64_t i = 0; i < n_outer; i++) if (pos[i + 1] - pos[i] > longest) longest = pos[i + 1] - pos[i];
+    return longest;
+}}
+
+static int sort_segments_{i}_{v}(int64_t n_outer, const {I} *restrict pos, {I} *restrict crd, {V} *restrict vals) {{
+    int64_t longest = longest_segment_{i}_{v}(n_outer, pos);
     {I} *crd_tmp = malloc((size_t)(longest > 0 ? longest : 1) * sizeof({I}));
     {V} *vals_tmp = malloc((size_t)(longest > 0 ? longest : 1) * sizeof({V}));
     if (crd_tmp && vals_tmp)
@@ -164,8 +178,8 @@ int64_t coordinates_{i}_{v}(int64_t nnz, int64_t n_outer, int64_t n_inner, int64
         return repeated;
     }} else if (by_inner) {{
         if (scatter_{i}_{v}(nnz, n_outer, outer, inner, vals, pos_out, crd_out, vals_out)) return -1;
-    }} else if (!count_inner || nnz <= 16 * n_outer) {{
-        if (scatter_{i}_{v}(nnz, n_outer, outer, inner, vals, pos_out, crd_out, vals_out)) return -1;
+    }} else if (count_{i}_{v}(nnz, n_outer, outer, pos_out), !count_inner || longest_segment_{i}_{v}(n_outer, pos_out) <= 64) {{
+        if (move_{i}_{v}(nnz, n_outer, outer, inner, vals, pos_out, crd_out, vals_out)) return -1;
         if (sort_segments_{i}_{v}(n_outer, pos_out, crd_out, vals_out)) return -1;
     }} else {{
         {I} *inner_pos = malloc((size_t)(n_inner + 1) * sizeof({I}));
