@@ -14,7 +14,10 @@ Throughput is input nonzeros per second: the median of --repeat samples, timed a
 them (autosparse_bench/timing.py) except that the checked first call is also the first timed one (no JIT to
 warm up): a first call longer than --budget seconds is the only sample (Tensora converts in pure Python
 and takes about half a minute a call on the generated matrix); the "runs" column shows it.
-Each peer uses its own natural path; "n/a" marks a conversion the peer does not offer.
+Each peer uses its own natural path; "n/a" marks a conversion the peer does not offer. scipy has no
+tensors of three modes: the 3-D rows compare with pydata `sparse`, whose COO -> GCXS (compressed along
+the first mode, the others linearised) is the same work as CSF's — sort the coordinates (its COO
+constructor sorts a linearised key and sums duplicates), then compress — and with Tensora's CSF.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
+import sparse
 import tensora
 
 import autosparse as asp
@@ -72,6 +76,9 @@ def entries(result, order: int) -> tuple[np.ndarray, np.ndarray]:
         return sorted_entries(np.vstack([coo.row, coo.col]), coo.data)
     if isinstance(result, tensora.Tensor):
         return sorted_entries(*tensora_entries(result))
+    if isinstance(result, sparse.SparseArray):
+        coo = result.asformat("coo")
+        return sorted_entries(coo.coords, coo.data)
     if isinstance(result, dict):  # Tensora's to_dok
         coords = np.fromiter(chain.from_iterable(result), dtype=np.int64, count=len(result) * order)
         return sorted_entries(coords.reshape(len(result), order).T, np.fromiter(result.values(), dtype=float))
@@ -113,6 +120,7 @@ def matrix_cases(m: sp.csr_array):
         ("CSR -> scipy CSR", ours.to_scipy, None, [("tensora", None)]),
         ("CSR -> COO", lambda: ours.to_format("coo"), "coo",
          [("scipy tocoo", m.tocoo), ("tensora to_dok", lambda: tensora_csr.to_dok(explicit_zeros=True))]),
+        ("scipy COO -> CSR", lambda: asp.Tensor.from_scipy(coo), "csr", [("scipy tocsr", coo.tocsr)]),
         ("COO -> CSR", lambda: ours_coo.to_format("csr"), "csr",
          [("scipy tocsr", coo.tocsr),
           ("tensora from_soa", lambda: tensora.Tensor.from_soa((coo.row, coo.col), coo.data, dimensions=m.shape,
@@ -125,14 +133,21 @@ def matrix_cases(m: sp.csr_array):
 
 
 def tensor_cases(coords: np.ndarray, values: np.ndarray, shape: tuple[int, ...]):
-    """The 3-D conversions, as `matrix_cases`; scipy has no 3-D tensors."""
+    """The 3-D conversions, as `matrix_cases`; scipy has no 3-D tensors (see the module's docstring)."""
     ours_coo = asp.Tensor.from_coo(coords, values, shape)
     ours_csf = ours_coo.to_format("csf")
     soa = tuple(coords)
     tensora_csf = tensora.Tensor.from_soa(soa, values, dimensions=shape, format="sss")
+    pydata_coo = sparse.COO(coords, values, shape=shape, sorted=True, has_duplicates=False)
+    shuffle = np.random.default_rng(0).permutation(len(values))
+    shuffled, shuffled_values = coords[:, shuffle], values[shuffle]
     return [
         ("COO -> CSF", lambda: ours_coo.to_format("csf"), "csf",
-         [("tensora from_soa", lambda: tensora.Tensor.from_soa(soa, values, dimensions=shape, format="sss"))]),
+         [("pydata COO -> GCXS", lambda: pydata_coo.asformat("gcxs", compressed_axes=(0,))),
+          ("tensora from_soa", lambda: tensora.Tensor.from_soa(soa, values, dimensions=shape, format="sss"))]),
+        ("shuffled coordinates -> CSF", lambda: asp.Tensor.from_coo(shuffled, shuffled_values, shape, format="csf"),
+         "csf", [("pydata COO(...) -> GCXS", lambda: sparse.COO(shuffled, shuffled_values, shape=shape)
+                  .asformat("gcxs", compressed_axes=(0,)))]),
         ("CSF -> COO", lambda: ours_csf.to_format("coo"), "coo",
          [("tensora to_dok", lambda: tensora_csf.to_dok(explicit_zeros=True))]),
     ]

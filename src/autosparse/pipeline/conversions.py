@@ -5,8 +5,8 @@ schedule chose: `kernel.conversions`). An operand stored in another format — a
 kernel computing in CSR, a scipy `coo_matrix` (what `mmread` returns) — is converted on every call,
 which can cost more than the kernel itself: the first time for each kernel and operand, a
 `PerformanceWarning` names the format to convert it to once. Matrices convert between CSR, CSC and
-coordinates by a counting sort in C (`runtime/conversion.py`, which `Tensor.to_format` reaches too);
-anything else through the Tensor's own conversions.
+coordinates, and coordinates to CSF, by counting sorts in C (`runtime/conversion.py`, which
+`Tensor.to_format` reaches too); anything else through the Tensor's own conversions.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The hook through which `Tensor.to_format` reaches conversions compiled in C.
+"""The hook through which `Tensor.to_format` and `Tensor.from_coo` reach conversions compiled in C.
 
-Converting a matrix between storage orders (CSR <-> CSC, coordinates -> CSR/CSC) is a counting sort;
-the generic path (canonical entries, a lexicographic sort in numpy) is several times slower than
-scipy's `tocsc`. The sorts are compiled by the runtime, floors above tensor/, which installs them here
-when it is imported (autosparse's facade imports it, so a user always has them, as every kernel needs
-the C compiler anyway); `to_format` asks them first and converts generically where they answer None.
+Converting between storage orders (CSR <-> CSC, coordinates -> CSR/CSC/CSF/COO, CSR -> COO) is a counting
+sort; the generic path (canonical entries, a lexicographic sort in numpy) is several times slower than
+scipy's `tocsc` and `tocsr`. The sorts are compiled by the runtime, floors above tensor/, which installs
+them here when it is imported (autosparse's facade imports it, so a user always has them, as every
+kernel needs the C compiler anyway); `to_format` and `from_coo` ask them first and convert generically
+where they answer None.
 """
 
 from __future__ import annotations
