@@ -12,6 +12,7 @@ from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, Str
                        assignments, tensors, unnest, walk)
 from ..codegen import names
 from ..codegen import printer
+from ..codegen.jam import jam_loops
 from ..codegen.builder import CBuilder
 from ..codegen.c_ast import (Block, CType, Define, Function, Include, OmpBarrier, OmpParallel, OmpSingle, Param,
                              TopLevel, Unit, Var, as_expr, call, cast, not_)
@@ -50,7 +51,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     slots = _slots(survey, target)
     body = _function_body(survey, reads, workspaces, target, slots, phases, lowering)
     top = _top_level(survey, reads, workspaces, lowering.tables)
-    top.append(Function("int", SYMBOL, _PARAMS, body))
+    top.append(Function("int", SYMBOL, _PARAMS, jam_loops(body)))
     result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == survey.result.name)
     counters = lowering.counters
     return KernelSource(printer.unit(Unit(tuple(top))), survey.operands, survey.result.name, slots,

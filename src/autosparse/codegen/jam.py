@@ -1,0 +1,207 @@
+"""Unroll-and-jam of a sparse loop around a dense accumulation: C AST in, the same C AST out, with each
+such loop handling `FACTOR` positions an iteration.
+
+The shape it rewrites is SpMM's (`C(i,j) += A(i,k) * B(k,j)`, and MTTKRP's and TTM's innermost loops):
+a loop over a sparse level's positions whose body names the position's coordinate and then runs one dense
+loop adding into a row of the result that does not depend on the position:
+
+    for (; p < end; p++) {                      for (; p < end - 3; p += 4) {
+        const int64_t k = crd[p];                   const int64_t k = crd[p];  ... k_jam3 = crd[p + 3];
+        for (int64_t j = 0; j < J; j++)     ->      for (int64_t j = 0; j < J; j++)
+            C[i * J + j] += A[p] * B[k * J + j];        C[i * J + j] = C[i * J + j] + A[p] * B[k * J + j]
+    }                                                                  + ... + A[p + 3] * B[k_jam3 * J + j];
+                                                }
+                                                for (; p < end; p++) { ...the loop as it was... }
+
+The row of C is loaded and stored once for four rows of B instead of once for each (SpMM 1.3-1.5x at 64
+columns, measured in docs/notes/perf30-inner.md). The sums are added in the order the plain loop adds them
+(`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so results are the same
+bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import reduce
+
+from . import names
+from .c_ast import (Assign, Binary, Block, Call, Decl, Expr, For, If, Index, Literal, Stmt, Unary, Var, While,
+                    increment, lt)
+
+#: Positions handled by one iteration of a jammed loop.
+FACTOR = 4
+
+
+def jam_loops(block: Block) -> Block:
+    """`block` with every sparse loop of the shape above unrolled and jammed."""
+    body = tuple(out for stmt in block.body for out in _rewrite(stmt))
+    return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
+
+
+def _rewrite(stmt: Stmt) -> tuple[Stmt, ...]:
+    """The statements `stmt` becomes: a jammed loop and its remainder, or `stmt` with its blocks rewritten."""
+    if isinstance(stmt, For):
+        jammed = _jammed(stmt)
+        if jammed is not None:
+            return jammed, stmt
+        return (_with_body(stmt, jam_loops(stmt.body)),)
+    if isinstance(stmt, While):
+        return (_with_body(stmt, jam_loops(stmt.body)),)
+    if isinstance(stmt, Block):
+        return (jam_loops(stmt),)
+    if isinstance(stmt, If):
+        otherwise = jam_loops(stmt.otherwise) if stmt.otherwise is not None else None
+        then = jam_loops(stmt.then)
+        if then is stmt.then and otherwise is stmt.otherwise:
+            return (stmt,)
+        return (If(stmt.condition, then, otherwise),)
+    return (stmt,)
+
+
+def _with_body(loop, body: Block):
+    return loop if body is loop.body else dataclasses.replace(loop, body=body)
+
+
+# --- the shape --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shape:
+    """A sparse loop's parts: position `p` up to `end`, the coordinates named from `p`, and the dense loop."""
+
+    position: str
+    end: Expr
+    decls: tuple[Decl, ...]
+    dense: For
+    update: Assign
+
+
+def _jammed(loop: For) -> For | None:
+    """The jammed copy of `loop` (to run before `loop` itself, which finishes the last positions), or None
+    when `loop` is not of the shape."""
+    shape = _shape(loop)
+    if shape is None:
+        return None
+    p = Var(shape.position)
+    copies = [_renaming(shape, copy) for copy in range(FACTOR)]
+    decls = tuple(Decl(d.type, _name(renaming, d.name), _substitute(d.init, renaming), d.length)
+                  for renaming in copies for d in shape.decls)
+    target = shape.update.target
+    total = reduce(lambda acc, renaming: Binary("+", acc, _substitute(shape.update.value, renaming)), copies, target)
+    dense = dataclasses.replace(shape.dense, body=Block((Assign(target, total),)))
+    return For(None, lt(p, shape.end - (FACTOR - 1)), Assign(p, Literal(FACTOR), "+="), Block((*decls, dense)))
+
+
+def _renaming(shape: _Shape, copy: int) -> dict[str, Expr]:
+    """The names of copy `copy`: the position advanced by `copy`, each coordinate its own name."""
+    if copy == 0:
+        return {}
+    renaming: dict[str, Expr] = {shape.position: Var(shape.position) + copy}
+    renaming.update((d.name, Var(names.part(d.name, f"jam{copy}"))) for d in shape.decls)
+    return renaming
+
+
+def _name(renaming: dict[str, Expr], name: str) -> str:
+    renamed = renaming.get(name)
+    return renamed.name if isinstance(renamed, Var) else name
+
+
+def _shape(loop: For) -> _Shape | None:
+    """`loop`'s parts if it is `for (; p < end; p++) { const decls...; for (j = 0; j < n; j++) t += v; }`
+    with `t`, `end` and `n` not depending on `p` or the decls, and the decls free of side effects."""
+    position = _counter(loop)
+    if position is None or not isinstance(loop.condition.right, (Var, Literal)):
+        return None
+    *decls, last = loop.body.body or (None,)
+    dense = _only_loop(last)
+    if dense is None or not all(_pure_decl(d) for d in decls):
+        return None
+    update = dense.body.body[0] if len(dense.body.body) == 1 else None
+    if not isinstance(update, Assign) or update.op != "+=" or _counter(dense, dense=True) is None:
+        return None
+    varying = {position, *(d.name for d in decls)}
+    invariant = (update.target, dense.condition.right, loop.condition.right)
+    if any(_names(e) & varying for e in invariant) or not _row_entry(update.target, dense.init.name):
+        return None
+    if _array(update.target) in _names(update.value):
+        return None
+    return _Shape(position, loop.condition.right, tuple(decls), dense, update)
+
+
+def _counter(loop: For, dense: bool = False) -> str | None:
+    """The name `i` of a loop `for (; i < bound; i++)` (with `dense`: `for (int64_t i = 0; i < bound; i++)`)."""
+    init, condition, step = loop.init, loop.condition, loop.step
+    if not (isinstance(condition, Binary) and condition.op == "<" and isinstance(condition.left, Var)):
+        return None
+    name = condition.left.name
+    if step != increment(Var(name)):
+        return None
+    if dense:
+        started = isinstance(init, Decl) and init.name == name and init.init == Literal(0) and init.length is None
+        return name if started and not _names(condition.right) & {name} else None
+    return name if init is None else None
+
+
+def _row_entry(target: Expr, column: str) -> bool:
+    """Whether `target` is an array entry that moves with the dense loop's counter `column` (so that each
+    entry still receives its terms in the plain loop's order)."""
+    return isinstance(target, Index) and isinstance(_array(target), str) and column in _names(target.index)
+
+
+def _array(target: Expr) -> str | None:
+    """The array an entry `a[..][..]` belongs to."""
+    while isinstance(target, Index):
+        target = target.base
+    return target.name if isinstance(target, Var) else None
+
+
+def _only_loop(stmt: Stmt | None) -> For | None:
+    """The loop `stmt` is, or the only statement of its blocks."""
+    while isinstance(stmt, Block) and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    return stmt if isinstance(stmt, For) and isinstance(stmt.body, Block) else None
+
+
+def _pure_decl(stmt: Stmt) -> bool:
+    return (isinstance(stmt, Decl) and stmt.type.const and stmt.length is None and stmt.init is not None
+            and not _effects(stmt.init))
+
+
+# --- expressions --------------------------------------------------------------------------------------------
+
+
+def _children(expr: Expr):
+    for field in dataclasses.fields(expr):
+        value = getattr(expr, field.name)
+        if isinstance(value, Expr):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (v for v in value if isinstance(v, Expr))
+
+
+def _names(expr: Expr) -> set[str]:
+    if isinstance(expr, Var):
+        return {expr.name}
+    return set().union(*(_names(child) for child in _children(expr)))
+
+
+def _effects(expr: Expr) -> bool:
+    """Whether evaluating `expr` may do more than read (a call, `++`)."""
+    if isinstance(expr, Call) or (isinstance(expr, Unary) and expr.op in ("++", "--")):
+        return True
+    return any(_effects(child) for child in _children(expr))
+
+
+def _substitute(expr: Expr, renaming: dict[str, Expr]) -> Expr:
+    if not renaming:
+        return expr
+    if isinstance(expr, Var):
+        return renaming.get(expr.name, expr)
+    changes = {}
+    for field in dataclasses.fields(expr):
+        value = getattr(expr, field.name)
+        if isinstance(value, Expr):
+            changes[field.name] = _substitute(value, renaming)
+        elif isinstance(value, tuple) and any(isinstance(v, Expr) for v in value):
+            changes[field.name] = tuple(_substitute(v, renaming) if isinstance(v, Expr) else v for v in value)
+    return dataclasses.replace(expr, **changes) if changes else expr
