@@ -78,10 +78,41 @@ def test_other_loops_are_left_alone(why, loop):
     assert jam_loops(block) is block, why
 
 
+def _dots_loop(before: tuple = (), after_value=None, update_value=None) -> c.For:
+    """SDDMM's loop: `for (; p < end; p++) { const k = crd[p]; out_crd[p] = k; { double t = 0;
+    for (j...) t += C[i * n + j] * D[j * m + k]; out[p] = B[p] * t; } }`."""
+    j, k, p, t = c.Var("j"), c.Var("k"), c.Var("p"), c.Var("t")
+    update = c.Assign(t, update_value if update_value is not None else
+                      c.Var("C")[c.Var("i") * c.Var("n") + j] * c.Var("D")[j * c.Var("m") + k], "+=")
+    dense = c.For(c.Decl("int64_t", "j", c.Literal(0)), c.lt(j, c.Var("n")), c.increment(j), c.Block((update,)))
+    store = c.Assign(c.Var("out")[p], after_value if after_value is not None else c.Var("B")[p] * t)
+    return _sparse_loop((_decl_k(), *before, c.Assign(c.Var("outcrd")[p], c.Var("k")),
+                         c.Block((c.Decl("double", "t", c.Literal(0)), dense, store))))
+
+
+def test_sddmm_loop_is_jammed_into_side_by_side_sums():
+    block = c.Block((_dots_loop(),))
+    jammed, remainder = jam_loops(block).body
+    assert remainder is block.body[0]
+    dense = next(s for s in jammed.body.body if isinstance(s, c.For))
+    assert [u.target for u in dense.body.body] == [c.Var("t")] + [c.Var(f"t_jam{n}") for n in range(1, FACTOR)]
+    stores = [s for s in jammed.body.body if isinstance(s, c.Assign) and s.target.base == c.Var("out")]
+    assert [s.target.index for s in stores] == [c.Var("p")] + [c.Var("p") + n for n in range(1, FACTOR)]
+
+
+@pytest.mark.parametrize("why, loop", [
+    ("a store read by the loop", _dots_loop(after_value=c.Var("outcrd")[c.Var("p")] * c.Var("t"))),
+    ("a sum that reads itself", _dots_loop(update_value=c.Var("t") * c.Var("C")[c.Var("j")])),
+    ("a store with an effect", _dots_loop(before=(c.Assign(c.Var("log")[c.Var("p")], c.call("tick")),))),
+])
+def test_other_dot_loops_are_left_alone(why, loop):
+    block = c.Block((loop,))
+    assert jam_loops(block) is block, why
+
+
 def test_kernels_without_the_shape_print_as_before():
     for expression, formats in [("y(i) = A(i,j) * x(j)", {"A": "csr", "x": "dense", "y": "dense"}),
-                                ("A(i,j) = B(i,j) * C(i,k) * D(k,j)",
-                                 {"B": "csr", "C": "dense", "D": "dense", "A": "csr"}),
+                                ("y(i) = A(i,j) * x(j) + z(i)", {"A": "csr", "x": "dense", "y": "dense", "z": "dense"}),
                                 ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "csr", "C": "csr"})]:
         assert "_jam" not in asp.compile(expression, formats=formats, num_threads=1).source, expression
 
@@ -156,3 +187,50 @@ def test_mttkrp_and_ttm_are_jammed_and_match_numpy(threads):
                       num_threads=threads)
     got = _dense(ttm(B=tensor, C=asp.Tensor.from_numpy(d_)))
     np.testing.assert_allclose(got, np.einsum("ijk,kl->ijl", dense, d_), rtol=1e-13)
+
+
+SDDMM = ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "C": "dense", "D": "dense", "A": "csr"})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("d_format", ["dense", "d1d0"])
+def test_sddmm_is_the_plain_loops_result_bit_for_bit(threads, index_dtype, d_format):
+    rng = np.random.default_rng(7)
+    m = _matrix_with_row_lengths(12, index_dtype, rng)
+    width = 5
+    c_, d_ = rng.random((m.shape[0], width)), rng.random((width, 12))  # not exact: the order of additions shows
+    kernel = asp.compile(SDDMM[0], formats=dict(SDDMM[1], D=d_format), num_threads=threads)
+    assert f"+= {FACTOR})" in kernel.source
+    got = kernel(B=asp.Tensor.from_scipy(m, index_dtype=index_dtype), C=asp.Tensor.from_numpy(c_),
+                 D=asp.Tensor.from_numpy(d_, format=d_format)).to_scipy()
+    expected = np.empty(m.nnz)
+    for i in range(m.shape[0]):
+        for p in range(m.indptr[i], m.indptr[i + 1]):
+            total = 0.0
+            for k in range(width):
+                total += c_[i, k] * d_[k, m.indices[p]]
+            expected[p] = m.data[p] * total
+    np.testing.assert_array_equal(got.indptr, m.indptr)
+    np.testing.assert_array_equal(got.indices, m.indices)
+    np.testing.assert_array_equal(got.data, expected)
+
+
+@pytest.mark.parametrize("case", ["empty", "all-zero", "one-entry", "explicit-zero", "non-square", "size-1"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sddmm_edge_cases(case, threads):
+    rng = np.random.default_rng(2)
+    rows, cols, width = {"empty": (0, 5, 3), "size-1": (1, 1, 1), "non-square": (7, 13, 4)}.get(case, (6, 6, 3))
+    dense = np.zeros((rows, cols))
+    if case == "one-entry":
+        dense[-1, -1] = 2.5
+    elif case in ("explicit-zero", "non-square", "size-1"):
+        dense = rng.integers(0, 3, size=(rows, cols)).astype(float)
+    m = sp.csr_array(dense)
+    if case == "explicit-zero":
+        m = sp.csr_array((np.where(np.arange(m.nnz) % 2, 0.0, 1.5), m.indices, m.indptr), shape=m.shape)
+    c_, d_ = rng.random((rows, width)), rng.random((width, cols))
+    kernel = asp.compile(SDDMM[0], formats=SDDMM[1], num_threads=threads)
+    got = kernel(B=asp.Tensor.from_scipy(m), C=asp.Tensor.from_numpy(c_), D=asp.Tensor.from_numpy(d_)).to_scipy()
+    assert got.nnz == m.nnz  # the pattern is B's, stored zeros included
+    np.testing.assert_allclose(got.toarray(), m.toarray() * (c_ @ d_), rtol=1e-13, atol=0)

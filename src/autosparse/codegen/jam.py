@@ -22,6 +22,7 @@ bit for bit. Any other loop is left as it is, and a block with nothing to rewrit
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from functools import reduce
 
 from . import names
@@ -78,26 +79,45 @@ class _Shape:
 
 def _jammed(loop: For) -> For | None:
     """The jammed copy of `loop` (to run before `loop` itself, which finishes the last positions), or None
-    when `loop` is not of the shape."""
-    shape = _shape(loop)
-    if shape is None:
-        return None
-    p = Var(shape.position)
-    copies = [_renaming(shape, copy) for copy in range(FACTOR)]
-    decls = tuple(Decl(d.type, _name(renaming, d.name), _substitute(d.init, renaming), d.length)
-                  for renaming in copies for d in shape.decls)
+    when `loop` is of neither shape."""
+    row = _shape(loop)
+    if row is not None:
+        return _row_jammed(row)
+    dots = _dots(loop)
+    return _dots_jammed(dots) if dots is not None else None
+
+
+def _row_jammed(shape: _Shape) -> For:
+    copies = [_renaming(shape.position, shape.decls, copy) for copy in range(FACTOR)]
     target = shape.update.target
     total = reduce(lambda acc, renaming: Binary("+", acc, _substitute(shape.update.value, renaming)), copies, target)
     dense = dataclasses.replace(shape.dense, body=Block((Assign(target, total),)))
-    return For(None, lt(p, shape.end - (FACTOR - 1)), Assign(p, Literal(FACTOR), "+="), Block((*decls, dense)))
+    return _stepping(shape.position, shape.end, (*_copies(shape.decls, copies), dense))
 
 
-def _renaming(shape: _Shape, copy: int) -> dict[str, Expr]:
-    """The names of copy `copy`: the position advanced by `copy`, each coordinate its own name."""
+def _stepping(position: str, end: Expr, body: tuple[Stmt, ...]) -> For:
+    """`for (; p < end - (FACTOR - 1); p += FACTOR) body`."""
+    p = Var(position)
+    return For(None, lt(p, end - (FACTOR - 1)), Assign(p, Literal(FACTOR), "+="), Block(body))
+
+
+def _copies(stmts, copies: list[dict[str, Expr]]) -> tuple[Stmt, ...]:
+    """Each of `stmts` (declarations and assignments) once per copy, copy by copy, renamed."""
+    return tuple(_renamed(stmt, renaming) for renaming in copies for stmt in stmts)
+
+
+def _renamed(stmt: Stmt, renaming: dict[str, Expr]) -> Stmt:
+    if isinstance(stmt, Decl):
+        return Decl(stmt.type, _name(renaming, stmt.name), _substitute(stmt.init, renaming), stmt.length)
+    return Assign(_substitute(stmt.target, renaming), _substitute(stmt.value, renaming), stmt.op)
+
+
+def _renaming(position: str, decls, copy: int) -> dict[str, Expr]:
+    """The names of copy `copy`: the position advanced by `copy`, each declared name its own."""
     if copy == 0:
         return {}
-    renaming: dict[str, Expr] = {shape.position: Var(shape.position) + copy}
-    renaming.update((d.name, Var(names.part(d.name, f"jam{copy}"))) for d in shape.decls)
+    renaming: dict[str, Expr] = {position: Var(position) + copy}
+    renaming.update((d.name, Var(names.part(d.name, f"jam{copy}"))) for d in decls)
     return renaming
 
 
@@ -126,6 +146,85 @@ def _shape(loop: For) -> _Shape | None:
     if _array(update.target) in _names(update.value):
         return None
     return _Shape(position, loop.condition.right, tuple(decls), dense, update)
+
+
+# --- the second shape: one dot product per position (SDDMM) -------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Dots:
+    """A sparse loop whose positions each sum a dense loop into a register `sum`, then store from it:
+
+        for (; p < end; p++) { const decls...; stores...; { T sum = 0; for (k...) sum += v; after... } }
+
+    Jammed, FACTOR sums run side by side in one dense loop (each still adds its terms in order), sharing the
+    loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
+
+    position: str
+    end: Expr
+    decls: tuple[Decl, ...]
+    stores: tuple[Assign, ...]
+    total: Decl
+    dense: For
+    after: tuple[Assign, ...]
+
+
+def _dots_jammed(shape: _Dots) -> For:
+    copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(FACTOR)]
+    update = shape.dense.body.body[0]
+    dense = dataclasses.replace(shape.dense, body=Block(_copies((update,), copies)))
+    return _stepping(shape.position, shape.end, (*_copies((*shape.decls, *shape.stores, shape.total), copies), dense,
+                                                 *_copies(shape.after, copies)))
+
+
+def _dots(loop: For) -> _Dots | None:
+    """`loop`'s parts if it has the shape of `_Dots`, each copy free to run before the next: nothing it
+    stores is read by the loop, and nothing but `sum` is kept from one dense iteration to the next."""
+    position = _counter(loop)
+    if position is None or not isinstance(loop.condition.right, (Var, Literal)) or not loop.body.body:
+        return None
+    *head, last = loop.body.body
+    decls = tuple(itertools.takewhile(_pure_decl, head))
+    stores = tuple(head[len(decls):])
+    if not isinstance(last, Block) or len(last.body) < 2 or not all(_plain_store(s) for s in stores):
+        return None
+    total, dense, *after = last.body
+    if not (isinstance(total, Decl) and not total.type.const and total.type.pointers == 0 and total.length is None
+            and total.init is not None and not _effects(total.init)):
+        return None
+    if not isinstance(dense, For) or _counter(dense, dense=True) is None or len(dense.body.body) != 1:
+        return None
+    update = dense.body.body[0]
+    if not (isinstance(update, Assign) and update.op == "+=" and update.target == Var(total.name)
+            and not _effects(update.value) and total.name not in _names(update.value)):
+        return None
+    if not all(_plain_store(a) and _array(a.target) != total.name for a in after):
+        return None
+    varying = {position, *(d.name for d in decls), total.name}
+    if (_names(dense.condition.right) | _names(loop.condition.right)) & varying:
+        return None
+    written = {_array(a.target) for a in (*stores, *after)}
+    read = _names_read(decls, stores, total, update, after)
+    if None in written or written & (read | varying | {dense.init.name}):
+        return None
+    return _Dots(position, loop.condition.right, decls, stores, total, dense, tuple(after))
+
+
+def _plain_store(stmt: Stmt) -> bool:
+    return (isinstance(stmt, Assign) and stmt.op == "=" and isinstance(stmt.target, Index)
+            and not _effects(stmt.target) and not _effects(stmt.value))
+
+
+def _names_read(decls, stores, total: Decl, update: Assign, after) -> set[str]:
+    """Every name the loop body reads (an assignment's target's indices included)."""
+    read = set().union(*(_names(d.init) for d in (*decls, total)), _names(update.value))
+    for store in (*stores, *after):
+        read |= _names(store.value) | _names(store.target.index)
+        base = store.target.base
+        while isinstance(base, Index):
+            read |= _names(base.index)
+            base = base.base
+    return read
 
 
 def _counter(loop: For, dense: bool = False) -> str | None:
