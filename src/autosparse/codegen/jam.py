@@ -13,10 +13,11 @@ loop adding into a row of the result that does not depend on the position:
                                                 }
                                                 for (; p < end; p++) { ...the loop as it was... }
 
-The row of C is loaded and stored once for four rows of B instead of once for each (SpMM 1.3-1.5x at 64
-columns, measured in docs/notes/perf30-inner.md). The sums are added in the order the plain loop adds them
-(`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so results are the same
-bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned unchanged.
+The row of C is loaded and stored once for four rows of B instead of once for each (SpMM's kernel 12-41%
+faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
+is jammed into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the
+plain loop adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so
+results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned unchanged.
 """
 
 from __future__ import annotations
