@@ -37,7 +37,8 @@ fns = {}
 for v in variants:
     name, rest = v.split("=", 1); f, _, extra = rest.partition(":")
     so = f"{tempfile.mkdtemp()}/{name}.so"
-    subprocess.run(["gcc", "-O3", "-march=native", "-fPIC", "-shared", "-std=c11", *extra.split(), f, "-o", so], check=True)
+    subprocess.run(["gcc", "-O3", "-march=native", "-fPIC", "-shared", "-std=c11", *extra.split(), f, "-o", so],
+                   check=True)
     fn = ctypes.CDLL(so).autosparse_kernel; fn.restype = ctypes.c_int; fns[name] = fn
 def call(fn):
     if kind == "spmm": C[:] = 0

@@ -40,5 +40,6 @@ for fam in fams:
             gc.enable()
         med = {n: statistics.median(v) * 1e3 for n, v in t.items()}
         best = min((n for n in med if n != "ours"), key=med.get)
-        print(f"{name:7s} {fam:10s} x{scale:<5} nnz={m.nnz:>8} ours {med['ours']:8.3f} ms | best {best} {med[best]:8.3f} "
-              f"ratio {med[best]/med['ours']:.2f} | " + ", ".join(f"{n[:22]}={v:.3f}" for n, v in med.items() if n != "ours"), flush=True)
+        others = ", ".join(f"{n[:22]}={v:.3f}" for n, v in med.items() if n != "ours")
+        print(f"{name:7s} {fam:10s} x{scale:<5} nnz={m.nnz:>8} ours {med['ours']:8.3f} ms | best {best} "
+              f"{med[best]:8.3f} ratio {med[best]/med['ours']:.2f} | {others}", flush=True)

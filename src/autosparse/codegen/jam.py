@@ -17,7 +17,8 @@ The row of C is loaded and stored once for four rows of B instead of once for ea
 faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
 is jammed into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the
 plain loop adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so
-results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned unchanged.
+results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is
+returned unchanged.
 """
 
 from __future__ import annotations
