@@ -104,6 +104,8 @@ def test_sddmm_loop_is_jammed_into_side_by_side_sums():
     ("a store read by the loop", _dots_loop(after_value=c.Var("outcrd")[c.Var("p")] * c.Var("t"))),
     ("a sum that reads itself", _dots_loop(update_value=c.Var("t") * c.Var("C")[c.Var("j")])),
     ("a store with an effect", _dots_loop(before=(c.Assign(c.Var("log")[c.Var("p")], c.call("tick")),))),
+    ("an array stored both before and after the sum", _dots_loop(before=(c.Assign(c.Var("out")[c.Var("p") + 1],
+                                                                                  c.Literal(0)),))),
 ])
 def test_other_dot_loops_are_left_alone(why, loop):
     block = c.Block((loop,))

@@ -181,7 +181,8 @@ def _dots_jammed(shape: _Dots) -> For:
 
 def _dots(loop: For) -> _Dots | None:
     """`loop`'s parts if it has the shape of `_Dots`, each copy free to run before the next: nothing it
-    stores is read by the loop, and nothing but `sum` is kept from one dense iteration to the next."""
+    stores is read by the loop, the stores before the sum and those after it write different arrays, and
+    nothing but `sum` is kept from one dense iteration to the next."""
     position = _counter(loop)
     if position is None or not isinstance(loop.condition.right, (Var, Literal)) or not loop.body.body:
         return None
@@ -205,10 +206,11 @@ def _dots(loop: For) -> _Dots | None:
     varying = {position, *(d.name for d in decls), total.name}
     if (_names(dense.condition.right) | _names(loop.condition.right)) & varying:
         return None
-    written = {_array(a.target) for a in (*stores, *after)}
+    written_before, written_after = ({_array(a.target) for a in group} for group in (stores, after))
+    written = written_before | written_after
     read = _names_read(decls, stores, total, update, after)
-    if None in written or written & (read | varying | {dense.init.name}):
-        return None
+    if None in written or written & (read | varying | {dense.init.name}) or written_before & written_after:
+        return None  # (the jam moves each copy's stores before the previous copy's stores from its sum)
     return _Dots(position, loop.condition.right, decls, stores, total, dense, tuple(after))
 
 
