@@ -1,7 +1,7 @@
 """Lattice-driven co-iteration (LOWERING.md §3): which iterators a forall steps, locates and writes
 (`survey`), its iteration lattice, and the merge loops that walk the lattice's points:
 
-    while (pA < pA_end && pB < pB_end) { i = min(iA, iB); if (iA == i && iB == i) {...} else if ...; advance }
+    while (pA < pA_end && pB < pB_end) { i = min(iA, iB); if (iA == i && iB == i) {...; pA++; pB++} else if ... }
 
 with the find loops of `coiterate(i, binary|hash|bitmap)` (finds.py) and the parallel loop over one
 operand's positions split among threads. The body of each case is lowered through `cx.lower` with the
