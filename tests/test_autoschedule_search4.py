@@ -110,11 +110,11 @@ def test_spgemm2s_whole_search_is_unchanged_and_replays_more(request):
 
 @pytest.mark.parametrize("kernel", [MTTKRP, TTMC], ids=["MTTKRP", "TTMc"])
 def test_long_searches_cost_each_program_as_the_plain_interpreter_does(kernel, request):
-    """MTTKRP's and TTMc's whole searches take a minute: the programs a 1 s search costs are costed
+    """MTTKRP's and TTMc's whole searches take a minute: the programs a 3 s search costs are costed
     again by a fresh model with the plain interpreter and every memo cleared."""
     expression, formats = kernel
     _clear_memos()
-    search = asp.autoschedule(expression, formats=formats, time_limit=1).search
+    search = asp.autoschedule(expression, formats=formats, time_limit=3).search  # 1 s costed too few under load
     assert search.processed > 10
     request.getfixturevalue("plain")
     model = search.model

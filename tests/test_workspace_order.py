@@ -98,7 +98,7 @@ def test_a_where_nested_in_a_producer_is_sized_by_its_own_entries(seed):
 @pytest.mark.parametrize("entries, n", [(40, 50), (3000, 100_000), (20_000, 3_000)])
 def test_a_hashed_workspace_reads_back_its_entries_in_order(entries, n):
     """Outer products scatter into a 2-D hash table (keys i·n + j); the consumer steps its entries sorted:
-    by insertion sort when few (34 products of 40-entry operands), else by radix passes over the key
+    by rank sort when few (34 products of 40-entry operands), else by radix passes over the key
     range: 8-bit digits, five passes, for 96 products spread over 10¹⁰ keys; 11-bit ones for 132,413
     products, the table growing from 16 slots to 2¹⁸."""
     rng = np.random.default_rng(entries)

@@ -76,6 +76,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 if (C_nz1) {
                     C_size1++;
                 }
+                B_p1++;
             } else if (A_i1 == i_) {
                 int64_t C_p1 = C_size1;
                 int C_nz1 = 0;
@@ -106,9 +107,9 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 if (C_nz1) {
                     C_size1++;
                 }
+                B_p1++;
             }
             A_p1 = A_p1_seg;
-            B_p1 += B_i1 == i_;
         }
         while (A_p1 < A_p1_end) {
             const int64_t A_i1 = A_crd1[A_p1];
@@ -213,6 +214,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     C_size2++;
                                     C_nz1 = 1;
                                 }
+                                A_p2++;
+                                B_p2++;
                             } else if (A_i2 == j_) {
                                 int64_t C_p2 = C_size2;
                                 int C_nz2 = 0;
@@ -221,6 +224,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     C_size2++;
                                     C_nz1 = 1;
                                 }
+                                A_p2++;
                             } else if (B_i2 == j_) {
                                 int64_t C_p2 = C_size2;
                                 int C_nz2 = 0;
@@ -229,9 +233,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                     C_size2++;
                                     C_nz1 = 1;
                                 }
+                                B_p2++;
                             }
-                            A_p2 += A_i2 == j_;
-                            B_p2 += B_i2 == j_;
                         }
                         for (; A_p2 < A_p2_end; A_p2++) {
                             const int64_t A_i2 = A_crd2[A_p2];
@@ -259,6 +262,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     if (C_nz1) {
                         C_size1++;
                     }
+                    B_p1++;
                 } else if (A_i1 == i_) {
                     int64_t C_p1 = C_size1;
                     int C_nz1 = 0;
@@ -301,9 +305,9 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     if (C_nz1) {
                         C_size1++;
                     }
+                    B_p1++;
                 }
                 A_p1 = A_p1_seg;
-                B_p1 += B_i1 == i_;
             }
             while (A_p1 < A_p1_end) {
                 const int64_t A_i1 = A_crd1[A_p1];
@@ -418,6 +422,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_size2++;
                                 C_nz1 = 1;
                             }
+                            A_p2++;
+                            B_p2++;
                         } else if (A_i2 == j_) {
                             const int64_t C_c2 = j_;
                             int64_t C_p2 = C_size2;
@@ -429,6 +435,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_size2++;
                                 C_nz1 = 1;
                             }
+                            A_p2++;
                         } else if (B_i2 == j_) {
                             const int64_t C_c2 = j_;
                             int64_t C_p2 = C_size2;
@@ -440,9 +447,8 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                                 C_size2++;
                                 C_nz1 = 1;
                             }
+                            B_p2++;
                         }
-                        A_p2 += A_i2 == j_;
-                        B_p2 += B_i2 == j_;
                     }
                     for (; A_p2 < A_p2_end; A_p2++) {
                         const int64_t A_i2 = A_crd2[A_p2];
@@ -478,6 +484,7 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                     C_size1++;
                 }
+                B_p1++;
             } else if (A_i1 == i_) {
                 const int64_t C_c1 = i_;
                 int64_t C_p1 = C_size1;
@@ -534,9 +541,9 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                     C_pos2[C_p1 + 1] += C_size2 - C_size2_start;
                     C_size1++;
                 }
+                B_p1++;
             }
             A_p1 = A_p1_seg;
-            B_p1 += B_i1 == i_;
         }
         while (A_p1 < A_p1_end) {
             const int64_t A_i1 = A_crd1[A_p1];

@@ -27,6 +27,7 @@ from ..tensor.interop import is_scipy
 
 _INDICES = "ijklmnopqrstuvwxyz"
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_ARRAY_TYPES = frozenset({Tensor, np.ndarray})  # operands taken as they are
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,14 @@ class ArrayOperations:
         return self.evaluate(expression, operands=operands)
 
 
-def _as_operands(values: tuple) -> list:
+def _as_operands(values: tuple) -> "tuple | list":
     """Tensors and scipy matrices as they are, the rest as numpy values; a Python number typed as numpy 2
     types it beside arrays (weakly: the arrays' dtype where that holds it)."""
+    if all(type(value) in _ARRAY_TYPES for value in values):  # `A @ x`: the common case, on every call
+        return values
     arrays = [value if type(value) in _PYTHON_NUMBERS else _as_array(value) for value in values]
     dtypes = [value.dtype for value in arrays if type(value) not in _PYTHON_NUMBERS]
-    if len(dtypes) == len(arrays):  # no number to type (`A @ x`: the common case, on every call)
+    if len(dtypes) == len(arrays):  # no number to type
         return arrays
     return [np.asarray(value, dtype=np.result_type(*dtypes, value)) if type(value) in _PYTHON_NUMBERS else value
             for value in arrays]

@@ -39,7 +39,8 @@ def load_kernel(source: KernelSource) -> LoadedKernel:
     """The kernel's C function, compiled (or found in the cache) and typed as the ABI says."""
     function = getattr(load_library(source.source, openmp=source.openmp), SYMBOL)
     function.restype = ctypes.c_int
-    function.argtypes = [ctypes.c_void_p] * 4
+    function.argtypes = None  # BoundCall.run passes four ctypes arrays, as pointers: converting each to a
+    # declared c_void_p took a third of the C call's 1.1 µs
     return LoadedKernel(source, function)
 
 

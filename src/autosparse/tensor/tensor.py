@@ -86,7 +86,7 @@ class Tensor:
     format and raises `FormatError` naming any broken rule.
     """
 
-    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_cache")
+    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_kind", "_addresses")
 
     def __init__(self, shape: Sequence[int], format: "str | Format | Layout", levels: Sequence[Mapping[str, object]],
                  vals: object):
@@ -94,7 +94,8 @@ class Tensor:
         self._format = as_format(format, len(self._shape))
         self._storage = st.validate(self._format, self._shape, levels, vals)
         self._nnz: int | None = None
-        self._cache: dict | None = None
+        self._kind: tuple | None = None
+        self._addresses: dict[tuple[int, str], int] | None = None
 
     @classmethod
     def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
@@ -108,7 +109,8 @@ class Tensor:
         """A tensor around storage that is already read-only, contiguous and valid for `fmt` (a kernel's
         result), adopted as it is: checking or copying it would cost more than the call that made it."""
         tensor = cls.__new__(cls)
-        tensor._shape, tensor._format, tensor._storage, tensor._nnz, tensor._cache = shape, fmt, storage, None, None
+        tensor._shape, tensor._format, tensor._storage = shape, fmt, storage
+        tensor._nnz = tensor._kind = tensor._addresses = None
         return tensor
 
     def __reduce__(self):
@@ -117,27 +119,21 @@ class Tensor:
 
     @property
     def kind(self) -> tuple:
-        """(format, shape, dtype, index dtype): what a kernel specialised for this tensor depends on."""
-        cache = self._cached()
-        if "kind" not in cache:
-            cache["kind"] = (self._format, self._shape, self.dtype, self.index_dtype)
-        return cache["kind"]
+        """(format, shape, dtype, index dtype): what a kernel specialised for this tensor depends on
+        (computed once: tensors never change)."""
+        if self._kind is None:
+            self._kind = (self._format, self._shape, self.dtype, self.index_dtype)
+        return self._kind
 
     def address(self, level: int, array: str) -> int:
         """The address of an index array of `level` (level -1: the values), for kernels. Tensors never
-        change their arrays, so the addresses are looked up once."""
-        cache = self._cached()
-        if (level, array) not in cache:
-            cache.update({(-1, "vals"): self._storage.vals.ctypes.data,
-                          **{(k, name): a.ctypes.data for k, arrays in enumerate(self._storage.levels)
-                             for name, a in arrays.items()}})
-        return cache[(level, array)]
-
-    def _cached(self) -> dict:
-        """What kernel calls look up about this tensor, computed once: tensors never change."""
-        if self._cache is None:
-            self._cache = {}
-        return self._cache
+        change their arrays, so the addresses are looked up once, all together, on the first call."""
+        addresses = self._addresses
+        if addresses is None:
+            addresses = self._addresses = {
+                (-1, "vals"): self._storage.vals.ctypes.data,
+                **{(k, name): a.ctypes.data for k, arrays in enumerate(self._storage.levels) for name, a in arrays.items()}}
+        return addresses[level, array]
 
     # ----- properties -------------------------------------------------------------------------------
 
@@ -412,9 +408,11 @@ _ROUTED_UFUNCS = frozenset({"add", "subtract", "multiply", "divide", "negative",
 
 
 def _is_operand(value) -> bool:
-    from .interop import is_scipy
+    if isinstance(value, (Tensor, np.ndarray, np.generic, int, float, complex, list, tuple)):
+        return True
+    from .interop import is_scipy  # imported here, and only for other values: interop imports this module
 
-    return isinstance(value, (Tensor, np.ndarray, np.generic, int, float, complex, list, tuple)) or is_scipy(value)
+    return is_scipy(value)
 
 
 def _dense_input(value, function: str):
