@@ -621,12 +621,12 @@ def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, gb, ref: Reference) -
         vals[part] = m.data[part] * np.einsum("nk,kn->n", c[row[part]], d[:, m.indices[part]])
     expected = sp.csr_array((vals, m.indices, m.indptr), shape=m.shape)
     check = csr_check(expected, True)
-    sddmm = ref.function("sddmm", "sddmm")
+    sddmm, d_columns = ref.function("sddmm", "sddmm_dt"), np.ascontiguousarray(d.T)
 
     def reference():
         pos, crd, out = np.empty(rows + 1, dtype=np.int32), np.empty(m.nnz, dtype=np.int32), np.empty(m.nnz)
-        sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d), ptr(pos), ptr(crd), ptr(out),
-              1)
+        sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d_columns), ptr(pos), ptr(crd),
+              ptr(out), 1)
         return pos, crd, out
 
     pm = sparse.COO.from_scipy_sparse(m)
@@ -649,11 +649,20 @@ def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, gb, ref: Reference) -
         gd = gb.Matrix.from_dense(np.ascontiguousarray(d.T)).T
         return lambda: gm.ewise_mult(gc.mxm(gd, gb.semiring.plus_times).new(mask=gm.S), gb.binary.times).new()
     peers.append(graphblas_peer(gb, "GraphBLAS B * (C @ D)<B>", graphblas, check))
-    return Case("SDDMM", dataset, "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
-                {"B": "csr", "C": "dense", "D": "dense", "A": "csr"},
-                {"B": asp.Tensor.from_scipy(m), "C": asp.Tensor.from_numpy(c), "D": asp.Tensor.from_numpy(d)},
+    # Ours reads D by columns, as GraphBLAS and the C reference are given it: each dot product then streams
+    # a column of D instead of striding down it. Tensora reads it by rows, as the spelling "autosparse, D by
+    # rows" does.
+    expression = "A(i,j) = B(i,j) * C(i,k) * D(k,j)"
+    tb, tc_, td_rows = asp.Tensor.from_scipy(m), asp.Tensor.from_numpy(c), asp.Tensor.from_numpy(d)
+    by_rows = asp.compile(expression, formats={"B": "csr", "C": "dense", "D": "dense", "A": "csr"})
+    return Case("SDDMM", dataset, expression,
+                {"B": "csr", "C": "dense", "D": "d1d0", "A": "csr"},
+                {"B": tb, "C": tc_, "D": td_rows.to_format("d1d0")},
                 check, peers,
-                [("SDDMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SDDMM ≥ 0.9× C reference", ("C reference",), 0.9)])
+                [("SDDMM ≥ 0.9× Tensora", TENSORA, 0.9), ("SDDMM ≥ 0.9× C reference", ("C reference",), 0.9)],
+                notes=["ours reads D by columns (`d1d0`), as GraphBLAS and the C reference are given it; Tensora "
+                       "reads it by rows, as the spelling \"autosparse, D by rows\" does"],
+                spellings={"autosparse, D by rows": lambda: by_rows(B=tb, C=tc_, D=td_rows)})
 
 
 def spgemm_csc_case(dataset: str, a: sp.csr_array, b: sp.csr_array) -> Case:
