@@ -21,6 +21,7 @@ static void *resultarray(int64_t count, size_t size, int zeroed) {
    sort's mispredicted loop exits (3.5x at 25) and the radix sort's passes over its buckets (1.8x at 64).
    Coordinates that repeat would share a place (never one outside the list): callers pass touched sets. */
 static void rankcoordinates(int64_t *restrict list, int64_t n, int64_t *restrict spare) {
+    if (n < 2) return;  /* sorted already; an empty list may be NULL, which memcpy must not be given */
     for (int64_t k = 0; k < n; k++) {
         const int64_t v = list[k];
         int64_t below = 0;
