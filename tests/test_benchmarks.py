@@ -264,6 +264,23 @@ def test_a_suite_run_again_replaces_its_part_of_the_report_and_docs_link_into_it
     assert "](../report/kernels.md)" in docs and "](../report/kernels-speedup.png)" in docs and "](#kernels)" in docs
 
 
+def test_a_suites_written_causes_of_its_losses_go_under_its_section(tmp_path):
+    import json
+
+    from autosparse_bench import report
+
+    for suite in ("kernels", "conversion"):
+        (tmp_path / f"{suite}.run.json").write_text(json.dumps({"command": f"autosparse bench {suite}", "commit": "abc",
+                                                                "generated": "today", "minutes": 1.0, "exit": 0,
+                                                                "machine": "here"}))
+        (tmp_path / f"{suite}.jsonl").write_text(json.dumps(_timing("K", "d", "autosparse", 2e-3, "ours")) + "\n")
+    (tmp_path / "kernels-causes.md").write_text("- SpMV COO operand: the operand is converted on every call.\n")
+    text = report.assemble(tmp_path)
+    kernels, conversion = text.split("## conversion")[0].split("## kernels")[1], text.split("## conversion")[1]
+    assert "### Why autosparse loses where it does\n\n- SpMV COO operand: the operand is converted" in kernels
+    assert "Why autosparse loses" not in conversion
+
+
 def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
     done = subprocess.run([sys.executable, "-c", "from autosparse.cli import main; main()", "bench", "--report",
                            str(tmp_path / "report"), "kernels", "--quick", "--repeat", "1", "--kernel", "spmv", "ttv",

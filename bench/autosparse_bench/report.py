@@ -97,6 +97,7 @@ def assemble(directory: Path, docs: Path | None = None) -> str:
             lines += _timing_section(suite, groups, directory)
         if counts:
             lines += _count_section(suite, counts, directory)
+        lines += _causes(directory, suite)
         sections.append("\n".join(lines))
     text = _document(runs, summary, sections)
     (directory / "README.md").write_text(text)
@@ -104,6 +105,16 @@ def assemble(directory: Path, docs: Path | None = None) -> str:
         docs.parent.mkdir(parents=True, exist_ok=True)
         docs.write_text(_rebased(text, Path(os.path.relpath(directory, docs.parent))))
     return text
+
+
+def _causes(directory: Path, suite: str) -> list[str]:
+    """The suite's losses with their causes, `DIR/<suite>-causes.md`, where someone has written it: a run
+    can list where a peer is faster, but why (a per-call conversion, a sort the peer skips, the machine's
+    page faults) is measured apart and written by hand, kept beside the run it explains."""
+    found = directory / f"{suite}-causes.md"
+    if not found.exists():
+        return []
+    return ["### Why autosparse loses where it does", "", found.read_text().strip(), ""]
 
 
 def _document(runs: dict[str, dict], summary: list[str], sections: list[str]) -> str:
