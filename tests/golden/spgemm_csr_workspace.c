@@ -33,12 +33,27 @@ static void rankcoordinates(int64_t *restrict list, int64_t n, int64_t *restrict
     }
     memcpy(list, spare, (size_t)n * sizeof(int64_t));
 }
-/* Sort n distinct coordinates ascending. Short lists: rankcoordinates. Otherwise an LSD radix sort of the
-   offsets from the smallest through `spare` (n more), in as many passes as the range needs (8-bit digits
-   for short lists, 11-bit ones for long). */
+/* Insertion sort within a budget of 2n moves, the cheapest sort of a list that arrives nearly in order (a
+   stencil's product row: each row of B appends columns just past those already touched; rankcoordinates'
+   n^2 comparisons made SpGEMM on 3-D stencils 30% slower). Returns whether it finished: a list further out
+   of order is left partly sorted, for rankcoordinates. */
+static int insertcoordinates(int64_t *list, int64_t n) {
+    int64_t budget = 2 * n;
+    for (int64_t k = 1; k < n; k++) {
+        int64_t v = list[k], m = k - 1;
+        while (m >= 0 && list[m] > v) { list[m + 1] = list[m]; m--; budget--; }
+        list[m + 1] = v;
+        if (budget < 0) return 0;
+    }
+    return 1;
+}
+/* Sort n distinct coordinates ascending. Short lists: insertcoordinates, else (far out of order)
+   rankcoordinates. Otherwise an LSD radix sort of the offsets from the smallest through `spare` (n more),
+   in as many passes as the range needs (8-bit digits for short lists, 11-bit ones for long). */
 static void sortcoordinates(int64_t *list, int64_t n, int64_t *spare) {
     if (n <= 64) {
-        rankcoordinates(list, n, spare);
+        if (!insertcoordinates(list, n))
+            rankcoordinates(list, n, spare);
         return;
     }
     int64_t lo = list[0], hi = list[0];
