@@ -74,7 +74,7 @@ def test_evaluate_follows_the_environments_thread_count(monkeypatch):
         monkeypatch.setenv("AUTOSPARSE_NUM_THREADS", threads)
         for _ in range(2):  # built (or found) by the first call, found warm by the second
             np.testing.assert_allclose(asp.evaluate("w(i) = A(i,j) * x(j)", A=A, x=x), expected)
-        kernels.append(asp.api._last_warm[1])
+        kernels.append(asp.api._warm.last[1])
     assert [kernel.num_threads for kernel in kernels] == [1, 2, 1]
     assert kernels[0] is kernels[2]
 
@@ -113,11 +113,11 @@ def test_an_operators_repeated_call_takes_the_warm_paths():
     A, x, expected = _spmv_operands()
     for _ in range(2):  # built (or found) by the first call, found warm by the second
         np.testing.assert_allclose(A @ x, expected)
-    kernel = asp.api._last_warm[1]
+    kernel = asp.api._warm.last[1]
     before = kernel.warm_calls
     for scale in (2.0, 3.0):
         np.testing.assert_allclose(A @ (x * scale), expected * scale)
-    assert asp.api._last_warm[1] is kernel and kernel.warm_calls == before + 2
+    assert asp.api._warm.last[1] is kernel and kernel.warm_calls == before + 2
 
 
 @pytest.mark.parametrize("other", [2, 2.5, [1.0, 2.0, 3.0, 4.0, 5.0], np.float32(2)])

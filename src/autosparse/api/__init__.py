@@ -14,6 +14,7 @@ from ..errors import AutosparseError, ParseError
 from ..format import Format
 from ..notation import Assignment, accesses, einsum_assignment, operand_name
 from ..pipeline.conversions import stored_entries
+from ..pipeline.lastfirst import LastFirst
 from ..pipeline.operands import as_assignment, infer_format
 from ..pipeline.result_format import inferred_result_format
 from ..tensor import Tensor
@@ -30,8 +31,7 @@ OPTIONS = ("format", "schedule", "instrument", "model", "num_threads", "operands
 KERNELS_KEPT = 256
 _kernels: OrderedDict[tuple, Kernel] = OrderedDict()
 #: evaluate's warm calls: the kernel for `_warm_key`'s key, emptied when it holds KERNELS_KEPT.
-_warm: dict[tuple, Kernel] = {}
-_last_warm: tuple = (None, None)
+_warm: LastFirst = LastFirst()
 
 
 def compile(expression: str, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
@@ -57,7 +57,7 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     `num_threads` caps the kernel's threads."""
     warm_key = _warm_key(expression, format, schedule, instrument, num_threads, operands, named)
     if warm_key is not None:
-        kernel = _warm_kernel(warm_key)
+        kernel = _warm.find(warm_key)
         if kernel is not None:
             return kernel(**(named if operands is None else operands))
     assignment = as_assignment(expression)
@@ -74,18 +74,6 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
             _warm.clear()
         _warm[warm_key] = kernel
     return kernel(**operands)
-
-
-def _warm_kernel(key: tuple) -> Kernel | None:
-    """The kernel kept for `key`: the last one found, when the key equals its (tuples compare their items
-    by identity before equality, where the dict's lookup would hash every Format again), else `_warm`'s."""
-    global _last_warm
-    last_key, kernel = _last_warm
-    if key != last_key:
-        kernel = _warm.get(key)
-        if kernel is not None:
-            _last_warm = key, kernel  # one assignment: threads calling at once see a matching pair
-    return kernel
 
 
 def _warm_key(expression, format, schedule, instrument: bool, num_threads: int | None,

@@ -38,6 +38,7 @@ from .conversions import operand_in
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
+from .lastfirst import LastFirst
 from .schedules import Chosen, assembly_format, derived_indices, scheduled, written_as_cin
 from .specialise import specialise
 
@@ -102,7 +103,7 @@ class Kernel:
         self._literals = tuple(n.value for n in walk(self.assignment.rhs) if isinstance(n, Literal))
         self._divides = any(isinstance(n, Div) for n in walk(self.assignment.rhs))
         self._calls: dict[tuple, KernelCall] = {}
-        self._bound: dict[tuple | None, BoundCall] = {}
+        self._bound: LastFirst = LastFirst()  # signature -> BoundCall; `last`: the last call's, found or not
         self._operand_order = tuple(sorted(self._operand_names))
         self._operand_count = len(self._operand_order)
         # Dense operands a C-ordered numpy array can stand for as it is.
@@ -110,7 +111,6 @@ class Kernel:
                               and self.formats[n].mode_order == tuple(range(self.formats[n].order))}
         self.counts: dict[str, int] | None = None
         self.warm_calls = 0  # calls that took an earlier call's BoundCall (`_run`)
-        self._last: tuple[tuple | None, BoundCall | None] = (None, None)  # the last call's signature and BoundCall
 
     # --- what the user inspects ---
 
@@ -131,7 +131,7 @@ class Kernel:
     @property
     def ran_parallel(self) -> bool:
         """Whether the last call ran a loop on threads (small operands run sequentially: `_threads_for`)."""
-        bound = self._last[1]
+        bound = self._bound.last[1]
         return bound is not None and bound.call.source.openmp
 
     @property
@@ -201,17 +201,12 @@ class Kernel:
     def _run(self, operands) -> tuple[BoundCall, object]:
         """The call's BoundCall and what it returned (`BoundCall.run`: a dense result as its flat values).
         Operands of a signature an earlier call had (`_signature`) take that call's BoundCall, whose checks
-        (formats, shapes, dtypes, memory) still hold for them: a warm call, counted in `warm_calls`. The last
-        call's signature is compared first: tuples compare their items by identity before equality, where
-        the dict's lookup would hash every Format and dtype again."""
+        (formats, shapes, dtypes, memory) still hold for them: a warm call, counted in `warm_calls`, found
+        through `LastFirst`."""
         operands = with_identities(self._diagonals, self.formats, operands) if self._diagonals else operands
         signature = self._signature(operands)
         if signature is not None:
-            last_signature, bound = self._last
-            if signature != last_signature:
-                bound = self._bound.get(signature)
-                if bound is not None:
-                    self._last = signature, bound  # one assignment: threads calling at once see a matching pair
+            bound = self._bound.find(signature)
             if bound is not None and bound.limit == memory_limit():
                 outcome = bound.run(operands)
                 if outcome is not ReturnCode.INDEX_OVERFLOW:
@@ -277,7 +272,7 @@ class Kernel:
         signature = self._signature(operands) if self._passed_as_given(operands) else None
         if signature is not None:
             self._bound[signature] = bound
-        self._last = signature, bound
+        self._bound.last = signature, bound
         result, self.counts = outcome
         return bound, result
 
