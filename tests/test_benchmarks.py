@@ -3,6 +3,7 @@ cache, file loaders, and `autosparse bench kernels --quick` agreeing with every 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -128,6 +129,19 @@ def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
                 assert f"| {family} | {kernel} |" in done.stdout, (family, kernel)
     assert "WRONG" not in done.stdout and "FAIL" not in done.stdout
     assert "| SpMV |" in done.stdout.split("autosparse source")[1]  # the kernels' source hashes
+
+
+def test_the_two_thread_kernels_suite_runs_ours_and_the_threaded_peers_at_two_threads():
+    """`kernels-2t` is the kernels suite with `--threads 2`, and OpenMP is not held to one thread for it."""
+    from autosparse_bench import command
+
+    argv, environment = command("kernels-2t", ["--quick", "--kernel", "spmm", "--matrices", "uniform", "--tensors",
+                                               "--repeat", "1"])
+    assert argv[3:5] == ["--threads", "2"] and environment.get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")
+    done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.startswith("# Kernels at 2 threads") and "| uniform | SpMM |" in done.stdout
+    assert "runs 2 threads when asked" not in done.stdout  # MKL and GraphBLAS held the count they were given
 
 
 def test_compare_checks_before_timing_and_never_times_a_wrong_or_broken_contender():
@@ -258,7 +272,7 @@ def test_a_suite_run_again_replaces_its_part_of_the_report_and_docs_link_into_it
                                                + json.dumps(_timing("K", "d", "scipy", 1.5e-3)) + "\n")
     text = report.assemble(folder, tmp_path / "docs" / "benchmarks.md")
     assert "| [kernels](#kernels) | `autosparse bench kernels` | abc |" in text and "## conversion" in text
-    assert "Not in this report: coiteration" in text
+    assert "Not in this report: kernels-2t, coiteration" in text
     assert "scipy takes 1.5 ms against autosparse's 2 ms: 1.33× faster" in text
     docs = (tmp_path / "docs" / "benchmarks.md").read_text()
     assert "](../report/kernels.md)" in docs and "](../report/kernels-speedup.png)" in docs and "](#kernels)" in docs
@@ -294,6 +308,7 @@ def test_autosparse_bench_report_runs_the_suite_and_writes_the_report(tmp_path):
 
 
 @pytest.mark.parametrize("suite, options, kernel", [
+    ("kernels-2t", ["--quick", "--kernel", "sddmm", "--matrices", "uniform", "--tensors", "--repeat", "1"], "SDDMM"),
     ("scaling", ["--quick", "--kernel", "sddmm", "--repeat", "1"], "SDDMM"),
     ("coiteration", ["--quick", "--only", "bcsr", "--repeat", "1"], "SpMV on BCSR"),
     ("asymptotic", ["--quick", "--kernel", "SpMV", "--max-n", "256", "--scales"], "SpMV"),

@@ -11,10 +11,12 @@ import os
 import sys
 
 #: `autosparse bench SUITE` -> the module of autosparse_bench that runs it.
-SUITES = {"kernels": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
+SUITES = {"kernels": "kernels", "kernels-2t": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
           "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
           "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
           "distributed": "distributed_kernels", "autotune": "autotune"}
+#: Options a suite's module is always run with: `kernels-2t` is the kernels suite at 2 threads.
+SUITE_OPTIONS = {"kernels-2t": ("--threads", "2")}
 #: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
 SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed", "autotune"}
@@ -26,7 +28,7 @@ def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
     environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
     program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
                f"from autosparse_bench.{SUITES[suite]} import main; main()")
-    return [sys.executable, "-c", program, *options], environment
+    return [sys.executable, "-c", program, *SUITE_OPTIONS.get(suite, ()), *options], environment
 
 
 def kernel_suite_parser(doc: str, kernels, repeat: int, quick_help: str):

@@ -21,7 +21,11 @@ long; a peer whose first timed call exceeds --budget seconds is timed by that ca
 column shows it). Only the call of an already-compiled kernel on already-converted operands is timed,
 allocation of the result included.
 Everything runs serially: BLAS, MKL, GraphBLAS and numba are held to one thread, and so is autosparse
-(`set_num_threads(1)`: its default schedule then has no parallel loop). GraphBLAS's operands are built
+(`set_num_threads(1)`: its default schedule then has no parallel loop). With `--threads 2` (the suite
+`kernels-2t`), autosparse, MKL, GraphBLAS and the C references that take a thread count (SpMM, SDDMM) run
+at 2 threads, with autosparse's default schedule choosing its parallel loops as a user's call would;
+scipy, Tensora, pydata, numpy and the other C references stay serial: they are what a user of those
+libraries gets. Start-up and call overhead do not depend on threads, and are measured at 1 only. GraphBLAS's operands are built
 before timing, as MKL's and Tensora's are; its result is timed as the GraphBLAS object `.new()` returns
 (a product's rows may be left unsorted, "jumbled", until read), and SpGEMM also as a sorted scipy
 matrix (`to_scipy_sparse`): what a user pays for scipy arrays, the fair match for a sorted CSR result.
@@ -162,9 +166,11 @@ class Reference:
 
     FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 
-    def __init__(self, openmp: bool = False):
-        """`openmp`: build with -fopenmp, so that the references that take a thread count use them."""
+    def __init__(self, openmp: bool = False, threads: int = 1):
+        """`openmp`: build with -fopenmp, so that the references that take a thread count use them;
+        `threads`: the count the kernels suite passes them."""
         self.flags = (*self.FLAGS, "-fopenmp") if openmp else self.FLAGS
+        self.threads = threads
         self.directory = Path(tempfile.mkdtemp(prefix="autosparse-bench-ref-"))
         atexit.register(shutil.rmtree, self.directory, True)
         self.libraries: dict[str, ctypes.CDLL] = {}
@@ -589,7 +595,7 @@ def spmm_case(dataset: str, m: sp.csr_array, cols: int, rng, mkl, gb, ref: Refer
 
     def reference():
         c = np.empty((rows, cols))
-        spmm(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(c), 1)
+        spmm(rows, cols, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(b), ptr(c), ref.threads)
         return c
 
     tm, tb = tensora_csr(m), tensora_dense(b)
@@ -626,7 +632,7 @@ def sddmm_case(dataset: str, m: sp.csr_array, k: int, rng, gb, ref: Reference) -
     def reference():
         pos, crd, out = np.empty(rows + 1, dtype=np.int32), np.empty(m.nnz, dtype=np.int32), np.empty(m.nnz)
         sddmm(rows, cols, k, ptr(m.indptr), ptr(m.indices), ptr(m.data), ptr(c), ptr(d_columns), ptr(pos), ptr(crd),
-              ptr(out), 1)
+              ptr(out), ref.threads)
         return pos, crd, out
 
     pm = sparse.COO.from_scipy_sparse(m)
@@ -1081,14 +1087,17 @@ def git_state() -> str:
 
 def header(args, loading_notes: list[str]) -> str:
     lines = [
-        "# Kernels", "",
+        "# Kernels" + (f" at {args.threads} threads" if args.threads > 1 else ""), "",
         f"- command: `{sys.argv[0]} {shlex.join(sys.argv[1:])}`",
         f"- commit: {git_state()}",
         f"- machine: {machine.describe()}",
         f"- ms = median of {args.repeat} samples after a warm-up, round-robin across contenders (rotated each "
         f"round); a sample is one call, or the mean of a batch of calls lasting about {args.min_sample * 1e3:g} ms "
         f"for faster calls (a peer whose first timed call exceeds {args.budget:g} s is timed by that one call); ratio = peer "
-        f"time / autosparse time (> 1: autosparse is faster); all serial (1 thread for BLAS, MKL, GraphBLAS, numba)",
+        f"time / autosparse time (> 1: autosparse is faster); " + (
+            "all serial (1 thread for BLAS, MKL, GraphBLAS, numba)" if args.threads == 1 else
+            f"autosparse, MKL, GraphBLAS and the SpMM and SDDMM C references at {args.threads} threads; scipy, "
+            f"Tensora, pydata, numpy and the other C references serial"),
         *(f"- {note}" for note in loading_notes if note),
     ]
     return "\n".join(lines)
@@ -1133,6 +1142,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="calls faster than this many seconds are timed in batches that last about this long "
                              "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the generated data (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, choices=(1, 2),
+                        help="threads of autosparse, MKL, GraphBLAS and the threaded C references (default: %(default)s)")
     parser.add_argument("--sources", metavar="DIR", help="write the C of each autosparse kernel into DIR")
     add_option(parser)
     args = parser.parse_args(argv)
@@ -1147,11 +1158,13 @@ def main(argv: list[str] | None = None) -> None:
         args.files.extend(found)
     if args.no_generated:
         args.matrices, args.tensors = [], []
+    if args.threads > 1:  # start-up and call overhead: measured by the serial run
+        args.kernel = [kernel for kernel in args.kernel if kernel != "compile"]
 
-    asp.set_num_threads(1)
-    (mkl, mkl_note), (gb, gb_note) = load_mkl(), load_graphblas()
+    asp.set_num_threads(args.threads)
+    (mkl, mkl_note), (gb, gb_note) = load_mkl(args.threads), load_graphblas(args.threads)
     check_tensora_conversions()
-    ref = Reference()
+    ref = Reference(openmp=args.threads > 1, threads=args.threads)
     print(header(args, [mkl_note, gb_note]), flush=True)
     print("\n| dataset | kernel | autosparse ms | peer | peer ms | peer/autosparse | runs |\n"
           "|---|---|---:|---|---:|---:|---|", flush=True)

@@ -32,6 +32,8 @@ SCALES = (0.125, 0.25, 0.5, 1)
 #: The kernels suite's peers grouped into families; a family's time is its fastest member's.
 FAMILIES = (("scipy", "scipy"), ("numpy", "numpy"), ("pydata", "pydata"), ("Tensora", "tensora"),
             ("C reference", "C reference"), ("MKL", "MKL"), ("GraphBLAS", "GraphBLAS"))
+#: The kernels suite at 1 thread and at 2: both group peers into families and sweep sizes.
+KERNEL_SUITES = ("kernels", "kernels-2t")
 SCALED = " ×"  # the kernels suite's name for an input drawn at a fraction of its size: "uniform ×0.25"
 
 
@@ -44,7 +46,7 @@ def build(directory: Path, suites: list[str], options: list[str], docs: Path | N
     failed = False
     for suite in machine.progress(suites, "suites"):
         extra = [*(["--quick"] if quick else []), *others]
-        if suite == "kernels" and "--scales" not in extra:
+        if suite in KERNEL_SUITES and "--scales" not in extra:
             extra += ["--scales", *map(str, SCALES)]
         failed |= run_suite(directory, suite, extra) != 0
     assemble(directory, docs)
@@ -148,7 +150,7 @@ def _rebased(text: str, folder: Path) -> str:
 
 def _column(suite: str, record: dict) -> str:
     """The column a contender is shown in: its family in the kernels suite, itself elsewhere."""
-    if suite != "kernels" or record["role"] != "peer":
+    if suite not in KERNEL_SUITES or record["role"] != "peer":
         return record["contender"]
     return next((label for label, prefix in FAMILIES if record["contender"].startswith(prefix)), record["contender"])
 
@@ -279,9 +281,9 @@ def _timing_section(suite: str, groups: dict, directory: Path) -> list[str]:
         lines += [f"### {title}", "", *(_losses(found) or [nobody]), ""]
     if _speedup_plot(suite, groups, directory / f"{suite}-speedup.png"):
         lines += [f"![Each contender's time over autosparse's, {suite}]({suite}-speedup.png)", ""]
-    if suite == "kernels" and any(SCALED in dataset for _, dataset in groups):
-        _runtime_plot(groups, directory / "kernels-runtime.png")
-        lines += ["![Runtime against nonzeros, the kernels' size sweep](kernels-runtime.png)", ""]
+    if suite in KERNEL_SUITES and any(SCALED in dataset for _, dataset in groups):
+        _runtime_plot(groups, directory / f"{suite}-runtime.png")
+        lines += [f"![Runtime against nonzeros, the kernels' size sweep]({suite}-runtime.png)", ""]
     return lines
 
 
