@@ -29,6 +29,7 @@ from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 
 _INDICES = "ijklmnopqrstuvwxyz"
+_NAMES = ("A", "B")  # the operands' names in every builder's expression, in order
 _PYTHON_NUMBERS = (bool, int, float, complex)
 _ARRAY_TYPES = frozenset({Tensor, np.ndarray})  # operands taken as they are
 
@@ -53,19 +54,19 @@ class ArrayOperations:
             return self._run(*_sum(operands[0], axis))
         key = _warm_key(name, operands)
         if key is not None:
-            found = self.warm.find(key)
-            if found is not None:
-                kernel, names = found
+            kernel = self.warm.find(key)
+            if kernel is not None:
                 self.warm_calls += 1
-                return kernel(**dict(zip(names, operands)))
+                return kernel(A=operands[0], B=operands[1]) if len(operands) == 2 else kernel(A=operands[0])
         expression, named = _BUILDERS[name](*_as_operands(operands))
-        if key is None or any(value is not given for value, given in zip(named.values(), operands, strict=True)):
+        if key is None or tuple(named) != _NAMES[:len(operands)] \
+                or any(value is not given for value, given in zip(named.values(), operands)):
             return self._run(expression, named)
         kernel = self.kernel(expression, named)
         result = kernel(**named)
         if len(self.warm) >= WARM_KEPT:
             self.warm.clear()
-        self.warm[key] = kernel, tuple(named)
+        self.warm[key] = kernel
         return result
 
     def _run(self, expression: str, operands: dict) -> object:
@@ -80,8 +81,9 @@ def _warm_key(name: str, operands: tuple) -> tuple | None:
     hold the work to run on more than one (`PARALLEL_MIN_ENTRIES`): below it, a default-schedule kernel
     runs on one thread whatever count it was built for, and reading the count costs a system call
     (`sched_getaffinity`), a tenth of a small call. A key is kept only after a call with it passed the
-    builder's checks and ran with the operands as given (not squeezed for broadcasting), so finding one
-    proves those checks. None: some operand is neither."""
+    builder's checks and ran with the operands as given, named `_NAMES` in order (not squeezed for
+    broadcasting), so finding one proves those checks and names the operands. None: some operand is
+    neither."""
     kinds, work = [name], 0
     for value in operands:
         kind = type(value)
