@@ -113,11 +113,12 @@ def test_an_operators_repeated_call_takes_the_warm_paths():
     A, x, expected = _spmv_operands()
     for _ in range(2):  # built (or found) by the first call, found warm by the second
         np.testing.assert_allclose(A @ x, expected)
-    kernel = asp.api._warm.last[1]
-    before = kernel.warm_calls
+    kernel = asp.api.operators.warm.last[1]
+    before, operator_calls = kernel.warm_calls, asp.api.operators.warm_calls
     for scale in (2.0, 3.0):
         np.testing.assert_allclose(A @ (x * scale), expected * scale)
-    assert asp.api._warm.last[1] is kernel and kernel.warm_calls == before + 2
+    assert asp.api.operators.warm.last[1] is kernel and kernel.warm_calls == before + 2
+    assert asp.api.operators.warm_calls == operator_calls + 2
 
 
 @pytest.mark.parametrize("other", [2, 2.5, [1.0, 2.0, 3.0, 4.0, 5.0], np.float32(2)])

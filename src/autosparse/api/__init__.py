@@ -179,6 +179,16 @@ def _formats(assignment: Assignment, operands: Mapping[str, object], format: "st
     return formats
 
 
-install_array_operations(ArrayOperations(evaluate))  # Tensor's operators: one kernel each, through evaluate
+def _default_kernel(expression: str, operands: dict) -> Kernel:
+    """The kernel `evaluate(expression, operands=operands)` calls with its default options: the
+    operators' (api/arrays.py), which keep it for their warm calls."""
+    assignment = as_assignment(expression)
+    operands = _operands(assignment, operands, {})
+    return _kernel(assignment, _formats(assignment, operands, None), None, None, False, operands)
+
+
+#: Tensor's operators: one kernel each, found by `operators.warm` on a repeated call (api/arrays.py).
+operators = ArrayOperations(_default_kernel)
+install_array_operations(operators)  # Tensor's operators: one kernel each, through evaluate
 
 __all__ = ["OPTIONS", "Kernel", "autoschedule", "compile", "einsum", "evaluate"]

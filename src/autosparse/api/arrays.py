@@ -16,34 +16,88 @@ sparse operands bound the result's pattern, so an operator and its `evaluate` sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from ..config import num_threads as default_threads
 from ..errors import ShapeError
+from ..pipeline.kernel import PARALLEL_MIN_ENTRIES
+from ..pipeline.lastfirst import LastFirst
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 
 _INDICES = "ijklmnopqrstuvwxyz"
+_NAMES = ("A", "B")  # the operands' names in every builder's expression, in order
 _PYTHON_NUMBERS = (bool, int, float, complex)
 _ARRAY_TYPES = frozenset({Tensor, np.ndarray})  # operands taken as they are
 
 
-@dataclass(frozen=True)
-class ArrayOperations:
-    """tensor.operations' hook: each operation as an assignment for `evaluate` (api's, injected by
-    api/__init__ so that this module needs nothing above it)."""
+#: Warm operator calls kept before `ArrayOperations.warm` is emptied (as many as api keeps kernels).
+WARM_KEPT = 256
 
-    evaluate: Callable[..., object]
+
+@dataclass
+class ArrayOperations:
+    """tensor.operations' hook: each operation as an assignment, computed by the kernel that `evaluate`
+    calls for it (`kernel`: api's, injected by api/__init__ so that this module needs nothing above it).
+    `warm` keeps that kernel per `_warm_key`, so that a repeated `A @ x` calls its kernel at once,
+    without building its expression or evaluate's checks again; `warm_calls` counts such calls."""
+
+    kernel: Callable[[str, dict], Callable[..., object]]
+    warm: LastFirst = field(default_factory=LastFirst)
+    warm_calls: int = 0
 
     def __call__(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None) -> object:
         if name == "sum":
             return self._run(*_sum(operands[0], axis))
-        return self._run(*_BUILDERS[name](*_as_operands(operands)))
+        key = _warm_key(name, operands)
+        if key is not None:
+            kernel = self.warm.find(key)
+            if kernel is not None:
+                self.warm_calls += 1
+                return kernel(A=operands[0], B=operands[1]) if len(operands) == 2 else kernel(A=operands[0])
+        expression, named = _BUILDERS[name](*_as_operands(operands))
+        if key is None or tuple(named) != _NAMES[:len(operands)] \
+                or any(value is not given for value, given in zip(named.values(), operands)):
+            return self._run(expression, named)
+        kernel = self.kernel(expression, named)
+        result = kernel(**named)
+        if len(self.warm) >= WARM_KEPT:
+            self.warm.clear()
+        self.warm[key] = kernel
+        return result
 
     def _run(self, expression: str, operands: dict) -> object:
-        return self.evaluate(expression, operands=operands)
+        return self.kernel(expression, operands)(**operands)
+
+
+def _warm_key(name: str, operands: tuple) -> tuple | None:
+    """What an operator's expression and kernel depend on, when every operand is a Tensor or a numpy
+    array: the operation, each operand's kind — a Tensor's format, shape and dtypes with the magnitude of
+    its stored entries (evaluate keeps kernels per it), an array's shape (the builders read shapes only;
+    the kernel checks the rest of an array on every call) — and the process's threads where the operands
+    hold the work to run on more than one (`PARALLEL_MIN_ENTRIES`): below it, a default-schedule kernel
+    runs on one thread whatever count it was built for, and reading the count costs a system call
+    (`sched_getaffinity`), a tenth of a small call. A key is kept only after a call with it passed the
+    builder's checks and ran with the operands as given, named `_NAMES` in order (not squeezed for
+    broadcasting), so finding one proves those checks and names the operands. None: some operand is
+    neither."""
+    kinds, work = [name], 0
+    for value in operands:
+        kind = type(value)
+        if kind is Tensor:
+            kinds.append(value.kind)
+            kinds.append(value.nnz.bit_length())
+            work += value.nnz
+        elif kind is np.ndarray:
+            kinds.append(value.shape)
+            work += value.size
+        else:
+            return None
+    kinds.append(default_threads() if work >= PARALLEL_MIN_ENTRIES else 1)
+    return tuple(kinds)
 
 
 def _as_operands(values: tuple) -> "tuple | list":

@@ -186,16 +186,15 @@ class Kernel:
         bound, result = self._run(operands)
         if type(result) is np.ndarray:
             if not bound.shape:
-                return result[0].item()
-            return result.reshape(bound.shape) if self._in_mode_order else \
-                _with_axes(result, self.result_format, bound.shape)
+                return result.item()
+            return result if self._in_mode_order else _in_mode_order(result, self.result_format)
         return self._deliver(result)
 
     def compute(self, /, **operands):
         """The result as a Tensor in the result format, dense ones too (a Python number for order 0)."""
         bound, result = self._run(operands)
         if type(result) is np.ndarray:
-            return bound.dense_tensor(result) if bound.shape else result[0].item()
+            return bound.dense_tensor(result) if bound.shape else result.item()
         return self._deliver(result)
 
     def _run(self, operands) -> tuple[BoundCall, object]:
@@ -334,6 +333,11 @@ def dense_array(tensor: Tensor) -> np.ndarray:
     except ValueError:
         vals = vals.copy()
     return _with_axes(vals, tensor.format, tensor.shape)
+
+
+def _in_mode_order(stored: np.ndarray, fmt: Format) -> np.ndarray:
+    """A dense result's values, shaped as stored (`BoundCall.stored_shape`), with the result's axes: a view."""
+    return stored.transpose(np.argsort(fmt.mode_order))
 
 
 def _with_axes(vals: np.ndarray, fmt: Format, shape: tuple[int, ...]) -> np.ndarray:

@@ -42,6 +42,7 @@ _PRELUDE = r"""
 #include <stdlib.h>
 #include <string.h>
 typedef struct { uint64_t lo, hi; } v16;
+#define IN_ORDER (-2)
 """
 
 # Compressed (outer, inner) -> compressed (inner, outer). Returns 0, or -1 when memory runs out.
@@ -69,15 +70,16 @@ int transpose_{i}_{v}(int64_t n_outer, int64_t n_inner, const {I} *restrict pos,
 """
 
 # Coordinates (outer[p], inner[p]) in any order -> compressed (outer, inner), each segment's inner
-# coordinates increasing: copied when the entries come in that order; else a stable counting sort by the
+# coordinates increasing: shared when the entries come in that order (IN_ORDER: only the positions are
+# written); else a stable counting sort by the
 # outer coordinate. When the inner coordinates are not increasing and some segment is long (over 64
 # entries: power-law rows, stiffness matrices), they are sorted by first counting by the inner coordinate
 # too — the two passes of a least-significant-digit radix sort, the second of which is the transpose
 # above: no comparisons, 1.5-4.7x scipy's tocsr, which sorts each row; when every segment is short, or
 # inner coordinates are too many to count (`count_inner` 0), by sorting each segment (a uniform random
 # matrix's ten entries a row sort faster than a second scatter moves them). Returns
-# how many entries repeat the coordinates of the one before them (0 for a valid result), or -1 when
-# memory runs out.
+# how many entries repeat the coordinates of the one before them (0 for a valid result), IN_ORDER, or
+# -1 when memory runs out.
 _COORDINATES = r"""
 static void count_{i}_{v}(int64_t nnz, int64_t n, const {I} *restrict key, {I} *restrict pos) {{
     memset(pos, 0, (size_t)(n + 1) * sizeof({I}));
@@ -172,10 +174,9 @@ int64_t coordinates_{i}_{v}(int64_t nnz, int64_t n_outer, int64_t n_inner, int64
         repeated += (outer[p - 1] == outer[p]) & (inner[p - 1] == inner[p]);
     }}
     if (by_both) {{
+        if (repeated) return repeated;
         bounds_{i}(nnz, n_outer, outer, pos_out);
-        memcpy(crd_out, inner, (size_t)nnz * sizeof({I}));
-        memcpy(vals_out, vals, (size_t)nnz * sizeof({V}));
-        return repeated;
+        return IN_ORDER;  /* the caller shares inner and vals: crd_out and vals_out are left untouched */
     }} else if (by_inner) {{
         if (scatter_{i}_{v}(nnz, n_outer, outer, inner, vals, pos_out, crd_out, vals_out)) return -1;
     }} else if (count_{i}_{v}(nnz, n_outer, outer, pos_out), !count_inner || longest_segment_{i}_{v}(n_outer, pos_out) <= 64) {{
@@ -472,9 +473,17 @@ def _from_coordinates(tensor: Tensor, fmt: Format) -> Tensor | None:
     function = _function("coordinates", tensor.index_dtype, tensor.vals.dtype.itemsize)
     repeated = function(tensor.nnz, n_outer, n_inner, _countable(n_inner, tensor.nnz),
                         *(_address(a) for a in (outer, inner, tensor.vals, pos_out, crd_out, vals_out)))
+    if repeated == _IN_ORDER:  # as `_compressed`: only the positions are new (crd_out, vals_out never touched)
+        return _tensor(tensor.shape, fmt, pos_out, inner, tensor.vals)
     if repeated < 0:
         raise MemoryError("out of memory converting coordinates to a compressed matrix")
     return None if repeated else _tensor(tensor.shape, fmt, pos_out, crd_out, vals_out)
+
+
+#: What `coordinates_*` returns for unique coordinates already in the output's order: it wrote the
+#: positions alone, and the result shares the coordinates and values (scipy's `tocoo` gives such; copying
+#: them into fresh pages cost more than scipy's whole `tocsr`).
+_IN_ORDER = -2
 
 
 def _countable(extent: int, nnz: int) -> bool:
