@@ -3,7 +3,7 @@ gives each thread a contiguous run of rows holding about an equal share of rows 
 binary search in the operands' pos), so skewed rows do not leave one thread most of the work. Each kernel
 whose loop is dealt so is checked against numpy on dense copies at 1, 2 and 3 threads (more threads than
 rows included), on skewed inputs (one dense row, empty rows, a single entry), uniform ones, empty and
-size-1 matrices, with int32 and int64 indices."""
+size-1 matrices and ones with no rows, with int32 and int64 indices."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def _single(rows, cols, seed):
 
 
 SHAPES = {"skewed": (_skewed, 40, 30), "uniform": (_uniform, 37, 23), "single entry": (_single, 5, 4),
-          "empty": (lambda r, c, s: np.zeros((r, c)), 6, 5), "size 1": (_uniform, 1, 1),
+          "empty": (lambda r, c, s: np.zeros((r, c)), 6, 5), "no rows": (lambda r, c, s: np.zeros((r, c)), 0, 5),
+          "size 1": (_uniform, 1, 1),
           "fewer rows than threads": (_skewed, 2, 7)}
 
 

@@ -73,7 +73,7 @@ class RowSplit:
 
 def row_split(cx: Lowering, stmt: Forall, whole: bool) -> RowSplit | None:
     """How a parallel loop over a whole dimension (`whole`) deals its rows: by work when it drives CSR-like
-    operands (a dense level over a compressed one, both read in order), else None (OpenMP's schedule)."""
+    operands (a dense level over one that is not: its pos ascends with the rows), else None (OpenMP's schedule)."""
     if not whole or stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD:
         return None
     written = {a.lhs.tensor.name for a in assignments(stmt)}
