@@ -114,7 +114,7 @@ def test_the_phases_of_a_parallel_assembly_share_one_region():
     source = asp.compile(SPGEMM, CSR3, schedule=ROWS, num_threads=2).source
     assert source.count("#pragma omp parallel") == 1 and "#pragma omp parallel num_threads(threads)" in source
     assert "const int threads = 2;" in source and "runtime" not in source
-    assert source.count("#pragma omp for schedule(static)") == 3  # bound, count, fill
+    assert source.count("for (int64_t i_ = i_first; i_ < i_stop; i_++)") == 3  # bound, count, fill: rows by work
     region = source[source.index("#pragma omp parallel"):source.index("if (failed) return failed;")]
     bound, single, count, fill = (region.index(mark) for mark in ("/* bound */", "#pragma omp single",
                                                                   "/* count */", "/* fill */"))

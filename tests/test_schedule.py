@@ -133,7 +133,7 @@ def test_a_parallel_schedule_computes_the_expression(expression, formats, schedu
 def test_parallel_loops_are_static_openmp_loops_with_the_requested_threads():
     kernel = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csr"}, schedule="parallelize(i, cpu_thread, no_races)",
                          num_threads=2)
-    assert "#pragma omp parallel for schedule(static) num_threads(2)" in kernel.source
+    assert "#pragma omp parallel num_threads(2)" in kernel.source and "i_first" in kernel.source  # rows by work
     assert "schedule(runtime)" not in kernel.source
     assert str(kernel.cin) == "∀i @parallel(cpu_thread, no_races) ∀j y(i) += A(i,j) * x(j)"
     atomic = asp.compile("y(i) = A(i,j) * x(j)", {"A": "csc"}, schedule="parallelize(j, cpu_thread, atomics)")

@@ -29,18 +29,50 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     const double *restrict x_vals = (const double *)args[3];
     double *restrict y_vals = (double *)args[4];
     {
-        #pragma omp parallel for schedule(static) num_threads(2)
-        for (int64_t i_ = 0; i_ < i_dim; i_++) {
+        #pragma omp parallel num_threads(2)
+        {
+            const int64_t i_work0 = 0 + A_pos2[0];
+            const int64_t i_work = i_dim + A_pos2[i_dim] - i_work0;
+            const int64_t i_part = omp_get_thread_num();
+            const int64_t i_parts = omp_get_num_threads();
+            int64_t i_first = 0;
             {
-                double acc1 = 0;
-                int64_t A_p2 = A_pos2[i_];
-                const int64_t A_p2_end = A_pos2[i_ + 1];
-                for (; A_p2 < A_p2_end; A_p2++) {
-                    const int64_t A_i2 = A_crd2[A_p2];
-                    const int64_t j_ = A_i2;
-                    acc1 += A_vals[A_p2] * x_vals[j_];
+                const int64_t goal = i_work0 + i_work * i_part / i_parts;
+                int64_t high = i_dim;
+                while (i_first < high) {
+                    const int64_t middle = i_first + (high - i_first) / 2;
+                    if (middle + A_pos2[middle] < goal) {
+                        i_first = middle + 1;
+                    } else {
+                        high = middle;
+                    }
                 }
-                y_vals[i_] = acc1;
+            }
+            int64_t i_stop = 0;
+            {
+                const int64_t goal = i_work0 + i_work * (i_part + 1) / i_parts;
+                int64_t high = i_dim;
+                while (i_stop < high) {
+                    const int64_t middle = i_stop + (high - i_stop) / 2;
+                    if (middle + A_pos2[middle] < goal) {
+                        i_stop = middle + 1;
+                    } else {
+                        high = middle;
+                    }
+                }
+            }
+            for (int64_t i_ = i_first; i_ < i_stop; i_++) {
+                {
+                    double acc1 = 0;
+                    int64_t A_p2 = A_pos2[i_];
+                    const int64_t A_p2_end = A_pos2[i_ + 1];
+                    for (; A_p2 < A_p2_end; A_p2++) {
+                        const int64_t A_i2 = A_crd2[A_p2];
+                        const int64_t j_ = A_i2;
+                        acc1 += A_vals[A_p2] * x_vals[j_];
+                    }
+                    y_vals[i_] = acc1;
+                }
             }
         }
     }

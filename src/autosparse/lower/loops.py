@@ -18,7 +18,7 @@ from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_
 from .context import Lowering, Scope
 from .derived import blocked_loop, check_appends, derived_forall, fixed_forall, indexes_levels
 from .outputs import bounded_target, hoisting
-from .parallel import iteration, parallel_region
+from .parallel import iteration, parallel_region, row_split
 
 
 def forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
@@ -85,17 +85,19 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
     (to `bound` instead of the dimension, for a blocked loop)."""
     sparse = sparse_iterators(lattice)
     require_ordered(cx, sparse, loop)
-    parallel = parallel_region(cx, stmt, sparse, scope) if stmt.parallel is not None else nullcontext(scope)
+    rows = row_split(cx, stmt, bound is None)
+    parallel = parallel_region(cx, stmt, sparse, scope, rows=rows) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
-        _dense_for(cx, stmt, loop, lattice, sparse, scope, bound or Var(names.extent(loop.index)))
+        first, bound = (rows.first, rows.stop) if rows else (Literal(0), bound or Var(names.extent(loop.index)))
+        _dense_for(cx, stmt, loop, lattice, sparse, scope, first, bound)
 
 
 def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
-               bound: Expr) -> None:
+               first: Expr, bound: Expr) -> None:
     index = Var(names.coordinate(loop.index))
-    with cx.b.for_(Decl("int64_t", index.name, Literal(0)), lt(index, bound), increment(index)), \
+    with cx.b.for_(Decl("int64_t", index.name, first), lt(index, bound), increment(index)), \
             iteration(cx, stmt):
         cx.count(f"∀{loop.index} dense")
         for it in sparse:
