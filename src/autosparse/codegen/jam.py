@@ -1,5 +1,5 @@
 """Unroll-and-jam of a sparse loop around a dense accumulation: C AST in, the same C AST out, with each
-such loop handling `FACTOR` positions an iteration.
+such loop preceded by jammed copies handling `WIDE` (then `NARROW`) positions an iteration.
 
 The shape it rewrites is SpMM's (`C(i,j) += A(i,k) * B(k,j)`, and MTTKRP's and TTM's innermost loops):
 a loop over a sparse level's positions whose body names the position's coordinate and then runs one dense
@@ -13,8 +13,9 @@ loop adding into a row of the result that does not depend on the position:
                                                 }
                                                 for (; p < end; p++) { ...the loop as it was... }
 
-The row of C is loaded and stored once for four rows of B instead of once for each (SpMM's kernel 12-41%
-faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
+(drawn for a factor of 4; the pass emits a loop by `WIDE`, then, where it pays, one by `NARROW`: see
+`jam_loops`). The row of C is loaded and stored once for several rows of B instead of once for each
+(SpMM's kernel 12-41% faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
 is jammed into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the
 plain loop adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so
 results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is
@@ -29,32 +30,44 @@ from functools import reduce
 
 from . import names
 from .c_ast import (Assign, Binary, Block, Call, Decl, Expr, For, If, Index, Literal, Stmt, Unary, Var, While,
-                    increment, lt)
+                    increment, lt, or_)
 
-#: Positions handled by one iteration of a jammed loop.
-FACTOR = 4
+#: Positions an iteration of a jammed loop takes: the wide loop's on a long row, the narrow loop's on a short one.
+WIDE, NARROW = 8, 4
 
 
-def jam_loops(block: Block) -> Block:
-    """`block` with every sparse loop of the shape above unrolled and jammed."""
-    body = tuple(out for stmt in block.body for out in _rewrite(stmt))
+def jam_loops(block: Block, narrow: bool = True) -> Block:
+    """`block` with every sparse loop of the shape above unrolled and jammed: each row (each run of the
+    loop) takes a loop by `WIDE` when it has at least `WIDE` positions, else (with `narrow`) one by
+    `NARROW`, and then the loop itself, which finishes the last positions. A dot-product loop also takes the
+    narrow one when its dense extent (the length of each sum) is below `WIDE`.
+
+    Why (a grid of SpMM, SDDMM, TTM and MTTKRP over dense extents 1-64 and the suite's families, factors
+    1/2/4/8 and their cascades, docs/notes/perf30-inner-2.md): each jammed loop costs an exit branch per
+    row that mispredicts on rows of varying length, so one jammed loop a row, not a cascade; the wide one
+    wins on long rows at every extent (up to 15% over 4 on power-law and banded), but never runs on a row
+    of 4-7 positions (stencils), where the narrow one gains up to 40%. Eight sums of 4 terms each lose
+    10-15% to four: too little work per sum for their set-up. Complex values lose 8-13% in the narrow loop
+    on rows of 4-7 positions (their multiply is not vectorised), so the caller leaves it out for them."""
+    body = tuple(out for stmt in block.body for out in _rewrite(stmt, narrow))
     return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
 
 
-def _rewrite(stmt: Stmt) -> tuple[Stmt, ...]:
-    """The statements `stmt` becomes: a jammed loop and its remainder, or `stmt` with its blocks rewritten."""
+def _rewrite(stmt: Stmt, narrow: bool) -> tuple[Stmt, ...]:
+    """The statements `stmt` becomes: its jammed loops and itself as their remainder, or `stmt` with its
+    blocks rewritten."""
     if isinstance(stmt, For):
-        jammed = _jammed(stmt)
-        if jammed is not None:
-            return jammed, stmt
-        return (_with_body(stmt, jam_loops(stmt.body)),)
+        jammed = _jammed(stmt, narrow)
+        if jammed:
+            return *jammed, stmt
+        return (_with_body(stmt, jam_loops(stmt.body, narrow)),)
     if isinstance(stmt, While):
-        return (_with_body(stmt, jam_loops(stmt.body)),)
+        return (_with_body(stmt, jam_loops(stmt.body, narrow)),)
     if isinstance(stmt, Block):
-        return (jam_loops(stmt),)
+        return (jam_loops(stmt, narrow),)
     if isinstance(stmt, If):
-        otherwise = jam_loops(stmt.otherwise) if stmt.otherwise is not None else None
-        then = jam_loops(stmt.then)
+        otherwise = jam_loops(stmt.otherwise, narrow) if stmt.otherwise is not None else None
+        then = jam_loops(stmt.then, narrow)
         if then is stmt.then and otherwise is stmt.otherwise:
             return (stmt,)
         return (If(stmt.condition, then, otherwise),)
@@ -79,28 +92,34 @@ class _Shape:
     update: Assign
 
 
-def _jammed(loop: For) -> For | None:
-    """The jammed copy of `loop` (to run before `loop` itself, which finishes the last positions), or None
-    when `loop` is of neither shape."""
+def _jammed(loop: For, narrow: bool) -> tuple[Stmt, ...]:
+    """The jammed copies of `loop` (to run before `loop` itself, which finishes the last positions), or none
+    when `loop` is of neither shape. See `jam_loops` for the choice between them."""
     row = _shape(loop)
-    if row is not None:
-        return _row_jammed(row)
-    dots = _dots(loop)
-    return _dots_jammed(dots) if dots is not None else None
+    shape, jam = (row, _row_jammed) if row is not None else (_dots(loop), _dots_jammed)
+    if shape is None:
+        return ()
+    wide = jam(shape, WIDE)
+    if not narrow:
+        return (wide,)
+    short = lt(shape.end - Var(shape.position), WIDE)
+    if jam is _dots_jammed:
+        short = or_(short, lt(shape.dense.condition.right, WIDE))
+    return (If(short, Block((jam(shape, NARROW),)), Block((wide,))),)
 
 
-def _row_jammed(shape: _Shape) -> For:
-    copies = [_renaming(shape.position, shape.decls, copy) for copy in range(FACTOR)]
+def _row_jammed(shape: _Shape, factor: int) -> For:
+    copies = [_renaming(shape.position, shape.decls, copy) for copy in range(factor)]
     target = shape.update.target
     total = reduce(lambda acc, renaming: Binary("+", acc, _substitute(shape.update.value, renaming)), copies, target)
     dense = dataclasses.replace(shape.dense, body=Block((Assign(target, total),)))
-    return _stepping(shape.position, shape.end, (*_copies(shape.decls, copies), dense))
+    return _stepping(shape.position, shape.end, factor, (*_copies(shape.decls, copies), dense))
 
 
-def _stepping(position: str, end: Expr, body: tuple[Stmt, ...]) -> For:
-    """`for (; p < end - (FACTOR - 1); p += FACTOR) body`."""
+def _stepping(position: str, end: Expr, factor: int, body: tuple[Stmt, ...]) -> For:
+    """`for (; p < end - (factor - 1); p += factor) body`."""
     p = Var(position)
-    return For(None, lt(p, end - (FACTOR - 1)), Assign(p, Literal(FACTOR), "+="), Block(body))
+    return For(None, lt(p, end - (factor - 1)), Assign(p, Literal(factor), "+="), Block(body))
 
 
 def _copies(stmts, copies: list[dict[str, Expr]]) -> tuple[Stmt, ...]:
@@ -159,7 +178,7 @@ class _Dots:
 
         for (; p < end; p++) { const decls...; stores...; { T sum = 0; for (k...) sum += v; after... } }
 
-    Jammed, FACTOR sums run side by side in one dense loop (each still adds its terms in order), sharing the
+    Jammed, a factor's worth of sums run side by side in one dense loop (each still adds its terms in order), sharing the
     loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
 
     position: str
@@ -171,11 +190,11 @@ class _Dots:
     after: tuple[Assign, ...]
 
 
-def _dots_jammed(shape: _Dots) -> For:
-    copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(FACTOR)]
+def _dots_jammed(shape: _Dots, factor: int) -> For:
+    copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(factor)]
     update = shape.dense.body.body[0]
     dense = dataclasses.replace(shape.dense, body=Block(_copies((update,), copies)))
-    return _stepping(shape.position, shape.end, (*_copies((*shape.decls, *shape.stores, shape.total), copies), dense,
+    return _stepping(shape.position, shape.end, factor, (*_copies((*shape.decls, *shape.stores, shape.total), copies), dense,
                                                  *_copies(shape.after, copies)))
 
 
