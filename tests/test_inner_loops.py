@@ -71,13 +71,6 @@ def test_spmm_loop_is_jammed_by_the_rows_length_and_keeps_its_remainder():
         assert update.op == "=" and update.target == _row_update().target
 
 
-def test_without_the_narrow_loop_only_the_wide_one_is_made():
-    block = c.Block((_sparse_loop((_decl_k(), c.Block((_dense_loop(_row_update()),)))),))
-    wide, remainder = jam_loops(block, narrow=False).body
-    _assert_steps(wide, WIDE)
-    assert remainder is block.body[0]
-
-
 @pytest.mark.parametrize("why, loop", [
     ("a reduction into a scalar", _sparse_loop((_decl_k(), _dense_loop(_row_update(target=c.Var("t")))))),
     ("the target moves with the position", _sparse_loop((_decl_k(), _dense_loop(

@@ -36,38 +36,39 @@ from .c_ast import (Assign, Binary, Block, Call, Decl, Expr, For, If, Index, Lit
 WIDE, NARROW = 8, 4
 
 
-def jam_loops(block: Block, narrow: bool = True) -> Block:
+def jam_loops(block: Block) -> Block:
     """`block` with every sparse loop of the shape above unrolled and jammed: each row (each run of the
-    loop) takes a loop by `WIDE` when it has at least `WIDE` positions, else (with `narrow`) one by
-    `NARROW`, and then the loop itself, which finishes the last positions. A dot-product loop also takes the
-    narrow one when its dense extent (the length of each sum) is below `WIDE`.
+    loop) takes a loop by `WIDE` when it has at least `WIDE` positions, else one by `NARROW`, and then the
+    loop itself, which finishes the last positions. A dot-product loop also takes the narrow one when its
+    dense extent (the length of each sum) is below `WIDE`. Real values only: gcc contracts a complex
+    multiply into fused multiply-adds differently in a jammed loop than in the plain one, so the caller
+    leaves complex kernels as they are.
 
     Why (a grid of SpMM, SDDMM, TTM and MTTKRP over dense extents 1-64 and the suite's families, factors
     1/2/4/8 and their cascades, docs/notes/perf30-inner-2.md): each jammed loop costs an exit branch per
     row that mispredicts on rows of varying length, so one jammed loop a row, not a cascade; the wide one
     wins on long rows at every extent (up to 15% over 4 on power-law and banded), but never runs on a row
     of 4-7 positions (stencils), where the narrow one gains up to 40%. Eight sums of 4 terms each lose
-    10-15% to four: too little work per sum for their set-up. Complex values lose 8-13% in the narrow loop
-    on rows of 4-7 positions (their multiply is not vectorised), so the caller leaves it out for them."""
-    body = tuple(out for stmt in block.body for out in _rewrite(stmt, narrow))
+    10-15% to four: too little work per sum for their set-up."""
+    body = tuple(out for stmt in block.body for out in _rewrite(stmt))
     return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
 
 
-def _rewrite(stmt: Stmt, narrow: bool) -> tuple[Stmt, ...]:
+def _rewrite(stmt: Stmt) -> tuple[Stmt, ...]:
     """The statements `stmt` becomes: its jammed loops and itself as their remainder, or `stmt` with its
     blocks rewritten."""
     if isinstance(stmt, For):
-        jammed = _jammed(stmt, narrow)
+        jammed = _jammed(stmt)
         if jammed:
             return *jammed, stmt
-        return (_with_body(stmt, jam_loops(stmt.body, narrow)),)
+        return (_with_body(stmt, jam_loops(stmt.body)),)
     if isinstance(stmt, While):
-        return (_with_body(stmt, jam_loops(stmt.body, narrow)),)
+        return (_with_body(stmt, jam_loops(stmt.body)),)
     if isinstance(stmt, Block):
-        return (jam_loops(stmt, narrow),)
+        return (jam_loops(stmt),)
     if isinstance(stmt, If):
-        otherwise = jam_loops(stmt.otherwise, narrow) if stmt.otherwise is not None else None
-        then = jam_loops(stmt.then, narrow)
+        otherwise = jam_loops(stmt.otherwise) if stmt.otherwise is not None else None
+        then = jam_loops(stmt.then)
         if then is stmt.then and otherwise is stmt.otherwise:
             return (stmt,)
         return (If(stmt.condition, then, otherwise),)
@@ -92,20 +93,17 @@ class _Shape:
     update: Assign
 
 
-def _jammed(loop: For, narrow: bool) -> tuple[Stmt, ...]:
+def _jammed(loop: For) -> tuple[Stmt, ...]:
     """The jammed copies of `loop` (to run before `loop` itself, which finishes the last positions), or none
     when `loop` is of neither shape. See `jam_loops` for the choice between them."""
     row = _shape(loop)
     shape, jam = (row, _row_jammed) if row is not None else (_dots(loop), _dots_jammed)
     if shape is None:
         return ()
-    wide = jam(shape, WIDE)
-    if not narrow:
-        return (wide,)
     short = lt(shape.end - Var(shape.position), WIDE)
     if jam is _dots_jammed:
         short = or_(short, lt(shape.dense.condition.right, WIDE))
-    return (If(short, Block((jam(shape, NARROW),)), Block((wide,))),)
+    return (If(short, Block((jam(shape, NARROW),)), Block((jam(shape, WIDE),))),)
 
 
 def _row_jammed(shape: _Shape, factor: int) -> For:

@@ -52,7 +52,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     body = _function_body(survey, reads, workspaces, target, slots, phases, lowering)
     top = _top_level(survey, reads, workspaces, lowering.tables)
     complex_values = any(np.dtype(value).kind == "c" for value in types.values.values())
-    top.append(Function("int", SYMBOL, _PARAMS, jam_loops(body, narrow=not complex_values)))
+    top.append(Function("int", SYMBOL, _PARAMS, body if complex_values else jam_loops(body)))
     result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == survey.result.name)
     counters = lowering.counters
     return KernelSource(printer.unit(Unit(tuple(top))), survey.operands, survey.result.name, slots,
