@@ -94,5 +94,6 @@ else:
             else:
                 ops = {"B": t3.ours, "C": asp.Tensor.from_numpy(rng.random((t3.shape[1], rank))),
                        "D": asp.Tensor.from_numpy(rng.random((t3.shape[2], rank)))}
-                ks = build("A(i,l) = B(i,j,k) * C(j,l) * D(k,l)", {"B": "csf", "C": "dense", "D": "dense", "A": "dense"}, ops)
+                ks = build("A(i,l) = B(i,j,k) * C(j,l) * D(k,l)",
+                           {"B": "csf", "C": "dense", "D": "dense", "A": "dense"}, ops)
             run(f"{what} {fam} x{scale} rank={rank}", ks, ops, rounds)

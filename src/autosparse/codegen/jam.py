@@ -1,5 +1,5 @@
 """Unroll-and-jam of a sparse loop around a dense accumulation: C AST in, the same C AST out, with each
-such loop preceded by jammed copies handling `WIDE` (then `NARROW`) positions an iteration.
+such loop preceded by a jammed copy handling `WIDE` or `NARROW` positions an iteration, chosen per row.
 
 The shape it rewrites is SpMM's (`C(i,j) += A(i,k) * B(k,j)`, and MTTKRP's and TTM's innermost loops):
 a loop over a sparse level's positions whose body names the position's coordinate and then runs one dense
@@ -13,13 +13,13 @@ loop adding into a row of the result that does not depend on the position:
                                                 }
                                                 for (; p < end; p++) { ...the loop as it was... }
 
-(drawn for a factor of 4; the pass emits a loop by `WIDE`, then, where it pays, one by `NARROW`: see
-`jam_loops`). The row of C is loaded and stored once for several rows of B instead of once for each
-(SpMM's kernel 12-41% faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
-is jammed into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the
-plain loop adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so
-results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is
-returned unchanged.
+(drawn for a factor of 4; each row takes a copy by `WIDE` or by `NARROW`: see `jam_loops`). The row of C
+is loaded and stored once for several rows of B instead of once for each (SpMM's kernel 12-41% faster at
+64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM), is jammed
+into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the plain loop
+adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so results are
+the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned
+unchanged.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ def jam_loops(block: Block) -> Block:
     Why (a grid of SpMM, SDDMM, TTM and MTTKRP over dense extents 1-64 and the suite's families, factors
     1/2/4/8 and their cascades, docs/notes/perf30-inner-2.md): each jammed loop costs an exit branch per
     row that mispredicts on rows of varying length, so one jammed loop a row, not a cascade; the wide one
-    wins on long rows at every extent (up to 15% over 4 on power-law and banded), but never runs on a row
-    of 4-7 positions (stencils), where the narrow one gains up to 40%. Eight sums of 4 terms each lose
-    10-15% to four: too little work per sum for their set-up."""
+    wins on long rows (power-law, banded: 4-28% over 4 at extents up to 16), but never runs on a row of
+    4-7 positions (stencils), which unjammed ran 1.05-1.7x slower. Eight sums of 4 terms each lose 10-15%
+    to four: too little work per sum for their set-up."""
     body = tuple(out for stmt in block.body for out in _rewrite(stmt))
     return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
 
@@ -176,8 +176,8 @@ class _Dots:
 
         for (; p < end; p++) { const decls...; stores...; { T sum = 0; for (k...) sum += v; after... } }
 
-    Jammed, a factor's worth of sums run side by side in one dense loop (each still adds its terms in order), sharing the
-    loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
+    Jammed, a factor's worth of sums run side by side in one dense loop (each still adds its terms in
+    order), sharing the loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
 
     position: str
     end: Expr
@@ -192,8 +192,8 @@ def _dots_jammed(shape: _Dots, factor: int) -> For:
     copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(factor)]
     update = shape.dense.body.body[0]
     dense = dataclasses.replace(shape.dense, body=Block(_copies((update,), copies)))
-    return _stepping(shape.position, shape.end, factor, (*_copies((*shape.decls, *shape.stores, shape.total), copies), dense,
-                                                 *_copies(shape.after, copies)))
+    head = _copies((*shape.decls, *shape.stores, shape.total), copies)
+    return _stepping(shape.position, shape.end, factor, (*head, dense, *_copies(shape.after, copies)))
 
 
 def _dots(loop: For) -> _Dots | None:
