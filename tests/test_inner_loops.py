@@ -1,6 +1,6 @@
 """Unroll-and-jam of sparse loops around a dense accumulation (codegen/jam.py): which loops it rewrites,
 and that the kernels it rewrites (SpMM, MTTKRP, TTM) give numpy's and scipy's results, the same bit for bit
-as the plain loop's order of additions, on rows of every length around the jam factor."""
+as the plain loop's order of additions, on rows of every length around the jam factors."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 import autosparse as asp
 from autosparse.codegen import c_ast as c
-from autosparse.codegen.jam import FACTOR, jam_loops
+from autosparse.codegen.jam import NARROW, WIDE, jam_loops
 
 SPMM = ("C(i,j) = A(i,k) * B(k,j)", {"A": "csr", "B": "dense", "C": "dense"})
 
@@ -45,16 +45,30 @@ def _row_update(op: str = "+=", target=None, value=None) -> c.Assign:
 # --- which loops are rewritten ------------------------------------------------------------------------------
 
 
-def test_spmm_loop_is_jammed_and_keeps_its_remainder():
+def _jammed_pair(block: c.Block, short: c.Expr) -> tuple[c.For, c.For, c.For]:
+    """The narrow and wide jammed loops `jam_loops` makes of `block`'s one loop, chosen by `short`, and the
+    remainder."""
+    choice, remainder = jam_loops(block).body
+    assert isinstance(choice, c.If) and choice.condition == short
+    (narrow,), (wide,) = choice.then.body, choice.otherwise.body
+    return narrow, wide, remainder
+
+
+def _assert_steps(loop: c.For, factor: int) -> None:
+    assert loop.step == c.Assign(c.Var("p"), c.Literal(factor), "+=")
+    assert loop.condition == c.lt(c.Var("p"), c.Var("end") - (factor - 1))
+
+
+def test_spmm_loop_is_jammed_by_the_rows_length_and_keeps_its_remainder():
     block = c.Block((_sparse_loop((_decl_k(), c.Block((_dense_loop(_row_update()),)))),))
-    jammed, remainder = jam_loops(block).body
+    narrow, wide, remainder = _jammed_pair(block, c.lt(c.Var("end") - c.Var("p"), WIDE))
     assert remainder is block.body[0]
-    assert jammed.step == c.Assign(c.Var("p"), c.Literal(FACTOR), "+=")
-    assert jammed.condition == c.lt(c.Var("p"), c.Var("end") - (FACTOR - 1))
-    *decls, dense = jammed.body.body
-    assert [d.name for d in decls] == ["k"] + [f"k_jam{n}" for n in range(1, FACTOR)]
-    update = dense.body.body[0]
-    assert update.op == "=" and update.target == _row_update().target
+    for loop, factor in ((narrow, NARROW), (wide, WIDE)):
+        _assert_steps(loop, factor)
+        *decls, dense = loop.body.body
+        assert [d.name for d in decls] == ["k"] + [f"k_jam{n}" for n in range(1, factor)]
+        update = dense.body.body[0]
+        assert update.op == "=" and update.target == _row_update().target
 
 
 @pytest.mark.parametrize("why, loop", [
@@ -92,12 +106,15 @@ def _dots_loop(before: tuple = (), after_value=None, update_value=None) -> c.For
 
 def test_sddmm_loop_is_jammed_into_side_by_side_sums():
     block = c.Block((_dots_loop(),))
-    jammed, remainder = jam_loops(block).body
+    short = c.or_(c.lt(c.Var("end") - c.Var("p"), WIDE), c.lt(c.Var("n"), WIDE))  # a short row, or short sums
+    narrow, wide, remainder = _jammed_pair(block, short)
     assert remainder is block.body[0]
-    dense = next(s for s in jammed.body.body if isinstance(s, c.For))
-    assert [u.target for u in dense.body.body] == [c.Var("t")] + [c.Var(f"t_jam{n}") for n in range(1, FACTOR)]
-    stores = [s for s in jammed.body.body if isinstance(s, c.Assign) and s.target.base == c.Var("out")]
-    assert [s.target.index for s in stores] == [c.Var("p")] + [c.Var("p") + n for n in range(1, FACTOR)]
+    for loop, factor in ((narrow, NARROW), (wide, WIDE)):
+        _assert_steps(loop, factor)
+        dense = next(s for s in loop.body.body if isinstance(s, c.For))
+        assert [u.target for u in dense.body.body] == [c.Var("t")] + [c.Var(f"t_jam{n}") for n in range(1, factor)]
+        stores = [s for s in loop.body.body if isinstance(s, c.Assign) and s.target.base == c.Var("out")]
+        assert [s.target.index for s in stores] == [c.Var("p")] + [c.Var("p") + n for n in range(1, factor)]
 
 
 @pytest.mark.parametrize("why, loop", [
@@ -122,15 +139,16 @@ def test_kernels_without_the_shape_print_as_before():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_spmm_kernel_is_jammed(threads):
     source = _spmm_source(threads)
-    assert f"+= {FACTOR})" in source and f"k__jam{FACTOR - 1}" in source
+    assert f"+= {WIDE})" in source and f"k__jam{WIDE - 1}" in source
+    assert f"+= {NARROW})" in source
 
 
 # --- results -------------------------------------------------------------------------------------------------
 
 
 def _matrix_with_row_lengths(cols: int, index_dtype, rng) -> sp.csr_array:
-    """One row of each length 0 .. 2 FACTOR + 1 (every remainder of the jammed loop), then a random tail."""
-    lengths = list(range(min(2 * FACTOR + 2, cols + 1))) + list(rng.integers(0, cols + 1, size=5))
+    """One row of each length 0 .. 2 WIDE + 1 (each jammed loop, every remainder), then a random tail."""
+    lengths = list(range(min(2 * WIDE + 2, cols + 1))) + list(rng.integers(0, cols + 1, size=5))
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index_dtype)
     indices = np.concatenate([np.sort(rng.choice(cols, n, replace=False)) for n in lengths]).astype(index_dtype)
     values = rng.integers(1, 64, size=len(indices)) / 8 - 4  # exact in sums of a few, zeros among them
@@ -142,8 +160,8 @@ def _matrix_with_row_lengths(cols: int, index_dtype, rng) -> sp.csr_array:
 @pytest.mark.parametrize("width", [1, 3, 64])
 def test_spmm_is_scipys_product_bit_for_bit(threads, index_dtype, width):
     rng = np.random.default_rng(width)
-    m = _matrix_with_row_lengths(12, index_dtype, rng)
-    b = rng.random((12, width))  # not exact: the order of additions shows
+    m = _matrix_with_row_lengths(2 * WIDE + 1, index_dtype, rng)
+    b = rng.random((2 * WIDE + 1, width))  # not exact: the order of additions shows
     kernel = asp.compile(SPMM[0], formats=SPMM[1], num_threads=threads)
     got = _dense(kernel(A=asp.Tensor.from_scipy(m, index_dtype=index_dtype), B=asp.Tensor.from_numpy(b)))
     expected = np.zeros((m.shape[0], width))
@@ -199,11 +217,11 @@ SDDMM = ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "C": "dense", "D": "d
 @pytest.mark.parametrize("d_format", ["dense", "d1d0"])
 def test_sddmm_is_the_plain_loops_result_bit_for_bit(threads, index_dtype, d_format):
     rng = np.random.default_rng(7)
-    m = _matrix_with_row_lengths(12, index_dtype, rng)
-    width = 5
-    c_, d_ = rng.random((m.shape[0], width)), rng.random((width, 12))  # not exact: the order of additions shows
+    m = _matrix_with_row_lengths(2 * WIDE + 1, index_dtype, rng)
+    width = WIDE + 1
+    c_, d_ = rng.random((m.shape[0], width)), rng.random((width, m.shape[1]))  # not exact: the order of additions shows
     kernel = asp.compile(SDDMM[0], formats=dict(SDDMM[1], D=d_format), num_threads=threads)
-    assert f"+= {FACTOR})" in kernel.source
+    assert f"+= {WIDE})" in kernel.source and f"+= {NARROW})" in kernel.source
     got = kernel(B=asp.Tensor.from_scipy(m, index_dtype=index_dtype), C=asp.Tensor.from_numpy(c_),
                  D=asp.Tensor.from_numpy(d_, format=d_format)).to_scipy()
     expected = np.empty(m.nnz)

@@ -1,7 +1,7 @@
 """Section inner (issue 30): ours (the default kernel, 1 thread) against every peer of the kernels suite on the
 suite's data, interleaved in one process, medians of thread-CPU time (docs/notes/perf30-inner.md).
 
-    PYTHONPATH=src:bench python docs/notes/perf30-inner.py spmv,spmv+z,spmm,sddmm uniform,power-law 0.25 15
+    PYTHONPATH=src:bench python docs/notes/perf30-inner.py spmv,spmv+z,spmm,sddmm,ttm,mttkrp uniform,power-law 0.25 15
 """
 import sys, time, statistics, gc
 import numpy as np
@@ -15,14 +15,18 @@ ref = K.Reference()
 sizes = K.SIZES["full"]
 for fam in fams:
     for name in kern:
-        key = name
-        nnz = int(sizes[key] * scale)
-        m = K.family_matrix(fam, nnz, K.PER_ROW.get(key, 10), 0)
         rng = np.random.default_rng(0)
-        case = {"spmv": lambda: K.spmv_case(fam, m, rng, mkl, gb, ref),
-                "spmv+z": lambda: K.spmv_case(fam, m, rng, mkl, gb, ref, shifted=True),
-                "spmm": lambda: K.spmm_case(fam, m, sizes["spmm_cols"], rng, mkl, gb, ref),
-                "sddmm": lambda: K.sddmm_case(fam, m, sizes["sddmm_k"], rng, gb, ref)}[name]()
+        if name in ("ttm", "mttkrp"):  # the suite's tensor: its shape, its entries scaled
+            shape, nnz = sizes["tensor"]
+            m = K.Tensor3.of(K.family_tensor(fam, shape, int(nnz * scale), 0))
+            make = K.ttm_case if name == "ttm" else K.mttkrp_case
+            case = make(fam, m, sizes["rank"], rng, ref)
+        else:
+            m = K.family_matrix(fam, int(sizes[name] * scale), K.PER_ROW.get(name, 10), 0)
+            case = {"spmv": lambda: K.spmv_case(fam, m, rng, mkl, gb, ref),
+                    "spmv+z": lambda: K.spmv_case(fam, m, rng, mkl, gb, ref, shifted=True),
+                    "spmm": lambda: K.spmm_case(fam, m, sizes["spmm_cols"], rng, mkl, gb, ref),
+                    "sddmm": lambda: K.sddmm_case(fam, m, sizes["sddmm_k"], rng, gb, ref)}[name]()
         kernel = asp.compile(case.expression, formats=case.formats, num_threads=1)
         calls = {"ours": lambda: kernel(**case.operands)}
         checks = {"ours": case.check}
@@ -41,5 +45,5 @@ for fam in fams:
         med = {n: statistics.median(v) * 1e3 for n, v in t.items()}
         best = min((n for n in med if n != "ours"), key=med.get)
         others = ", ".join(f"{n[:22]}={v:.3f}" for n, v in med.items() if n != "ours")
-        print(f"{name:7s} {fam:10s} x{scale:<5} nnz={m.nnz:>8} ours {med['ours']:8.3f} ms | best {best} "
+        print(f"{name:7s} {fam:10s} x{scale:<5} nnz={len(m.vals) if name in ('ttm', 'mttkrp') else m.nnz:>8} ours {med['ours']:8.3f} ms | best {best} "
               f"{med[best]:8.3f} ratio {med[best]/med['ours']:.2f} | {others}", flush=True)

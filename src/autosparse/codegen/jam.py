@@ -1,5 +1,5 @@
 """Unroll-and-jam of a sparse loop around a dense accumulation: C AST in, the same C AST out, with each
-such loop handling `FACTOR` positions an iteration.
+such loop preceded by a jammed copy handling `WIDE` or `NARROW` positions an iteration, chosen per row.
 
 The shape it rewrites is SpMM's (`C(i,j) += A(i,k) * B(k,j)`, and MTTKRP's and TTM's innermost loops):
 a loop over a sparse level's positions whose body names the position's coordinate and then runs one dense
@@ -13,12 +13,13 @@ loop adding into a row of the result that does not depend on the position:
                                                 }
                                                 for (; p < end; p++) { ...the loop as it was... }
 
-The row of C is loaded and stored once for four rows of B instead of once for each (SpMM's kernel 12-41%
-faster at 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM),
-is jammed into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the
-plain loop adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so
-results are the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is
-returned unchanged.
+(drawn for a factor of 4; each row takes a copy by `WIDE` or by `NARROW`: see `jam_loops`). The row of C
+is loaded and stored once for several rows of B instead of once for each (SpMM's kernel 12-41% faster at
+64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM), is jammed
+into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the plain loop
+adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so results are
+the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned
+unchanged.
 """
 
 from __future__ import annotations
@@ -29,24 +30,37 @@ from functools import reduce
 
 from . import names
 from .c_ast import (Assign, Binary, Block, Call, Decl, Expr, For, If, Index, Literal, Stmt, Unary, Var, While,
-                    increment, lt)
+                    increment, lt, or_)
 
-#: Positions handled by one iteration of a jammed loop.
-FACTOR = 4
+#: Positions an iteration of a jammed loop takes: the wide loop's on a long row, the narrow loop's on a short one.
+WIDE, NARROW = 8, 4
 
 
 def jam_loops(block: Block) -> Block:
-    """`block` with every sparse loop of the shape above unrolled and jammed."""
+    """`block` with every sparse loop of the shape above unrolled and jammed: each row (each run of the
+    loop) takes a loop by `WIDE` when it has at least `WIDE` positions, else one by `NARROW`, and then the
+    loop itself, which finishes the last positions. A dot-product loop also takes the narrow one when its
+    dense extent (the length of each sum) is below `WIDE`. Real values only: gcc contracts a complex
+    multiply into fused multiply-adds differently in a jammed loop than in the plain one, so the caller
+    leaves complex kernels as they are.
+
+    Why (a grid of SpMM, SDDMM, TTM and MTTKRP over dense extents 1-64 and the suite's families, factors
+    1/2/4/8 and their cascades, docs/notes/perf30-inner-2.md): each jammed loop costs an exit branch per
+    row that mispredicts on rows of varying length, so one jammed loop a row, not a cascade; the wide one
+    wins on long rows (power-law, banded: 4-28% over 4 at extents up to 16), but never runs on a row of
+    4-7 positions (stencils), which unjammed ran 1.05-1.7x slower. Eight sums of 4 terms each lose 10-15%
+    to four: too little work per sum for their set-up."""
     body = tuple(out for stmt in block.body for out in _rewrite(stmt))
     return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
 
 
 def _rewrite(stmt: Stmt) -> tuple[Stmt, ...]:
-    """The statements `stmt` becomes: a jammed loop and its remainder, or `stmt` with its blocks rewritten."""
+    """The statements `stmt` becomes: its jammed loops and itself as their remainder, or `stmt` with its
+    blocks rewritten."""
     if isinstance(stmt, For):
         jammed = _jammed(stmt)
-        if jammed is not None:
-            return jammed, stmt
+        if jammed:
+            return *jammed, stmt
         return (_with_body(stmt, jam_loops(stmt.body)),)
     if isinstance(stmt, While):
         return (_with_body(stmt, jam_loops(stmt.body)),)
@@ -79,28 +93,31 @@ class _Shape:
     update: Assign
 
 
-def _jammed(loop: For) -> For | None:
-    """The jammed copy of `loop` (to run before `loop` itself, which finishes the last positions), or None
-    when `loop` is of neither shape."""
+def _jammed(loop: For) -> tuple[Stmt, ...]:
+    """The jammed copies of `loop` (to run before `loop` itself, which finishes the last positions), or none
+    when `loop` is of neither shape. See `jam_loops` for the choice between them."""
     row = _shape(loop)
-    if row is not None:
-        return _row_jammed(row)
-    dots = _dots(loop)
-    return _dots_jammed(dots) if dots is not None else None
+    shape, jam = (row, _row_jammed) if row is not None else (_dots(loop), _dots_jammed)
+    if shape is None:
+        return ()
+    short = lt(shape.end - Var(shape.position), WIDE)
+    if jam is _dots_jammed:
+        short = or_(short, lt(shape.dense.condition.right, WIDE))
+    return (If(short, Block((jam(shape, NARROW),)), Block((jam(shape, WIDE),))),)
 
 
-def _row_jammed(shape: _Shape) -> For:
-    copies = [_renaming(shape.position, shape.decls, copy) for copy in range(FACTOR)]
+def _row_jammed(shape: _Shape, factor: int) -> For:
+    copies = [_renaming(shape.position, shape.decls, copy) for copy in range(factor)]
     target = shape.update.target
     total = reduce(lambda acc, renaming: Binary("+", acc, _substitute(shape.update.value, renaming)), copies, target)
     dense = dataclasses.replace(shape.dense, body=Block((Assign(target, total),)))
-    return _stepping(shape.position, shape.end, (*_copies(shape.decls, copies), dense))
+    return _stepping(shape.position, shape.end, factor, (*_copies(shape.decls, copies), dense))
 
 
-def _stepping(position: str, end: Expr, body: tuple[Stmt, ...]) -> For:
-    """`for (; p < end - (FACTOR - 1); p += FACTOR) body`."""
+def _stepping(position: str, end: Expr, factor: int, body: tuple[Stmt, ...]) -> For:
+    """`for (; p < end - (factor - 1); p += factor) body`."""
     p = Var(position)
-    return For(None, lt(p, end - (FACTOR - 1)), Assign(p, Literal(FACTOR), "+="), Block(body))
+    return For(None, lt(p, end - (factor - 1)), Assign(p, Literal(factor), "+="), Block(body))
 
 
 def _copies(stmts, copies: list[dict[str, Expr]]) -> tuple[Stmt, ...]:
@@ -159,8 +176,8 @@ class _Dots:
 
         for (; p < end; p++) { const decls...; stores...; { T sum = 0; for (k...) sum += v; after... } }
 
-    Jammed, FACTOR sums run side by side in one dense loop (each still adds its terms in order), sharing the
-    loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
+    Jammed, a factor's worth of sums run side by side in one dense loop (each still adds its terms in
+    order), sharing the loads that do not depend on the position (SDDMM's row of C) and overlapping the others'."""
 
     position: str
     end: Expr
@@ -171,12 +188,12 @@ class _Dots:
     after: tuple[Assign, ...]
 
 
-def _dots_jammed(shape: _Dots) -> For:
-    copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(FACTOR)]
+def _dots_jammed(shape: _Dots, factor: int) -> For:
+    copies = [_renaming(shape.position, (*shape.decls, shape.total), copy) for copy in range(factor)]
     update = shape.dense.body.body[0]
     dense = dataclasses.replace(shape.dense, body=Block(_copies((update,), copies)))
-    return _stepping(shape.position, shape.end, (*_copies((*shape.decls, *shape.stores, shape.total), copies), dense,
-                                                 *_copies(shape.after, copies)))
+    head = _copies((*shape.decls, *shape.stores, shape.total), copies)
+    return _stepping(shape.position, shape.end, factor, (*head, dense, *_copies(shape.after, copies)))
 
 
 def _dots(loop: For) -> _Dots | None:

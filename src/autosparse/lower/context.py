@@ -58,6 +58,10 @@ class Plan:
     #: The parallel loop whose threads assemble the result in chunks, inside a region the kernel opens
     #: around all phases (None: parallel loops open their own).
     region: IndexVar | None = None
+    #: The outermost loop whose every iteration owns one row of the dense result (its first level), which
+    #: it zeroes before writing it, so that the caller need not (None: the caller passes zeroed values).
+    zeroed_rows: IndexVar | None = None
+    result: str = ""  # the result's name
 
     @property
     def counting(self) -> bool:
@@ -75,6 +79,9 @@ class Logs:
     counters: list[str] | None = None  # loop labels when instrumented
     #: The tables that find-based co-iteration builds (finds.py), declared by the kernel around all phases.
     tables: finds.Tables = field(default_factory=dict)
+    #: Whether the loop `Plan.zeroed_rows` names was lowered as a loop over its whole dimension, zeroing
+    #: each row: only then is every entry of the result written by the kernel.
+    zeroed_rows: bool = False
 
 
 @dataclass(frozen=True)

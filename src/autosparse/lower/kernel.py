@@ -8,7 +8,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Stmt, Strategy, TensorVar, accesses,
+from ..cin.ast import (Access, Assign, Forall, ParallelUnit, Protocol, Race, Stmt, Strategy, TensorVar, accesses,
                        assignments, tensors, unnest, walk)
 from ..codegen import names
 from ..codegen import printer
@@ -46,12 +46,14 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
     region = _chunking_loop(stmt, target)
     if region is not None:
         target = replace(target, chunked=True)
-    lowering = _Phases(survey, reads, workspaces, region, num_threads, [] if instrument else None)
+    lowering = _Phases(survey, reads, workspaces, region, num_threads, [] if instrument else None,
+                       _row_owner(survey.stmt, target))
     phases = lowering.all(target)
     slots = _slots(survey, target)
     body = _function_body(survey, reads, workspaces, target, slots, phases, lowering)
     top = _top_level(survey, reads, workspaces, lowering.tables)
-    top.append(Function("int", SYMBOL, _PARAMS, jam_loops(body)))
+    complex_values = any(np.dtype(value).kind == "c" for value in types.values.values())
+    top.append(Function("int", SYMBOL, _PARAMS, body if complex_values else jam_loops(body)))
     result_lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == survey.result.name)
     counters = lowering.counters
     return KernelSource(printer.unit(Unit(tuple(top))), survey.operands, survey.result.name, slots,
@@ -63,7 +65,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                         openmp=survey.openmp,
                         bitmaps=tuple(index for strategy, index in lowering.tables.values()
                                       if strategy is Strategy.BITMAP),
-                        hashed=tuple(sorted({access.tensor.name for access in reads.keyed})))
+                        hashed=tuple(sorted({access.tensor.name for access in reads.keyed})),
+                        zeroes_result=lowering.zeroed_rows)
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,9 @@ class _Phases:
     region: IndexVar | None
     num_threads: int | None
     counters: list[str] | None
+    row_owner: IndexVar | None  # the loop that may zero the dense result's rows (`Plan.zeroed_rows`)
     tables: finds.Tables = field(default_factory=dict)
+    zeroed_rows: bool = False  # whether the filling phase zeroed every row of the dense result
 
     def all(self, target: Target) -> tuple[Block | None, Block | None, Block]:
         """(bound, count, fill): an appended result is bounded and counted before it is filled."""
@@ -200,12 +205,14 @@ class _Phases:
         """The loops for one phase (instrumented kernels count the iterations of the filling one)."""
         survey = self.survey
         plan = Plan(self.reads.levels, {survey.result.name: target, **self.workspaces}, survey.access_ids,
-                    survey.value_c, survey.result_value, phase, self.num_threads, self.region)
+                    survey.value_c, survey.result_value, phase, self.num_threads, self.region,
+                    self.row_owner, survey.result.name)
         logs = Logs(names.Fresh(), None if phase.counting else self.counters, self.tables)
         out = CBuilder()
         bounded = frozenset({survey.result.name} if phase is Phase.BOUND and target.bounds else ())
         with out.failing_to(_FAILED, names.part(phase.value, "end")) if self.region is not None else nullcontext():
             lower(survey.stmt, plan, logs, Scope(bounded=bounded), out)
+        self.zeroed_rows = logs.zeroed_rows
         return out.statements()
 
 
@@ -326,6 +333,22 @@ def _slot_ident(slot: Slot) -> str:
 
 
 _FAILED = "failed"  # the flag of the kernel's parallel region
+
+
+def _row_owner(stmt: Stmt, target: Target) -> IndexVar | None:
+    """The loop that can zero the dense result's rows itself, if there is one: the outermost loop, around
+    every statement, over the result's first level, each of whose iterations writes only its own row
+    (every write is located at the loop's coordinate there), run serially or by threads that own their
+    rows. A result summed into from an outer reduction (SpMV over CSC's columns) has no such loop and
+    keeps the caller's zeroes; so does one whose loop turns out not to visit every row (lowering says)."""
+    loop = split_relations(stmt)[0]
+    if not isinstance(target, DenseResult) or not target.levels or not isinstance(loop, Forall):
+        return None
+    if loop.parallel is not None and (loop.parallel.unit is not ParallelUnit.CPU_THREAD
+                                      or loop.parallel.race not in (Race.NO_RACES, Race.IGNORE_RACES)):
+        return None
+    writes = [a.lhs for a in assignments(loop) if a.lhs.tensor.name == target.name]
+    return loop.index if all(lhs.level_indices[:1] == (loop.index,) for lhs in writes) else None
 
 
 def _chunking_loop(stmt: Stmt, target: Target) -> IndexVar | None:

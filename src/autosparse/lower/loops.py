@@ -7,11 +7,13 @@ around it. The loops themselves are in coiteration.py, derived.py and parallel.p
 
 from __future__ import annotations
 
+import operator
 from contextlib import nullcontext
+from functools import reduce
 
 from ..cin.ast import Forall
 from ..codegen import names
-from ..codegen.c_ast import Decl, Expr, Literal, Unroll, Var, call, increment, lt
+from ..codegen.c_ast import Decl, Expr, Literal, SizeOf, Unroll, Var, as_expr, call, increment, lt
 from . import lattice as lat
 from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load, loop_lattice,
                           parallel_sparse_loop, point_cases, require_ordered, sparse_iterators, survey)
@@ -86,22 +88,36 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
     sparse = sparse_iterators(lattice)
     require_ordered(cx, sparse, loop)
     rows = row_split(cx, stmt, bound is None)
+    zeroes = bound is None and not scope.loops and cx.plan.zeroed_rows == loop.index
     parallel = parallel_region(cx, stmt, sparse, scope, rows=rows) if stmt.parallel is not None else nullcontext(scope)
     with parallel as scope:
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
         first, bound = (rows.first, rows.stop) if rows else (Literal(0), bound or Var(names.extent(loop.index)))
-        _dense_for(cx, stmt, loop, lattice, sparse, scope, first, bound)
+        _dense_for(cx, stmt, loop, lattice, sparse, scope, first, bound, zeroes)
+    cx.logs.zeroed_rows |= zeroes
 
 
 def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
-               first: Expr, bound: Expr) -> None:
+               first: Expr, bound: Expr, zeroes: bool) -> None:
     index = Var(names.coordinate(loop.index))
     with cx.b.for_(Decl("int64_t", index.name, first), lt(index, bound), increment(index)), \
             iteration(cx, stmt):
         cx.count(f"∀{loop.index} dense")
+        if zeroes:
+            _zero_row(cx, index)
         for it in sparse:
             load(cx, it, guard=True, index=index)
         point_cases(cx, stmt, loop, lattice, lattice, scope)
         for it in sparse:
             advance(cx, it, index)
+
+
+def _zero_row(cx: Lowering, index: Var) -> None:
+    """The result's row at `index`, zeroed by the iteration that owns it just before it writes the row: a
+    pass the caller's zeroed allocation would make over the whole result, and, in a parallel loop, the
+    row first touched by the thread that writes it. A row of one entry becomes a store the compiler
+    merges with the row's own."""
+    result = cx.plan.targets[cx.plan.result]
+    row = reduce(operator.mul, [as_expr(dim) for dim in result.dims[1:]] or [Literal(1)])
+    cx.b.expr(call("memset", Var(names.vals(result.name)) + index * row, 0, row * SizeOf(cx.plan.value_type)))

@@ -3,9 +3,10 @@
     int autosparse_kernel(void **args, const int64_t *dims, int64_t *sizes, int64_t *counters)
 
 `args` holds one pointer per `Slot`: each operand's level arrays and values, then the result's. A dense
-result's values are allocated (zeroed) by the caller; an assembled result's arrays are allocated by the
-kernel, which writes their pointers back into `args` and their lengths into `sizes`. `dims[k]` is the
-extent of `indices[k]`. The return value is a `ReturnCode`. Nothing is global: concurrent calls are safe.
+result's values are allocated by the caller (zeroed unless `zeroes_result`); an assembled result's arrays
+are allocated by the kernel, which writes their pointers back into `args` and their lengths into `sizes`.
+`dims[k]` is the extent of `indices[k]`. The return value is a `ReturnCode`. Nothing is global: concurrent
+calls are safe.
 
 Lowering produces a `KernelSource`; the runtime reads nothing else of lowering. Besides the C text it
 declares everything a caller needs to check and marshal a call (`runtime.calls`): the slots, the indices
@@ -73,7 +74,7 @@ class KernelSource:
     operands: tuple[str, ...]
     result: str
     slots: tuple[Slot, ...]
-    assembled: bool  # whether the kernel allocates the result (else the caller passes zeroed values)
+    assembled: bool  # whether the kernel allocates the result (else the caller passes its values)
     indices: tuple[IndexVar, ...]
     counters: tuple[str, ...] | None
     result_indices: tuple[IndexVar, ...]  # the result's indices by mode: its shape
@@ -83,6 +84,7 @@ class KernelSource:
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
     bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
     hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
+    zeroes_result: bool = False  # whether the kernel zeroes each row of its dense result (the caller need not)
 
 
 def raise_failure(code: int, source: KernelSource) -> None:

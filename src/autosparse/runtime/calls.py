@@ -108,7 +108,7 @@ class BoundCall:
             args[k] = value.address(level, array) if type(value) is Tensor else address(value)
         assembled = source.assembled
         if not assembled:
-            result_vals = np.zeros(self.stored_shape, dtype=call.value_dtype)
+            result_vals = (np.empty if source.zeroes_result else np.zeros)(self.stored_shape, dtype=call.value_dtype)
             args[call.outputs[0][0]] = address(result_vals)
         sizes = (ctypes.c_int64 * call.slot_count)() if assembled else self.shared_sizes
         counters = self.shared_counters if source.counters is None else (ctypes.c_int64 * call.counter_count)()
