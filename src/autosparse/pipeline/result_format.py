@@ -58,6 +58,7 @@ class _Mode:
     bounded: bool
     level: Level | None
     above: frozenset[IndexVar] = frozenset()
+    gathered: bool = False  # kept below a summed index: products of several factors arrive in any order
 
 
 _UNBOUNDED = _Mode(False, None)
@@ -71,7 +72,7 @@ def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format
 
 @functools.lru_cache(maxsize=1024)  # `evaluate` infers on every call: the walk is paid once per case
 def _inferred(assignment: Assignment, operand_formats: tuple) -> Format:
-    formats = dict(operand_formats)
+    formats = {name: in_increasing_order(fmt) for name, fmt in operand_formats}
     order = len(assignment.lhs.indices)
     reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
     if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
@@ -98,8 +99,10 @@ def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
     """The result's levels, each the appendable kind of the operand level that stores its index, in the
     operands' storage order."""
     indices = _storage_order(assignment, formats)
-    levels = tuple(_appendable(modes.get(index, _UNBOUNDED).level) for index in indices)
-    return Format(levels, mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
+    levels = [_appendable(modes.get(index, _UNBOUNDED).level) for index in indices]
+    if indices and modes.get(indices[-1], _UNBOUNDED).gathered and levels[-1] == Compressed():
+        levels[-1] = Compressed(order="unordered")  # left as gathered: sorted where a later kernel merges it
+    return Format(tuple(levels), mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
 
 
 def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
@@ -112,7 +115,8 @@ def _projected(modes: Mapping[IndexVar, _Mode], kept: set[IndexVar], expr,
     """`modes` (of `expr`) summed over the indices not `kept`."""
     summed = set(modes) - kept
     whole = len([a for a in accesses(expr) if _is_sparse(formats[a.tensor])]) < 2
-    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else mode
+    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else
+            _Mode(mode.bounded, mode.level, mode.above, True) if mode.above & summed else mode
             for index, mode in modes.items() if index in kept}
 
 
@@ -166,6 +170,19 @@ def _appendable(level: Level | None) -> Level:
     if Capability.APPEND in level.capabilities and properties.unique and not properties.branchless:
         return level
     return Compressed()
+
+
+def in_increasing_order(fmt: "Format | Layout") -> "Format | Layout":
+    """`fmt` with its unordered compressed levels (`ds~`) in increasing order: what a kernel computes in
+    where it must merge such an operand, which `pipeline.conversions` then sorts per call."""
+    if isinstance(fmt, Layout) or not any(_unordered(level) for level in fmt.levels):
+        return fmt
+    levels = tuple(level.in_increasing_order() if _unordered(level) else level for level in fmt.levels)
+    return Format(levels, mode_order=fmt.mode_order)
+
+
+def _unordered(level: Level) -> bool:
+    return isinstance(level, Compressed) and level.order == "unordered"
 
 
 def _in_increasing_order(fmt: "Format | Layout") -> bool:

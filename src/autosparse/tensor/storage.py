@@ -203,3 +203,18 @@ def read_only(array: np.ndarray) -> np.ndarray:
     view = np.ascontiguousarray(array).view()
     view.flags.writeable = False
     return view
+
+
+def unchangeable(storage: Storage) -> bool:
+    """Whether no one can write the storage's arrays: each read-only and no view of writeable memory (a
+    user's array or scipy matrix a tensor shares, a bytearray). Only then may what is computed from them
+    be kept."""
+    return all(_unchangeable(array) for array in (storage.vals, *(a for level in storage.levels for a in level.values())))
+
+
+def _unchangeable(array) -> bool:
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return not isinstance(array, (bytearray, memoryview)) or (isinstance(array, memoryview) and array.readonly)
