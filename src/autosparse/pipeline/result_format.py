@@ -18,20 +18,26 @@ Each index of the result takes the level that stores it in a bounding operand: a
 factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to (a COO
 operand's non-unique or singleton level becomes compressed); a dense level otherwise (CSR's rows).
 
+A result level whose index is kept below a summed one in a product of several sparse factors (SpGEMM's
+columns below k) is gathered out of order into a workspace: it is left unordered (`ds~`, as scipy's `A @ B`
+leaves its rows), and a later kernel that must merge it sorts it first (`pipeline.conversions`). Operands'
+own unordered levels count as ordered here: a kernel merging them computes in their sorted formats.
+
 The result is sparse when its pattern is bounded over every index and one of its levels is compressed,
 or when it has several indices, each bounded, though stored densely in every operand (CSR × CSC, whose
 columns are bounded by B's compressed k below its dense j): then its last level is made compressed.
 It is dense otherwise: SpMV over CSR (whose rows are a dense level), MTTKRP, anything added to a dense
 term or a literal. So is it when an operand is blocked (BCSR: its products' rows arrive block column by
-block column) or has sparse levels out of increasing order (unsorted, decreasing or hashed), which a
-kernel walks out of the order it appends in.
+block column) or has sparse levels out of increasing order that no sort restores (decreasing or hashed),
+which a kernel walks out of the order it appends in.
 
 Its mode order is the operands' storage orders merged (stable, ties in the result's index order), so
 the kernel appends concordantly with the default loop order; where the operands' orders are cyclic,
 the result's own index order.
 
-    CSR × CSR -> csr     CSR + CSR -> csr     DCSR × DCSR -> dcsr    CSC × CSC -> csc
-    CSR + CSC -> dcsr    CSR × CSC -> csr     COO × COO -> dcsr      sss tensor × c(k) over k -> ss
+    CSR × CSR -> ds~     CSR + CSR -> csr     DCSR × DCSR -> ss~     CSC × CSC -> d1s0~
+    CSR + CSC -> dcsr    CSR × CSC -> ds~     COO × COO -> ss~       sss tensor × c(k) over k -> ss
+    ds~ + CSR -> csr     ds~ × CSR -> ds~
     SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
 """
 
