@@ -243,3 +243,20 @@ def test_a_tensor_keeps_at_most_two_conversions():
     T.to_format("dcsr")
     assert T.to_format("coo") is second and T.to_format("csc") is not first
     assert pickle.loads(pickle.dumps(T))._conversions is None
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=["int32", "int64"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128, np.int64])
+@pytest.mark.parametrize("shape, density", [((50, 40), 0.1), ((3, 200), 0.5), ((0, 5), 0.1), ((5, 0), 0.1),
+                                            ((1, 1), 1.0), ((2, 300), 0.9)])
+def test_the_native_row_sort_matches_scipy(shape, density, dtype, index_dtype):
+    """Short rows sorted as pairs, long ones (over 32) through a dense row; CSC's columns the same way."""
+    m = sp.random(*shape, density=density, format="csr", random_state=1)
+    m.data = m.data * 100 + 1  # nonzero in every dtype
+    m = m.astype(dtype)
+    T = _shuffled(m.toarray(), index_dtype, seed=2)
+    S = T.to_format("csr")
+    assert S.format == asp.Format("csr") and S.index_dtype == index_dtype and S.dtype == dtype
+    np.testing.assert_array_equal(S.levels[1]["crd"], m.indices)
+    np.testing.assert_array_equal(S.vals, m.data)
+    np.testing.assert_array_equal(T.T.to_format("csc").to_numpy(), m.toarray().T)
