@@ -78,8 +78,9 @@ class Kernel:
             self.formats[result] = inferred_result_format(self.assignment, self.formats)
             if schedule is None:
                 self.formats = concordant_formats(self.assignment, self.formats, stored)
-        self.formats = ordered_where_merged(self.formats, result, lambda formats: _lowers(
-            self.assignment, formats, self.temporary_formats, schedule, result))  # ds~ sorted where merged
+        if schedule is None:  # ds~ sorted where the default merges it (a schedule given names its strategies)
+            self.formats = ordered_where_merged(self.formats, result, lambda formats: _lowers(
+                self.assignment, formats, self.temporary_formats, schedule, result))
         self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if n != result and fmt != given[n]}
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
