@@ -64,11 +64,14 @@ def ordered_where_merged(formats: Mapping[str, "Format | Layout"], result: str,
     """`formats` with the operands whose unordered levels (`ds~`) the kernel must merge or append from
     in order computed in their sorted formats (converted per call, `operand_in`); `lowers` says whether
     a kernel computing in some formats lowers. Those it reads in any order (a product's left operand,
-    SpMV) stay as they are: each is sorted only where keeping it unsorted does not lower."""
+    SpMV) stay as they are: each is sorted only where keeping it unsorted does not lower. Where sorting
+    does not make it lower either, `formats` stand (the lowering's refusal names the cause)."""
     unordered = [name for name, fmt in formats.items() if name != result and in_increasing_order(fmt) != fmt]
     if not unordered or lowers(formats):
         return dict(formats)
     ordered = {**formats, **{name: in_increasing_order(formats[name]) for name in unordered}}
+    if not lowers(ordered):  # sorting does not help: the kernel's own refusal stands
+        return dict(formats)
     if len(unordered) > 1:  # (one alone: it did not lower unsorted)
         for name in unordered:
             kept = {**ordered, name: formats[name]}

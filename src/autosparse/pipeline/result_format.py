@@ -179,7 +179,7 @@ def _appendable(level: Level | None) -> Level:
 
 
 def in_increasing_order(fmt: "Format | Layout") -> "Format | Layout":
-    """`fmt` with its unordered compressed levels (`ds~`) in increasing order: what a kernel computes in
+    """`fmt` with its unordered compressed levels (`ds~`, not COO's `u~`) in increasing order: what a kernel computes in
     where it must merge such an operand, which `pipeline.conversions` then sorts per call."""
     if isinstance(fmt, Layout) or not any(_unordered(level) for level in fmt.levels):
         return fmt
@@ -188,7 +188,9 @@ def in_increasing_order(fmt: "Format | Layout") -> "Format | Layout":
 
 
 def _unordered(level: Level) -> bool:
-    return isinstance(level, Compressed) and level.order == "unordered"
+    """A compressed level of unique coordinates in no order (`s~`); unsorted COO's `u~` keeps its own
+    strategies (found by hashing its whole coordinates)."""
+    return isinstance(level, Compressed) and level.unique and level.order == "unordered"
 
 
 def _in_increasing_order(fmt: "Format | Layout") -> bool:
