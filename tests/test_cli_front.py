@@ -66,14 +66,14 @@ def test_version_is_the_package_version():
 
 @pytest.mark.parametrize("shape, density", [((5, 7), 0.3), ((1, 1), 1.0), ((6, 4), 0.0), ((3, 8), 0.05)])
 def test_run_prints_a_sparse_product_entry_by_entry(tmp_path, shape, density):
-    """SpGEMM without -f C=...: operands read from files are sparse, so C is CSR, printed as its entries
+    """SpGEMM without -f C=...: operands read from files are sparse, so C is CSR with unsorted rows, printed as its entries
     (empty, single-entry, non-square and 1x1 included) and equal to scipy's product."""
     rng = np.random.default_rng(0)
     a, b = _sparse(rng, shape, density), _sparse(rng, shape[::-1], density)
     result = _run("C(i,j) = A(i,k) * B(k,j)", "-i", f"A={_write_matrix(tmp_path / 'A.mtx', a)}",
                   "-i", f"B={_write_matrix(tmp_path / 'B.mtx', b)}")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"{(shape[0], shape[0])} in ds with {(a @ b).nnz:,} entries:")
+    assert result.output.startswith(f"{(shape[0], shape[0])} in ds~ with {(a @ b).nnz:,} entries:")
     printed_shape, printed = _printed_entries(result.output)
     assert printed_shape == (shape[0], shape[0]) and same_entries(asp.Tensor.from_scipy(printed.tocsr()), a @ b)
 

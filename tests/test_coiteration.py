@@ -116,8 +116,11 @@ def test_seqiter_on_an_unsorted_operand_is_a_schedule_error():
         asp.compile("z() = a(i) * b(i)", formats={"a": "s", "b": "s~"}, schedule="coiterate(i, gallop, b)").source
     with pytest.raises(asp.ScheduleError, match="hash.*repeat"):
         asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds", "x": "u"}, schedule="coiterate(j, hash, x)").source
-    with pytest.raises(asp.ScheduleError, match="merge.*unordered"):  # the default schedule merges
-        asp.compile("z() = a(i) * b(i)", formats={"a": "s", "b": "s~"}).source
+    with pytest.raises(asp.ScheduleError, match="merge.*unordered"):  # a schedule given runs as given
+        asp.compile("z() = a(i) * b(i)", formats={"a": "s", "b": "s~"}, schedule="coiterate(i, merge, b)").source
+    # the default schedule merges b sorted (tests/test_unsorted.py)
+    assert asp.compile("z() = a(i) * b(i)", formats={"a": "s", "b": "s~"}).conversions == {
+        "b": (asp.Format("s~"), asp.Format("s"))}
 
 
 def test_the_default_schedule_merges_opposite_orders():
@@ -138,8 +141,10 @@ def test_an_unknown_strategy_or_operand_is_refused():
 def test_appending_out_of_order_is_refused():
     with pytest.raises(asp.ScheduleError, match="appends"):
         asp.compile("z(i) = a(i) + b(i)", formats={"a": "s", "b": "s", "z": "s"}, schedule="coiterate(i, hash)").source
-    with pytest.raises(asp.ScheduleError, match="increasing order"):
-        asp.compile("z(i) = a(i)", formats={"a": "s~", "z": "s"}).source
+    with pytest.raises(asp.ScheduleError, match="increasing order"):  # CIN given runs as given
+        asp.compile("z(i) = a(i)", formats={"a": "s~", "z": "s"}, schedule="∀i z(i) = a(i)").source
+    # the default schedule appends from a sorted (tests/test_unsorted.py)
+    assert asp.compile("z(i) = a(i)", formats={"a": "s~", "z": "s"}).conversions == {"a": (asp.Format("s~"), asp.Format("s"))}
 
 
 def test_the_three_way_product_of_mixed_orders():

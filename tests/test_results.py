@@ -30,12 +30,12 @@ GRID = [
     (SPMV, {"A": "dcsr"}, "s"),
     (SPMV, {"A": "coo"}, "s"),
     (SPMM, {"A": "csr"}, "dense"),
-    (SPGEMM, {"A": "csr", "B": "csr"}, "csr"),
-    (SPGEMM, {"A": "csc", "B": "csc"}, "csc"),
-    (SPGEMM, {"A": "dcsr", "B": "dcsr"}, "dcsr"),
-    (SPGEMM, {"A": "csr", "B": "dcsr"}, "csr"),
-    (SPGEMM, {"A": "csr", "B": "csc"}, "csr"),
-    (SPGEMM, {"A": "coo", "B": "coo"}, "dcsr"),
+    (SPGEMM, {"A": "csr", "B": "csr"}, "ds~"),
+    (SPGEMM, {"A": "csc", "B": "csc"}, "d1s0~"),
+    (SPGEMM, {"A": "dcsr", "B": "dcsr"}, "ss~"),
+    (SPGEMM, {"A": "csr", "B": "dcsr"}, "ds~"),
+    (SPGEMM, {"A": "csr", "B": "csc"}, "ds~"),
+    (SPGEMM, {"A": "coo", "B": "coo"}, "ss~"),
     (SPGEMM, {"A": "csr"}, "dense"),
     (ADD, {"A": "csr", "B": "csr"}, "csr"),
     (ADD, {"A": "dcsr", "B": "dcsr"}, "dcsr"),
@@ -145,7 +145,7 @@ def test_einsum_infers_as_evaluate_does():
     arrays = _arrays(SPGEMM, "random")
     A, B = (asp.Tensor.from_numpy(arrays[n], format="csr") for n in "AB")
     C = asp.einsum("ik,kj->ij", A, B)
-    assert type(C) is asp.Tensor and C.format == "csr"
+    assert type(C) is asp.Tensor and C.format == "ds~"
     np.testing.assert_allclose(C.to_numpy(), arrays["A"] @ arrays["B"])
     y = asp.einsum("ik,k->i", A, np.ones(6))
     assert type(y) is np.ndarray
@@ -157,7 +157,7 @@ def test_scipy_operands_infer_sparse_results():
     A = sp.random(30, 20, density=0.2, format="csr", random_state=1)
     B = sp.random(20, 25, density=0.2, format="csr", random_state=2)
     C = asp.evaluate(SPGEMM, A=A, B=B)
-    assert type(C) is asp.Tensor and C.format == "csr" and C.nnz == (A @ B).nnz
+    assert type(C) is asp.Tensor and C.format == "ds~" and C.nnz == (A @ B).nnz
     np.testing.assert_allclose(C.to_numpy(), (A @ B).toarray())
 
 
@@ -234,7 +234,7 @@ def test_a_dense_result_over_the_memory_limit_names_format():
     A = asp.Tensor.from_numpy(np.eye(50, 6), format="csr")
     B = asp.Tensor.from_numpy(np.eye(6, 40), format="csr")
     asp.set_memory_limit(4000)  # below 50 x 40 doubles, above the sparse result's arrays
-    with pytest.raises(asp.MemoryLimitError, match=r"dense result C of shape \(50, 40\).*format='csr'"):
+    with pytest.raises(asp.MemoryLimitError, match=r"dense result C of shape \(50, 40\).*format='ds~'"):
         asp.evaluate(SPGEMM, A=A, B=B, format="dense")
     with pytest.raises(asp.MemoryLimitError, match="format="):
         asp.evaluate(ADD, A=asp.Tensor.from_numpy(np.eye(50, 40), format="csr"), B=np.ones((50, 40)))

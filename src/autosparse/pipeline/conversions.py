@@ -4,9 +4,16 @@ A kernel computes in fixed formats (those it was compiled for, or the concordant
 schedule chose: `kernel.conversions`). An operand stored in another format — a CSC tensor given to a
 kernel computing in CSR, a scipy `coo_matrix` (what `mmread` returns) — is converted on every call,
 which can cost more than the kernel itself: the first time for each kernel and operand, a
-`PerformanceWarning` names the format to convert it to once. Matrices convert between CSR, CSC and
-coordinates, and coordinates to CSF, by counting sorts in C (`runtime/conversion.py`, which
-`Tensor.to_format` reaches too); anything else through the Tensor's own conversions.
+`PerformanceWarning` names the format to convert it to once. A Tensor whose arrays no one can change
+(a kernel's result, a conversion) keeps its conversion (`Tensor.to_format`), so only its first call
+converts. Matrices convert between CSR, CSC and coordinates, and coordinates to CSF, by counting sorts
+in C (`runtime/conversion.py`, which `Tensor.to_format` reaches too); anything else through the
+Tensor's own conversions.
+
+An operand whose levels are unordered (`ds~`: a product's rows, as scipy's `A @ B` leaves them) is read
+as it is by kernels that need no order (SpMV, a product's left operand); one that must merge it, or
+append from it in order, computes in its sorted format instead (`ordered_where_merged`), and the call
+sorts it in C, silently, as scipy sorts a product's indices where an operation needs them sorted.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -25,6 +32,7 @@ from ..tensor import Tensor, as_tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import INDEX_DTYPES, promote_value_dtype
 from ..tensor.interop import is_scipy
+from .result_format import in_increasing_order
 
 _SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
 _UNSORTED_COORDINATES = Format("u~q")
@@ -32,22 +40,44 @@ _PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
 def operand_in(value, fmt: Format, name: str, warned: set[str]) -> Tensor:
-    """`value` stored in `fmt`, converted natively where it can be; warns (once per name in `warned`)
-    when a sparse value stored in another format has to be converted."""
+    """`value` stored in `fmt`, converted natively where it can be (a Tensor through `to_format`, which
+    keeps the conversion where the Tensor cannot change); warns (once per name in `warned`) when a
+    sparse value stored in another format has to be converted, except a Tensor whose levels are only
+    to be sorted (a product's unsorted rows, as scipy sorts them silently)."""
     stored = _stored_format(value)
     if stored is None or stored == fmt:
         return as_tensor(value, fmt, name)
-    if name not in warned:
+    if name not in warned and in_increasing_order(stored) != fmt:
         warned.add(name)
-        given = f"a scipy {value.format} matrix" if is_scipy(value) else f"stored as {stored}"
-        warnings.warn(f"{name} is {given} but the kernel computes in {fmt}, so it is converted on every call: "
-                      f"convert it once with {_advice(value, name, fmt)} and pass that instead",
-                      PerformanceWarning, stacklevel=_callers_level())
+        warnings.warn(_warning(value, stored, fmt, name), PerformanceWarning, stacklevel=_callers_level())
+    if isinstance(value, Tensor):  # through to_format, which converts natively and keeps what it can
+        return as_tensor(value, fmt, name)
     source = _as_stored(value)
     if source is not None and source.format == fmt:  # a scipy format that imports into fmt
         return source
     converted = native_conversion(source, fmt)
     return converted if converted is not None else as_tensor(value, fmt, name)
+
+
+def ordered_where_merged(formats: Mapping[str, "Format | Layout"], result: str,
+                         lowers: Callable[[Mapping[str, "Format | Layout"]], bool]) -> dict[str, "Format | Layout"]:
+    """`formats` with the operands whose unordered levels (`ds~`) the kernel must merge or append from
+    in order computed in their sorted formats (converted per call, `operand_in`); `lowers` says whether
+    a kernel computing in some formats lowers. Those it reads in any order (a product's left operand,
+    SpMV) stay as they are: each is sorted only where keeping it unsorted does not lower. Where sorting
+    does not make it lower either, `formats` stand (the lowering's refusal names the cause)."""
+    unordered = [name for name, fmt in formats.items() if name != result and in_increasing_order(fmt) != fmt]
+    if not unordered or lowers(formats):
+        return dict(formats)
+    ordered = {**formats, **{name: in_increasing_order(formats[name]) for name in unordered}}
+    if not lowers(ordered):  # sorting does not help: the kernel's own refusal stands
+        return dict(formats)
+    if len(unordered) > 1:  # (one alone: it did not lower unsorted)
+        for name in unordered:
+            kept = {**ordered, name: formats[name]}
+            if lowers(kept):
+                ordered = kept
+    return ordered
 
 
 def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
@@ -72,6 +102,15 @@ def _callers_level() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _warning(value, stored: Format, fmt: Format, name: str) -> str:
+    given = f"a scipy {value.format} matrix" if is_scipy(value) else f"stored as {stored}"
+    if isinstance(value, Tensor) and value.keeps_conversions:
+        return (f"{name} is {given} but the kernel computes in {fmt}, so it is converted once and the copy kept "
+                f"on the Tensor: convert it with {_advice(value, name, fmt)} and pass that instead to hold one copy")
+    return (f"{name} is {given} but the kernel computes in {fmt}, so it is converted on every call: convert it "
+            f"once with {_advice(value, name, fmt)} and pass that instead")
 
 
 def _advice(value, name: str, fmt: Format) -> str:

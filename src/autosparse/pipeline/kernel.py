@@ -29,12 +29,13 @@ from ..config import check_allocation, checked_thread_count, memory_limit, num_t
 from ..errors import AutosparseError, MemoryLimitError, ScheduleError
 from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
+from ..lower.kernel import generate
 from ..notation import Assignment, Div, Literal, accesses, index_extents, split_diagonals, walk
 from ..runtime import BoundCall, KernelCall
 from ..runtime.abi import ReturnCode, Types
 from ..tensor import Tensor
 from ..tensor.dtypes import promote_value_dtype
-from .conversions import operand_in
+from .conversions import operand_in, ordered_where_merged
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
@@ -77,6 +78,9 @@ class Kernel:
             self.formats[result] = inferred_result_format(self.assignment, self.formats)
             if schedule is None:
                 self.formats = concordant_formats(self.assignment, self.formats, stored)
+        if schedule is None:  # ds~ sorted where the default merges it (a schedule given names its strategies)
+            self.formats = ordered_where_merged(self.formats, result, lambda formats: _lowers(
+                self.assignment, formats, self.temporary_formats, schedule, result))
         self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if n != result and fmt != given[n]}
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
@@ -310,6 +314,19 @@ class Kernel:
                           {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
             call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
         return call
+
+
+def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str) -> bool:
+    """Whether a kernel computing in `formats` lowers (sequentially, for float64 and int32): asked only
+    of kernels reading an unordered operand, whose lowering refuses to merge it."""
+    formats = {**formats, result: assembly_format(formats[result])}
+    try:
+        cin = scheduled(assignment, formats, temporary_formats, schedule, {}, 1)
+        names = [n for n, v in tensors(cin).items() if not v.temporary]
+        generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names}))
+    except ScheduleError:
+        return False
+    return True
 
 
 def delivered(result):

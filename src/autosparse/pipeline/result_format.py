@@ -18,20 +18,26 @@ Each index of the result takes the level that stores it in a bounding operand: a
 factor, or of a term of a sum whose terms are all bounded, made one the kernel can append to (a COO
 operand's non-unique or singleton level becomes compressed); a dense level otherwise (CSR's rows).
 
+A result level whose index is kept below a summed one in a product of several sparse factors (SpGEMM's
+columns below k) is gathered out of order into a workspace: it is left unordered (`ds~`, as scipy's `A @ B`
+leaves its rows), and a later kernel that must merge it sorts it first (`pipeline.conversions`). Operands'
+own unordered levels count as ordered here: a kernel merging them computes in their sorted formats.
+
 The result is sparse when its pattern is bounded over every index and one of its levels is compressed,
 or when it has several indices, each bounded, though stored densely in every operand (CSR × CSC, whose
 columns are bounded by B's compressed k below its dense j): then its last level is made compressed.
 It is dense otherwise: SpMV over CSR (whose rows are a dense level), MTTKRP, anything added to a dense
 term or a literal. So is it when an operand is blocked (BCSR: its products' rows arrive block column by
-block column) or has sparse levels out of increasing order (unsorted, decreasing or hashed), which a
-kernel walks out of the order it appends in.
+block column) or has sparse levels out of increasing order that no sort restores (decreasing or hashed),
+which a kernel walks out of the order it appends in.
 
 Its mode order is the operands' storage orders merged (stable, ties in the result's index order), so
 the kernel appends concordantly with the default loop order; where the operands' orders are cyclic,
 the result's own index order.
 
-    CSR × CSR -> csr     CSR + CSR -> csr     DCSR × DCSR -> dcsr    CSC × CSC -> csc
-    CSR + CSC -> dcsr    CSR × CSC -> csr     COO × COO -> dcsr      sss tensor × c(k) over k -> ss
+    CSR × CSR -> ds~     CSR + CSR -> csr     DCSR × DCSR -> ss~     CSC × CSC -> d1s0~
+    CSR + CSC -> dcsr    CSR × CSC -> ds~     COO × COO -> ss~       sss tensor × c(k) over k -> ss
+    ds~ + CSR -> csr     ds~ × CSR -> ds~
     SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
 """
 
@@ -58,6 +64,7 @@ class _Mode:
     bounded: bool
     level: Level | None
     above: frozenset[IndexVar] = frozenset()
+    gathered: bool = False  # kept below a summed index: products of several factors arrive in any order
 
 
 _UNBOUNDED = _Mode(False, None)
@@ -71,7 +78,7 @@ def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format
 
 @functools.lru_cache(maxsize=1024)  # `evaluate` infers on every call: the walk is paid once per case
 def _inferred(assignment: Assignment, operand_formats: tuple) -> Format:
-    formats = dict(operand_formats)
+    formats = {name: in_increasing_order(fmt) for name, fmt in operand_formats}
     order = len(assignment.lhs.indices)
     reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
     if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
@@ -98,8 +105,10 @@ def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
     """The result's levels, each the appendable kind of the operand level that stores its index, in the
     operands' storage order."""
     indices = _storage_order(assignment, formats)
-    levels = tuple(_appendable(modes.get(index, _UNBOUNDED).level) for index in indices)
-    return Format(levels, mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
+    levels = [_appendable(modes.get(index, _UNBOUNDED).level) for index in indices]
+    if indices and modes.get(indices[-1], _UNBOUNDED).gathered and levels[-1] == Compressed():
+        levels[-1] = Compressed(order="unordered")  # left as gathered: sorted where a later kernel merges it
+    return Format(tuple(levels), mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
 
 
 def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
@@ -112,7 +121,8 @@ def _projected(modes: Mapping[IndexVar, _Mode], kept: set[IndexVar], expr,
     """`modes` (of `expr`) summed over the indices not `kept`."""
     summed = set(modes) - kept
     whole = len([a for a in accesses(expr) if _is_sparse(formats[a.tensor])]) < 2
-    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else mode
+    return {index: _Mode(mode.bounded, None) if whole and mode.above & summed else
+            _Mode(mode.bounded, mode.level, mode.above, True) if mode.above & summed else mode
             for index, mode in modes.items() if index in kept}
 
 
@@ -166,6 +176,21 @@ def _appendable(level: Level | None) -> Level:
     if Capability.APPEND in level.capabilities and properties.unique and not properties.branchless:
         return level
     return Compressed()
+
+
+def in_increasing_order(fmt: "Format | Layout") -> "Format | Layout":
+    """`fmt` with its unordered compressed levels (`ds~`, not COO's `u~`) in increasing order: what a kernel computes in
+    where it must merge such an operand, which `pipeline.conversions` then sorts per call."""
+    if isinstance(fmt, Layout) or not any(_unordered(level) for level in fmt.levels):
+        return fmt
+    levels = tuple(level.in_increasing_order() if _unordered(level) else level for level in fmt.levels)
+    return Format(levels, mode_order=fmt.mode_order)
+
+
+def _unordered(level: Level) -> bool:
+    """A compressed level of unique coordinates in no order (`s~`); unsorted COO's `u~` keeps its own
+    strategies (found by hashing its whole coordinates)."""
+    return isinstance(level, Compressed) and level.unique and level.order == "unordered"
 
 
 def _in_increasing_order(fmt: "Format | Layout") -> bool:

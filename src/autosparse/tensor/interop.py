@@ -178,6 +178,9 @@ def _as_index(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return array.astype(dtype, copy=False)
 
 
+_UNSORTED = {"csr": Format("ds~"), "csc": Format("d1s0~")}
+
+
 def to_scipy(tensor: Tensor):
     import scipy.sparse as sp
 
@@ -186,8 +189,9 @@ def to_scipy(tensor: Tensor):
         return sp.coo_array((values, (coords[0],)), shape=tensor.shape)
     if tensor.order != 2:
         raise ShapeError(f"Expected a tensor of order 1 or 2 for scipy.sparse, but found order {tensor.order}")
-    kind = "csc" if tensor.format == _NATIVE["csc"] else "csr"
-    stored = tensor.to_format(_NATIVE[kind])
+    kind = "csc" if tensor.format in (_NATIVE["csc"], _UNSORTED["csc"]) else "csr"
+    # rows (columns) left unsorted as scipy's own product leaves them: has_sorted_indices is False
+    stored = tensor if tensor.format == _UNSORTED[kind] else tensor.to_format(_NATIVE[kind])
     arrays = (stored.vals.copy(), stored.levels[1]["crd"].copy(), stored.levels[1]["pos"].copy())
     return (sp.csc_array if kind == "csc" else sp.csr_array)(arrays, shape=tensor.shape)
 

@@ -5,6 +5,8 @@ and never look at a level's kind.
 
 from __future__ import annotations
 
+import mmap
+import sys
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -203,3 +205,28 @@ def read_only(array: np.ndarray) -> np.ndarray:
     view = np.ascontiguousarray(array).view()
     view.flags.writeable = False
     return view
+
+
+
+def unchangeable(storage: Storage) -> bool:
+    """Whether no one can write the storage's arrays: each read-only, and a view only of memory that is
+    read-only too or that nothing but the view holds (an array autosparse allocated and viewed read-only);
+    not of a user's array or scipy matrix a tensor shares, nor of a bytearray. Only then may what is
+    computed from them be kept."""
+    return all(_unchangeable(array) for array in (storage.vals, *(a for level in storage.levels for a in level.values())))
+
+
+#: sys.getrefcount of a view's base that only the view holds: the view's reference, `_unchangeable`'s
+#: local name and getrefcount's own argument.
+_HELD_BY_THE_VIEW_ALONE = 3
+
+
+def _unchangeable(array: np.ndarray) -> bool:
+    if array.flags.writeable:
+        return False
+    base = array.base
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return sys.getrefcount(base) <= _HELD_BY_THE_VIEW_ALONE and base.base is None
+        base = base.base
+    return not isinstance(base, (bytearray, memoryview, mmap.mmap))

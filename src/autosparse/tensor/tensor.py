@@ -79,6 +79,10 @@ def _binary(name: str, reflected: bool = False):
     return operator
 
 
+#: How many conversions of a tensor to other formats it keeps (`Tensor.to_format`): each holds a copy.
+KEPT_CONVERSIONS = 2
+
+
 class Tensor:
     """A sparse or dense tensor. Build one with the `from_*` constructors or from raw level arrays:
 
@@ -86,7 +90,7 @@ class Tensor:
     format and raises `FormatError` naming any broken rule.
     """
 
-    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_kind", "_addresses")
+    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_kind", "_addresses", "_conversions")
 
     def __init__(self, shape: Sequence[int], format: "str | Format | Layout", levels: Sequence[Mapping[str, object]],
                  vals: object):
@@ -96,6 +100,7 @@ class Tensor:
         self._nnz: int | None = None
         self._kind: tuple | None = None
         self._addresses: dict[tuple[int, str], int] | None = None
+        self._conversions: dict[tuple, Tensor] | None = None
 
     @classmethod
     def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
@@ -110,7 +115,7 @@ class Tensor:
         result), adopted as it is: checking or copying it would cost more than the call that made it."""
         tensor = cls.__new__(cls)
         tensor._shape, tensor._format, tensor._storage = shape, fmt, storage
-        tensor._nnz = tensor._kind = tensor._addresses = None
+        tensor._nnz = tensor._kind = tensor._addresses = tensor._conversions = None
         return tensor
 
     def __reduce__(self):
@@ -312,11 +317,35 @@ class Tensor:
     # ----- between formats ----------------------------------------------------------------------------
 
     def to_format(self, format: "str | Format | Layout", index_dtype=None) -> "Tensor":
-        """The same tensor stored in another format (and index dtype); explicit zeros are kept."""
+        """The same tensor stored in another format (and index dtype); explicit zeros are kept. A
+        tensor whose arrays no one can change (`keeps_conversions`) keeps its last `KEPT_CONVERSIONS`
+        conversions (never pickled): a kernel computing in another format converts such an operand once,
+        not on every call."""
         fmt = as_format(format, self.order)
         index_dtype = check_index_dtype(index_dtype)
         if fmt == self._format and index_dtype in (None, self.index_dtype):
             return self
+        if not self.keeps_conversions:
+            return self._converted(fmt, index_dtype)
+        key = (fmt, index_dtype or self.index_dtype)
+        kept = self._conversions if self._conversions is not None else {}
+        converted = kept.pop(key, None)
+        if converted is None:
+            converted = self._converted(fmt, index_dtype)
+        kept[key] = converted  # the most recent last
+        while len(kept) > KEPT_CONVERSIONS:
+            del kept[next(iter(kept))]
+        self._conversions = kept
+        return converted
+
+    @property
+    def keeps_conversions(self) -> bool:
+        """Whether `to_format` keeps what it converts: the tensor's arrays are read-only and its own (a
+        kernel's result, a conversion, a copy), not views of memory its caller can still write (a scipy
+        matrix or numpy array it shares)."""
+        return st.unchangeable(self._storage)
+
+    def _converted(self, fmt: "Format | Layout", index_dtype) -> "Tensor":
         if index_dtype in (None, self.index_dtype):
             compiled = native.converted(self, fmt)  # a counting sort in C, where one applies
             if compiled is not None:
