@@ -36,7 +36,7 @@ def test_gustavson_bound_phase_adds_row_lengths_without_visiting_them():
 
 
 def test_csr_addition_is_bounded_by_its_row_lengths():
-    source = asp.compile("C(i,j) = A(i,j) + B(i,j)", {"A": "csr", "B": "csr", "C": "csr"}).source
+    source = asp.compile("C(i,j) = A(i,j) + B(i,j)", {"A": "csr", "B": "csr", "C": "csr"}, num_threads=1).source
     bound = _phase(source, "bound")
     assert "min64(A_p2_end - A_p2 + (B_p2_end - B_p2), j_dim)" in bound
     assert "while" not in bound  # no merge

@@ -183,6 +183,6 @@ def test_a_tail_cannot_make_a_stem_ambiguous(tail):
 
 
 def test_generated_source_names_user_names_by_their_stems():
-    source = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}).source
+    source = asp.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, num_threads=1).source
     assert "for (int64_t i_ = 0; i_ < i_dim; i_++)" in source and "A_vals[A_p2]" in source
     assert not re.search(r"\b[ijAxy]\b", source.split("autosparse_kernel")[1])  # no user name stands bare

@@ -190,7 +190,8 @@ def in_increasing_order(fmt: "Format | Layout") -> "Format | Layout":
 def _unordered(level: Level) -> bool:
     """A compressed level of unique coordinates in no order (`s~`); unsorted COO's `u~` keeps its own
     strategies (found by hashing its whole coordinates)."""
-    return isinstance(level, Compressed) and level.unique and level.order == "unordered"
+    properties = level.properties
+    return properties.unique and not properties.descending and level.in_increasing_order() != level
 
 
 def _in_increasing_order(fmt: "Format | Layout") -> bool:
