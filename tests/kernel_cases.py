@@ -390,6 +390,24 @@ def sample(population: Sequence, count: int, seed: str) -> list:
     return [item for k, item in enumerate(population) if k in picked]
 
 
+def stratified(axes: Sequence[Sequence], count: int, seed: str) -> list:
+    """Every combination of `axes` (one value from each) as a pytest param: `count` of them, holding every
+    value of every axis at least once and chosen deterministically by `seed`, run by default; the rest are
+    marked `grid`, so that `-m grid` runs the remainder of the whole grid."""
+    grid = list(itertools.product(*axes))
+    chooser = random.Random(zlib.crc32(seed.encode()))
+    picked: set[int] = set()
+    for axis, values in enumerate(axes):
+        for value in values:
+            if not any(grid[k][axis] is value or grid[k][axis] == value for k in picked):
+                picked.add(chooser.choice([k for k, combination in enumerate(grid) if combination[axis] is value
+                                           or combination[axis] == value]))
+    rest = [k for k in range(len(grid)) if k not in picked]
+    picked.update(chooser.sample(rest, max(0, min(count - len(picked), len(rest)))))
+    return [pytest.param(*combination, marks=() if k in picked else pytest.mark.grid)
+            for k, combination in enumerate(grid)]
+
+
 def combos(names: Sequence[str], choices: Sequence[Sequence[str]], count: int | None, seed: str) -> list[dict]:
     """Format assignments {name: format} over the product of `choices` (sampled to `count`)."""
     product = [dict(zip(names, c)) for c in itertools.product(*choices)]

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 import autosparse as asp
 
-from kernel_cases import CASES, run_differential
+from kernel_cases import CASES, run_differential, stratified
 
 SPGEMM = "C(i,j) = A(i,k) * B(k,j)"
 ADD = "C(i,j) = A(i,j) + B(i,j)"
@@ -30,12 +30,10 @@ def _formats(result: str) -> dict[str, str]:
     return {"A": "csr", "B": "csr", "C": result}
 
 
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("threads, schedule", SCHEDULES)
-@pytest.mark.parametrize("result", RESULTS)
-@pytest.mark.parametrize("expression", [SPGEMM, ADD, MULTIPLY])
-def test_sparse_results_equal_numpy_on_the_edge_cases(expression, result, threads, schedule, case, index_dtype):
+@pytest.mark.parametrize("expression, result, threads_schedule, case, index_dtype", stratified(
+    [[SPGEMM, ADD, MULTIPLY], RESULTS, SCHEDULES, CASES, [np.int32, np.int64]], 64, "assembly outputs"))
+def test_sparse_results_equal_numpy_on_the_edge_cases(expression, result, threads_schedule, case, index_dtype):
+    threads, schedule = threads_schedule
     run_differential(expression, _formats(result), case, np.float64, index_dtype, schedule=schedule,
                      num_threads=threads)
 

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 import autosparse as asp
 
-from kernel_cases import CASES, run_differential
+from kernel_cases import CASES, run_differential, stratified
 
 ADD = "C(i,j) = A(i,j) + B(i,j)"
 SUBTRACT = "C(i,j) = A(i,j) - B(i,j)"
@@ -36,11 +36,8 @@ def _formats(mix, expression):
 
 
 @pytest.mark.filterwarnings("ignore::autosparse.PerformanceWarning")  # the CSC operand converted per call
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("mix", MIXES, ids="-".join)
-@pytest.mark.parametrize("expression", [ADD, SUBTRACT, MULTIPLY, UNION3, MIXED])
+@pytest.mark.parametrize("expression, mix, case, index_dtype, threads", stratified(
+    [[ADD, SUBTRACT, MULTIPLY, UNION3, MIXED], MIXES, CASES, [np.int32, np.int64], [1, 2]], 200, "merges"))
 def test_merges_equal_numpy_on_the_edge_cases(expression, mix, case, index_dtype, threads):
     run_differential(expression, _formats(mix, expression), case, np.float64, index_dtype, num_threads=threads)
 

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 import autosparse as asp
 from autosparse.errors import FormatError
 from autosparse.runtime.conversion import native_conversion
+from kernel_cases import stratified
 
 VALUE_DTYPES = (np.float64, np.float32, np.int64, np.complex128)
 INDEX_DTYPES = (np.int32, np.int64)
@@ -57,10 +58,8 @@ def _same(result: asp.Tensor, expected: asp.Tensor) -> None:
     np.testing.assert_array_equal(result.vals, expected.vals)
 
 
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=["int32", "int64"])
-@pytest.mark.parametrize("value_dtype", VALUE_DTYPES, ids=str)
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case, shape, value_dtype, index_dtype",
+                         stratified([CASES, SHAPES, VALUE_DTYPES, INDEX_DTYPES], 80, "matrix conversions"))
 def test_matrix_conversions_match_scipy_and_the_generic_path(case, shape, value_dtype, index_dtype):
     coords, values = _entries(shape, case, value_dtype)
     dense = _dense(coords, values, shape)
@@ -142,10 +141,8 @@ def test_csr_to_coo_shares_columns_and_values():
 SHAPES_3D = ((4, 5, 6), (1, 1, 1), (3, 1, 7), (0, 2, 3), (9, 2, 40))
 
 
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=["int32", "int64"])
-@pytest.mark.parametrize("value_dtype", VALUE_DTYPES, ids=str)
-@pytest.mark.parametrize("shape", SHAPES_3D, ids=str)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case, shape, value_dtype, index_dtype",
+                         stratified([CASES, SHAPES_3D, VALUE_DTYPES, INDEX_DTYPES], 60, "csf conversions"))
 def test_csf_from_coordinates(case, shape, value_dtype, index_dtype):
     coords, values = _entries(shape, case, value_dtype, seed=5)
     dense = _dense(coords, values, shape)
