@@ -660,3 +660,16 @@ def run_isolated(function, timeout: int = 10) -> None:
 def strided_index_arrays(tensor) -> bool:
     """Whether a Tensor holds a non-contiguous index array (what BUG_COO_INT64 was about)."""
     return any(not array.flags.c_contiguous for level in tensor.levels for array in level.values())
+
+
+def sddmm_in_loop_order(m: scipy.sparse.csr_array, c: np.ndarray, d: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """SDDMM's values B(i,j) * sum_k C(i,k) D(k,j), each sum added in k's order as the plain loop adds it:
+    the reference a kernel must equal bit for bit."""
+    expected = np.empty(m.nnz, dtype=dtype)
+    for i in range(m.shape[0]):
+        for p in range(m.indptr[i], m.indptr[i + 1]):
+            total = dtype(0)
+            for k in range(c.shape[1]):
+                total += c[i, k] * d[k, m.indices[p]]
+            expected[p] = m.data[p] * total
+    return expected

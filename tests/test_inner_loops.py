@@ -7,6 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
+
+from kernel_cases import sddmm_in_loop_order
 from autosparse.codegen import c_ast as c
 from autosparse.codegen.jam import NARROW, WIDE, jam_loops
 
@@ -224,13 +226,7 @@ def test_sddmm_is_the_plain_loops_result_bit_for_bit(threads, index_dtype, d_for
     assert f"+= {WIDE})" in kernel.source and f"+= {NARROW})" in kernel.source
     got = kernel(B=asp.Tensor.from_scipy(m, index_dtype=index_dtype), C=asp.Tensor.from_numpy(c_),
                  D=asp.Tensor.from_numpy(d_, format=d_format)).to_scipy()
-    expected = np.empty(m.nnz)
-    for i in range(m.shape[0]):
-        for p in range(m.indptr[i], m.indptr[i + 1]):
-            total = 0.0
-            for k in range(width):
-                total += c_[i, k] * d_[k, m.indices[p]]
-            expected[p] = m.data[p] * total
+    expected = sddmm_in_loop_order(m, c_, d_)
     np.testing.assert_array_equal(got.indptr, m.indptr)
     np.testing.assert_array_equal(got.indices, m.indices)
     np.testing.assert_array_equal(got.data, expected)

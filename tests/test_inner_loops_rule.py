@@ -8,6 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
+
+from kernel_cases import sddmm_in_loop_order
 from autosparse.codegen.jam import NARROW, WIDE
 from autosparse.lower.kernel import generate
 from autosparse.runtime.abi import Types
@@ -63,13 +65,7 @@ def test_sddmm_is_the_plain_loops_result_bit_for_bit(width, index_dtype, dtype):
     kernel = asp.compile(SDDMM[0], formats=SDDMM[1], num_threads=1)
     got = kernel(B=asp.Tensor.from_scipy(m, index_dtype=index_dtype), C=asp.Tensor.from_numpy(c_),
                  D=asp.Tensor.from_numpy(d_, format="d1d0")).to_scipy()
-    expected = np.empty(m.nnz, dtype=dtype)
-    for i in range(m.shape[0]):
-        for p in range(m.indptr[i], m.indptr[i + 1]):
-            total = dtype(0)
-            for k in range(width):
-                total += c_[i, k] * d_[k, m.indices[p]]
-            expected[p] = m.data[p] * total
+    expected = sddmm_in_loop_order(m, c_, d_, dtype)
     np.testing.assert_array_equal(got.indptr, m.indptr)
     np.testing.assert_array_equal(got.indices, m.indices)
     np.testing.assert_array_equal(got.data, expected)
