@@ -227,7 +227,9 @@ class Tensor:
     def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format | Layout" = "coo",
                  index_dtype=None) -> "Tensor":
         """From coordinates of shape (order, nnz) and their values (or one value for all); duplicates are
-        summed, the order of the entries does not matter."""
+        summed, the order of the entries does not matter. Entries already in the format's order, without
+        repeats, are not copied: the Tensor views the values (and coordinates of a fitting dtype)
+        read-only, as `from_scipy` views a canonical matrix, so writing into them afterwards changes it."""
         shape = _check_shape(shape)
         coords = np.asarray(coords)
         if coords.size == 0:  # [] or an empty array of any dtype: no entries
