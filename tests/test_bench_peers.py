@@ -137,7 +137,7 @@ def test_a_case_without_the_libraries_reports_their_peers_n_a_and_times_the_rest
     missing = library_peers(case)
     assert [p.name for p in missing] == ["MKL (sparse_dot_mkl)", "GraphBLAS A.mxm(B) to sorted scipy"]
     assert all(p.call is None and "n/a" in p.note for p in missing)
-    args = type("Args", (), {"budget": 10.0, "min_sample": 0.001, "repeat": 1})()
+    args = type("Args", (), {"budget": 10.0, "min_sample": 0.001, "threads": 1, "repeat": 1})()
     ours, peers = kernels.run_case(case, args, {})
     assert ours.status == "" and all(peers[p.name].status == "n/a" for p in missing)
     assert peers["scipy A @ B + sort_indices"].status == "" and peers["scipy A @ B + sort_indices"].runs == 1

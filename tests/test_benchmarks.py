@@ -108,7 +108,7 @@ def test_a_peer_that_disagrees_is_reported_wrong_and_never_timed():
                         {"A": asp.Tensor.from_scipy(m), "x": x}, check,
                         [kernels.Peer("right", lambda: m @ x, check), kernels.Peer("wrong", lambda: m @ x + 1, check),
                          kernels.Peer("broken", lambda: 1 / 0, check)])
-    args = type("Args", (), {"budget": 10.0, "min_sample": 0.001, "repeat": 2})()
+    args = type("Args", (), {"budget": 10.0, "min_sample": 0.001, "threads": 1, "repeat": 2})()
     ours, peers = kernels.run_case(case, args, {})
     assert ours.status == "" and ours.runs == 2
     assert peers["right"].runs == 2 and peers["wrong"].status == "WRONG" and peers["wrong"].runs == 0

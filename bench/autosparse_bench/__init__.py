@@ -20,12 +20,16 @@ SUITE_OPTIONS = {"kernels-2t": ("--threads", "2")}
 #: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
 SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed", "autotune"}
+#: Suites that time threaded libraries in interleaved rounds: each library's idle OpenMP threads sleep
+#: rather than spin, so that one contender's threads do not take the cores the next one runs on.
+THREADED_SUITES = {"kernels-2t", "scaling"}
 
 
 def command(suite: str, options: list[str]) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run `suite` in a fresh interpreter: thread-count settings must reach
     numpy's BLAS, MKL and numba before they load, which a process that imported numpy cannot do."""
-    environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}), **os.environ}
+    environment = {**SERIAL, **({"OMP_NUM_THREADS": "1"} if suite in SERIAL_SUITES else {}),
+                   **({"OMP_WAIT_POLICY": "passive"} if suite in THREADED_SUITES else {}), **os.environ}
     program = (f"import sys; sys.argv = [{f'autosparse bench {suite}'!r}, *sys.argv[1:]]; "
                f"from autosparse_bench.{SUITES[suite]} import main; main()")
     return [sys.executable, "-c", program, *SUITE_OPTIONS.get(suite, ()), *options], environment

@@ -937,8 +937,8 @@ def run_case(case: Case, args, sources: dict) -> tuple[Timing, dict[str, Timing]
     ours = Timing()
     contenders = {}
     try:
-        # one thread, as its peers (the suite `scaling` times threads)
-        kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule, num_threads=1)
+        # at the suite's thread count (`--threads`), as its threaded peers
+        kernel = asp.compile(case.expression, formats=case.formats, schedule=case.schedule, num_threads=args.threads)
         kernel(**case.operands)  # the first call specialises and compiles (or loads from the cache)
         sources[case.kernel] = kernel
         contenders["autosparse"] = ((lambda: kernel(**case.operands)), case.check)
