@@ -102,3 +102,16 @@ def test_mttkrp_and_ttm_match_numpy_on_fibres_of_every_length(threads, rank):
     got = ttm(B=tensor, C=asp.Tensor.from_numpy(d_))
     np.testing.assert_allclose(got, np.einsum("ijk,kl->ijl", dense, d_), rtol=1e-13)
     assert f"+= {WIDE})" in mttkrp.source and f"+= {NARROW})" in mttkrp.source
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_a_loop_the_schedule_unrolls_is_not_jammed(count):
+    """`unroll` puts `#pragma GCC unroll` right above its loop; jamming that loop would leave the pragma
+    above an `if`, which gcc rejects (a drawn schedule found it). The user's loop stays as scheduled."""
+    rng = np.random.default_rng(count)
+    m = _matrix(np.int32, np.float64, rng)
+    b = _values(rng, (m.shape[1], 9), np.float64)
+    kernel = asp.compile(SPMM[0], formats=SPMM[1], schedule=asp.Schedule().unroll("k", count), num_threads=1)
+    got = kernel(A=asp.Tensor.from_scipy(m), B=asp.Tensor.from_numpy(b))
+    assert f"#pragma GCC unroll {count}" in kernel.source and "_jam" not in kernel.source
+    np.testing.assert_allclose(got, m @ b, rtol=1e-12)

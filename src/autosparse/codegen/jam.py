@@ -29,8 +29,8 @@ import itertools
 from functools import reduce
 
 from . import names
-from .c_ast import (Assign, Binary, Block, Call, Decl, Expr, For, If, Index, Literal, Stmt, Unary, Var, While,
-                    increment, lt, or_)
+from .c_ast import (Assign, Binary, Block, Call, Decl, Directive, Expr, For, If, Index, Literal, Stmt, Unary, Var,
+                    While, increment, lt, or_)
 
 #: Positions an iteration of a jammed loop takes: the wide loop's on a long row, the narrow loop's on a short one.
 WIDE, NARROW = 8, 4
@@ -49,16 +49,20 @@ def jam_loops(block: Block) -> Block:
     row that mispredicts on rows of varying length, so one jammed loop a row, not a cascade; the wide one
     wins on long rows (power-law, banded: 4-28% over 4 at extents up to 16), but never runs on a row of
     4-7 positions (stencils), which unjammed ran 1.05-1.7x slower. Eight sums of 4 terms each lose 10-15%
-    to four: too little work per sum for their set-up."""
-    body = tuple(out for stmt in block.body for out in _rewrite(stmt))
+    to four: too little work per sum for their set-up.
+
+    A loop under a directive (`#pragma GCC unroll`, from the schedule's `unroll`) is the user's to shape,
+    and the directive must stay right above its loop, so it is not jammed."""
+    directed = (False, *(isinstance(stmt, Directive) for stmt in block.body))
+    body = tuple(out for stmt, under in zip(block.body, directed) for out in _rewrite(stmt, jam=not under))
     return block if all(a is b for a, b in zip(body, block.body)) and len(body) == len(block.body) else Block(body)
 
 
-def _rewrite(stmt: Stmt) -> tuple[Stmt, ...]:
-    """The statements `stmt` becomes: its jammed loops and itself as their remainder, or `stmt` with its
-    blocks rewritten."""
+def _rewrite(stmt: Stmt, jam: bool) -> tuple[Stmt, ...]:
+    """The statements `stmt` becomes: its jammed loops and itself as their remainder (where `jam`), or
+    `stmt` with its blocks rewritten."""
     if isinstance(stmt, For):
-        jammed = _jammed(stmt)
+        jammed = _jammed(stmt) if jam else ()
         if jammed:
             return *jammed, stmt
         return (_with_body(stmt, jam_loops(stmt.body)),)
