@@ -137,3 +137,20 @@ def test_mttkrp_and_ttm_match_numpy_on_a_poisoned_allocation(poisoned, fmt, owne
         np.testing.assert_allclose(got, np.einsum("ijk,kl->ijl", dense, d_), rtol=1e-14)
     expected = (2 * len(tensors), 0) if owned else (0, 2 * len(tensors))
     assert (poisoned.empty_calls, poisoned.zeros_calls) == expected
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_one_entry_row_is_zeroed_by_a_store_and_not_at_all_where_a_register_assigns_it(poisoned, threads):
+    """SpMV's row is its register's assignment, so zeroing it first is a dead store (which gcc keeps inside
+    an OpenMP region); SpMV + z, whose row is stored otherwise, keeps a plain zeroing store."""
+    spmv = asp.compile(SPMV, formats={"A": "csr"}, num_threads=threads)
+    plus = asp.compile("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, num_threads=threads)
+    assert "memset" not in spmv.source and "y_vals[i_] = 0;" not in spmv.source
+    assert "memset" not in plus.source and "y_vals[i_] = 0;" in plus.source
+    for m in _matrices(np.int64):
+        x, z = np.arange(1.0, m.shape[1] + 1), np.arange(2.0, m.shape[0] + 2)
+        a = asp.Tensor.from_scipy(m, index_dtype=np.int64)
+        np.testing.assert_allclose(spmv(A=a, x=asp.Tensor.from_numpy(x)), m.toarray() @ x, rtol=1e-14)
+        got = plus(A=a, x=asp.Tensor.from_numpy(x), z=asp.Tensor.from_numpy(z))
+        np.testing.assert_allclose(got, m.toarray() @ x + z, rtol=1e-14)
+    assert poisoned.zeros_calls == 0

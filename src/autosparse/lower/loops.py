@@ -11,7 +11,7 @@ import operator
 from contextlib import nullcontext
 from functools import reduce
 
-from ..cin.ast import Forall
+from ..cin.ast import Assign, Forall, unnest_loops
 from ..codegen import names
 from ..codegen.c_ast import Decl, Expr, Literal, SizeOf, Unroll, Var, as_expr, call, increment, lt
 from . import lattice as lat
@@ -94,8 +94,21 @@ def _dense_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sc
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
         first, bound = (rows.first, rows.stop) if rows else (Literal(0), bound or Var(names.extent(loop.index)))
-        _dense_for(cx, stmt, loop, lattice, sparse, scope, first, bound, zeroes)
+        zeroes_here = zeroes and not _assigned_row(cx, stmt, sparse, scope)
+        _dense_for(cx, stmt, loop, lattice, sparse, scope, first, bound, zeroes_here)
     cx.logs.zeroed_rows |= zeroes
+
+
+def _assigned_row(cx: Lowering, stmt: Forall, sparse: list, scope: Scope) -> bool:
+    """Whether each iteration stores its one-entry row by assignment, so that zeroing it first is a dead
+    store (which gcc keeps inside an OpenMP region): the body is a plain reduction nest into the row, which
+    `hoisting` sums into a register and assigns once, whether or not the nest runs (SpMV over CSR)."""
+    result = cx.plan.targets[cx.plan.result]
+    loops, body = unnest_loops(stmt.body)
+    return (not sparse and not result.dims[1:] and result.flag_free and result.overwrites and not scope.revisits
+            and bool(loops) and all(scope.provenance.defining(loop.index) is None for loop in loops)
+            and isinstance(body, Assign) and body.accumulate and body.lhs.tensor.name == result.name
+            and body.lhs.indices == (stmt.index,))
 
 
 def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, sparse: list, scope: Scope,
@@ -116,8 +129,11 @@ def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, spa
 def _zero_row(cx: Lowering, index: Var) -> None:
     """The result's row at `index`, zeroed by the iteration that owns it just before it writes the row: a
     pass the caller's zeroed allocation would make over the whole result, and, in a parallel loop, the
-    row first touched by the thread that writes it. A row of one entry becomes a store the compiler
-    merges with the row's own."""
+    row first touched by the thread that writes it. A row of one entry (a vector's) is a plain store."""
     result = cx.plan.targets[cx.plan.result]
-    row = reduce(operator.mul, [as_expr(dim) for dim in result.dims[1:]] or [Literal(1)])
-    cx.b.expr(call("memset", Var(names.vals(result.name)) + index * row, 0, row * SizeOf(cx.plan.value_type)))
+    vals = Var(names.vals(result.name))
+    if not result.dims[1:]:
+        cx.b.assign(vals[index], 0)
+        return
+    row = reduce(operator.mul, [as_expr(dim) for dim in result.dims[1:]])
+    cx.b.expr(call("memset", vals + index * row, 0, row * SizeOf(cx.plan.value_type)))
