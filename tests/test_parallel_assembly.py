@@ -119,6 +119,9 @@ def test_the_phases_of_a_parallel_assembly_share_one_region():
     bound, single, count, fill = (region.index(mark) for mark in ("/* bound */", "#pragma omp single",
                                                                   "/* count */", "/* fill */"))
     assert bound < single < count < fill  # one thread sizes the arrays between the phases
+    # each thread's rows are dealt once, as the region starts, and every phase runs over them
+    assert region.count("int64_t i_first = 0;") == region.count("int64_t i_stop = 0;") == 1
+    assert region.index("int64_t i_stop = 0;") < bound
     assert region.index("if (!C_bounded)") < count  # the exact count only when the bounds did not fit
     # the workspace is allocated once per thread, inside the region, before the phases and freed after
     assert region.index("w_mark = calloc") < bound and region.index("free(w_mark)") > fill

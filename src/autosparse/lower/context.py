@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..cin.ast import Access, Stmt
 from ..cin.provenance import Provenance
@@ -25,6 +25,9 @@ from ..notation.ast import IndexVar
 from . import finds
 from .reads import Position, ReadLevel
 from .writes import Target
+
+if TYPE_CHECKING:
+    from .parallel import RowSplit
 
 
 class Phase(Enum):
@@ -82,6 +85,9 @@ class Logs:
     #: Whether the loop `Plan.zeroed_rows` names was lowered as a loop over its whole dimension, zeroing
     #: each row: only then is every entry of the result written by the kernel.
     zeroed_rows: bool = False
+    #: The rows each thread of the chunked region runs (`Plan.region`'s loop), dealt once by the kernel at the
+    #: region's start for every phase (None: no phase deals them).
+    region_rows: RowSplit | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from . import finds, keyed
 from .context import Logs, Phase, Plan, Scope, count_iteration
 from .derived import ceil_div
 from .lower import lower
-from .parallel import temporaries_inside, thread_temporaries
+from .parallel import RowSplit, temporaries_inside, thread_temporaries
 from .reads import ReadLevel, TensorLevel
 from .workspaces import ORDER_HELPER, DenseWorkspace, HashedWorkspace, ListWorkspace, ScalarWorkspace, Workspace
 from .writes import HELPERS, AppendedResult, AssembledResult, DenseResult, SharedPatternResult, Target
@@ -193,6 +193,7 @@ class _Phases:
     row_owner: IndexVar | None  # the loop that may zero the dense result's rows (`Plan.zeroed_rows`)
     tables: finds.Tables = field(default_factory=dict)
     zeroed_rows: bool = False  # whether the filling phase zeroed every row of the dense result
+    region_rows: RowSplit | None = None  # the rows the chunked region's threads run, dealt once (Logs')
 
     def all(self, target: Target) -> tuple[Block | None, Block | None, Block]:
         """(bound, count, fill): an appended result is bounded and counted before it is filled."""
@@ -213,6 +214,7 @@ class _Phases:
         with out.failing_to(_FAILED, names.part(phase.value, "end")) if self.region is not None else nullcontext():
             lower(survey.stmt, plan, logs, Scope(bounded=bounded), out)
         self.zeroed_rows = logs.zeroed_rows
+        self.region_rows = self.region_rows or logs.region_rows
         return out.statements()
 
 
@@ -294,7 +296,7 @@ def _run_phases(target: Target, phases: tuple[Block | None, Block | None, Block]
     bounding, counting, filling = phases
     if lowering.region is not None:
         _chunked_phases(target, threaded, (bounding if bounding != counting else None, counting, filling),
-                        lowering.num_threads, b)
+                        lowering.num_threads, lowering.region_rows, b)
         return
     if counting is not None:
         if bounding != counting:
@@ -364,11 +366,12 @@ def _chunking_loop(stmt: Stmt, target: Target) -> IndexVar | None:
 
 
 def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases: tuple[Block | None, Block, Block],
-                    num_threads: int | None, b: CBuilder) -> None:
+                    num_threads: int | None, rows: RowSplit | None, b: CBuilder) -> None:
     """The phases of an assembly by threads in one parallel region, so threads start once and keep their
     temporaries (AppendedResult's chunks): each thread bounds its chunk, one sizes the arrays at the
     bounds; when those do not fit, each counts its chunk exactly and one sizes the arrays again; each
-    fills its chunk; after the region the chunks are moved together. A failure anywhere raises the
+    fills its chunk; after the region the chunks are moved together. Each thread's rows (`rows`) are dealt
+    once, when the region starts, and every phase runs over them. A failure anywhere raises the
     region's flag; the phases after it are skipped by all threads alike, and the kernel returns the flag
     once the region ends."""
     bounding, counting, filling = phases
@@ -380,6 +383,8 @@ def _chunked_phases(target: AppendedResult, workspaces: list[Workspace], phases:
     b.pragma(OmpParallel(Var("threads")))
     with b.block(), thread_temporaries(workspaces, _FAILED, "allocated", b):
         b.decl("const int", "thread", call("omp_get_thread_num"))
+        if rows is not None:
+            rows.deal(b, Var("thread"), call("omp_get_num_threads"))
         target.declare_chunk_sizes(b)
 
         def phase(name: str, statements: Block, allocate) -> None:

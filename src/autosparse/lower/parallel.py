@@ -146,8 +146,11 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         yield replace(scope, parallel=True)
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
-    if chunked:  # inside the kernel's region, which made the temporaries
-        _shared_loop(cx.b, rows, Schedule(), tuple(clauses))
+    if chunked:  # inside the kernel's region, which made the temporaries and deals the rows once for all phases
+        if rows is not None and not clauses:
+            cx.logs.region_rows = rows
+        else:
+            _shared_loop(cx.b, rows, Schedule(), tuple(clauses))
         yield atomic
         return
     if not copied and not threaded:
