@@ -79,7 +79,8 @@ def test_a_product_is_unsorted_and_every_chain_computes_what_scipy_does(case, in
         assert Q.format == asp.Format("ds~")
         np.testing.assert_allclose(Q.to_numpy(), a @ b @ e)
         np.testing.assert_allclose(Q.to_scipy().toarray(), a @ b @ e)
-        assert (P + C).format == asp.Format("csr") and _has_sorted_rows(P + C)
+        assert (P + C).format == (P - C).format == asp.Format("ds~")  # gathered, not sorted
+        assert (P * C).format == asp.Format("csr") and _has_sorted_rows(P * C)
 
 
 def test_a_kernel_that_merges_an_unsorted_operand_sorts_it_and_keeps_the_sort(monkeypatch):
@@ -87,13 +88,13 @@ def test_a_kernel_that_merges_an_unsorted_operand_sorts_it_and_keeps_the_sort(mo
     for index_dtype in INDEX_DTYPES:
         A, C = _shuffled(a, index_dtype), _csr(c, index_dtype)
         assert A.keeps_conversions
-        kernel = asp.compile("D(i,j) = A(i,j) + C(i,j)", formats={"A": "ds~", "C": "csr"})
+        kernel = asp.compile("D(i,j) = A(i,j) * C(i,j)", formats={"A": "ds~", "C": "csr"})
         assert kernel.conversions == {"A": (asp.Format("ds~"), asp.Format("csr"))}
         converted = _counting_conversions(monkeypatch)
         with warnings.catch_warnings():
             warnings.simplefilter("error", asp.PerformanceWarning)
             for _ in range(3):
-                np.testing.assert_allclose(kernel(A=A, C=C).to_numpy(), a + c)
+                np.testing.assert_allclose(kernel(A=A, C=C).to_numpy(), a * c)
         assert converted == [("ds~", "ds")]  # once: the sorted copy is kept on A
         assert A.to_format("csr") is A.to_format("csr")
         assert A.to_format("csr").index_dtype == index_dtype and _has_sorted_rows(A.to_format("csr"))

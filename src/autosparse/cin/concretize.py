@@ -32,8 +32,8 @@ from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import IndexVar, Sum, peeled, unbound_indices
-from .ast import (Access, Assign, Forall, Protocol, Stmt, TensorVar, Where, accesses, assignments, default_access,
-                  nest, tensors)
+from .ast import (Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, accesses, assignments,
+                  default_access, nest, tensors)
 from .provenance import Provenance, attach, split_relations
 from .rewrite import fresh_name, prewalk, rebuild_expr
 
@@ -324,8 +324,11 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     sparse output would go out of order; return `stmt` itself when no loop does. A loop over a derived
     variable counts as the loop over the indices it came from, once the last of their loops is entered.
     The nest is the path of loops down to the result's assignment, through the consumers of the wheres
-    that compute scoped sums (which move into the workspace's producer when they lie below the split)."""
+    that compute scoped sums (which move into the workspace's producer when they lie below the split).
+    A merge of operands stored in no order is rewritten first (`unordered_merges`)."""
     body, relations = split_relations(stmt)
+    if not relations:
+        stmt = body = unordered_merges(body, extents)
     provenance = Provenance(relations)
     headers, assign = _result_path(body)
     if assign is None:
@@ -341,6 +344,49 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
     split = lambda below: Where(consumer, _into(below, write))
     return attach(_at_depth(body, first_loop[recovered[at]], split), relations)
+
+
+def unordered_merges(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
+    """The result's innermost loop, where it would merge operands of which some store the loop's index in no
+    order (`ds~`: a product's rows, as `A @ B` leaves them), rewritten so that nothing merges them, as
+    scipy's `csr_binop_csr_general` does for unsorted operands: a sum or difference of terms that each
+    hold one such operand is gathered into a workspace, each term scattered into it in its own order, and
+    the result appended from the workspace's list of touched coordinates (sorted only when the result's
+    level is ordered). Anything else, a product among them, is returned as it is, and the pipeline sorts
+    such operands first (`pipeline.conversions`): a bitmap of the unordered factor's segment would serve a
+    product, but its table is the kernel's, not each thread's."""
+    headers, assign = _result_path(stmt)
+    if assign is None or not headers or headers[-1].body is not assign or headers[-1].coiterate is not None:
+        return stmt
+    index = headers[-1].index
+    if assign.accumulate or assign.lhs.level_indices[-1:] != (index,) or _level_at(assign.lhs, index).properties.full:
+        return stmt
+    sparse = [a for a in accesses(assign.rhs) if index in a.level_indices and not _level_at(a, index).properties.full]
+    unordered = [a for a in sparse if not _level_at(a, index).properties.ordered]
+    if not unordered or len(sparse) < 2:
+        return stmt
+    terms = _terms(assign.rhs)
+    if len(terms) == 1 or any(sum(1 for a in accesses(term) if any(a is s for s in sparse)) != 1 for term in terms):
+        return stmt
+    workspace = _workspace(fresh_name("w", set(tensors(stmt))), (index,), extents)
+    write, read = default_access(workspace, (index,), write=True), default_access(workspace, (index,), write=False)
+    producers = [Forall(index, Assign(write, term, accumulate=True)) for term in terms]
+    producer = functools.reduce(lambda second, first: Sequence(first, second), reversed(producers))
+    consumer = Forall(index, Assign(assign.lhs, read, accumulate=False))
+    return _at_depth(stmt, len(headers) - 1, lambda loop: Where(consumer, producer))
+
+
+def _level_at(access: Access, index: IndexVar):
+    return access.tensor.format.levels[access.level_indices.index(index)]
+
+
+def _terms(expr) -> list:
+    """The terms of a sum or difference, each negated where it is subtracted."""
+    if isinstance(expr, notation.Add):
+        return [*_terms(expr.left), *_terms(expr.right)]
+    if isinstance(expr, notation.Sub):
+        return [*_terms(expr.left), *(notation.Neg(term) for term in _terms(expr.right))]
+    return [expr]
 
 
 def legalisation_signature(extents: Mapping[IndexVar, int]) -> tuple[bool, ...]:

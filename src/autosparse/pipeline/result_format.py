@@ -20,8 +20,11 @@ operand's non-unique or singleton level becomes compressed); a dense level other
 
 A result level whose index is kept below a summed one in a product of several sparse factors (SpGEMM's
 columns below k) is gathered out of order into a workspace: it is left unordered (`ds~`, as scipy's `A @ B`
-leaves its rows), and a later kernel that must merge it sorts it first (`pipeline.conversions`). Operands'
-own unordered levels count as ordered here: a kernel merging them computes in their sorted formats.
+leaves its rows), and a later kernel that must merge it sorts it first (`pipeline.conversions`). So is a
+sum's or difference's level when a term stores its index in no order: the default schedule gathers such a
+sum through a workspace in any order rather than sort the term (`cin.concretize.unordered_merges`). Other
+operands' unordered levels count as ordered here: a kernel merging them (a product) computes in their
+sorted formats.
 
 The result is sparse when its pattern is bounded over every index and one of its levels is compressed,
 or when it has several indices, each bounded, though stored densely in every operand (CSR × CSC, whose
@@ -37,7 +40,7 @@ the result's own index order.
 
     CSR × CSR -> ds~     CSR + CSR -> csr     DCSR × DCSR -> ss~     CSC × CSC -> d1s0~
     CSR + CSC -> dcsr    CSR × CSC -> ds~     COO × COO -> ss~       sss tensor × c(k) over k -> ss
-    ds~ + CSR -> csr     ds~ × CSR -> ds~
+    ds~ + CSR -> ds~     ds~ * CSR -> csr (element-wise)
     SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
 """
 
@@ -65,6 +68,7 @@ class _Mode:
     level: Level | None
     above: frozenset[IndexVar] = frozenset()
     gathered: bool = False  # kept below a summed index: products of several factors arrive in any order
+    unordered: bool = False  # a term of a sum stores it in no order (`ds~`): the sum is gathered in any order
 
 
 _UNBOUNDED = _Mode(False, None)
@@ -83,7 +87,7 @@ def _inferred(assignment: Assignment, operand_formats: tuple) -> Format:
     reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
     if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
         return as_format("dense", order)
-    modes = _result_modes(assignment, formats)
+    modes = _result_modes(assignment, dict(operand_formats))
     bounded = all(modes.get(index, _UNBOUNDED).bounded for index in assignment.lhs.indices)
     if not order or not bounded:
         return as_format("dense", order)
@@ -106,7 +110,8 @@ def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
     operands' storage order."""
     indices = _storage_order(assignment, formats)
     levels = [_appendable(modes.get(index, _UNBOUNDED).level) for index in indices]
-    if indices and modes.get(indices[-1], _UNBOUNDED).gathered and levels[-1] == Compressed():
+    last = modes.get(indices[-1], _UNBOUNDED) if indices else _UNBOUNDED
+    if (last.gathered or last.unordered) and levels[-1] == Compressed():
         levels[-1] = Compressed(order="unordered")  # left as gathered: sorted where a later kernel merges it
     return Format(tuple(levels), mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
 
@@ -151,7 +156,8 @@ def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[Index
     if isinstance(fmt, Layout) or fmt.is_dense:
         return {index: _UNBOUNDED for index in access.indices}
     stored = [access.indices[mode] for mode in fmt.mode_order]
-    return {index: _Mode(True, None if level.properties.full else level, frozenset(stored[:depth]))
+    return {index: _Mode(True, None if level.properties.full else in_increasing_order(Format((level,))).levels[0],
+                         frozenset(stored[:depth]), unordered=_unordered(level))
             for depth, (index, level) in enumerate(zip(stored, fmt.levels))}
 
 
@@ -164,7 +170,7 @@ def _union(left: _Mode, right: _Mode) -> _Mode:
     if not (left.bounded and right.bounded):
         return _UNBOUNDED
     stored = left if left.level is not None else right
-    return _Mode(True, stored.level, stored.above)
+    return _Mode(True, stored.level, stored.above, unordered=left.unordered or right.unordered)
 
 
 def _appendable(level: Level | None) -> Level:
