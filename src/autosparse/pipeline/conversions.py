@@ -11,9 +11,11 @@ in C (`runtime/conversion.py`, which `Tensor.to_format` reaches too); anything e
 Tensor's own conversions.
 
 An operand whose levels are unordered (`ds~`: a product's rows, as scipy's `A @ B` leaves them) is read
-as it is by kernels that need no order (SpMV, a product's left operand); one that must merge it, or
-append from it in order, computes in its sorted format instead (`ordered_where_merged`), and the call
-sorts it in C, silently, as scipy sorts a product's indices where an operation needs them sorted.
+as it is by kernels that need no order (SpMV, a product's left operand), and an element-wise sum
+gathers it through a workspace (the default schedule's `unordered_merges`); one that must still merge
+it, or append from it in order (an element-wise product), computes in its sorted format instead
+(`ordered_where_merged`), and the call sorts it in C, silently, as scipy sorts a product's indices where
+an operation needs them sorted.
 """
 
 from __future__ import annotations

@@ -156,8 +156,8 @@ def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[Index
     if isinstance(fmt, Layout) or fmt.is_dense:
         return {index: _UNBOUNDED for index in access.indices}
     stored = [access.indices[mode] for mode in fmt.mode_order]
-    return {index: _Mode(True, None if level.properties.full else in_increasing_order(Format((level,))).levels[0],
-                         frozenset(stored[:depth]), unordered=_unordered(level))
+    return {index: _Mode(True, None if level.properties.full else level.in_increasing_order() if _unordered(level)
+                         else level, frozenset(stored[:depth]), unordered=_unordered(level))
             for depth, (index, level) in enumerate(zip(stored, fmt.levels))}
 
 
