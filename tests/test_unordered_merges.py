@@ -77,7 +77,7 @@ def test_a_sum_gathers_the_unordered_operand_and_a_product_sorts_it(op):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_product_plus_a_matrix_through_the_operators_sorts_nothing(monkeypatch, threads):
+def test_a_product_plus_a_matrix_or_scaled_through_the_operators_sorts_nothing(monkeypatch, threads):
     rng = np.random.default_rng(4)
     a, b, c = (np.where(rng.random((40, 40)) < 0.2, rng.random((40, 40)), 0.0) for _ in range(3))
     A, B, C = (asp.Tensor.from_numpy(m, format="csr") for m in (a, b, c))
@@ -88,7 +88,8 @@ def test_a_product_plus_a_matrix_through_the_operators_sorts_nothing(monkeypatch
     try:
         P = A @ B
         assert P.format == asp.Format("ds~")
-        for got, expected in ((P + C, a @ b + c), (C + P, c + a @ b), (P - C, a @ b - c), (C - P, c - a @ b)):
+        for got, expected in ((P + C, a @ b + c), (C + P, c + a @ b), (P - C, a @ b - c), (C - P, c - a @ b),
+                              (2 * P, 2 * (a @ b)), (-P, -(a @ b)), (P * c, (a @ b) * c)):  # walked as stored
             assert got.format == asp.Format("ds~")
             np.testing.assert_allclose(got.to_numpy(), expected, rtol=1e-14)
     finally:

@@ -184,9 +184,11 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
         it = iterators[0]
         q, end, c, seg = (Var(name) for name in iterator_names(cx, it))
         level = cx.plan.read_levels(it.access)[it.level]
-        if loop.written and not level.ordered:
+        # a result level in no order itself (`ds~`) takes the coordinates in the order they come
+        in_order = [n for n, k in loop.written if cx.plan.targets[n].levels[k].properties.ordered]
+        if in_order and not level.ordered:
             raise ScheduleError(f"Expected the loop over {loop.index}, which appends to "
-                                f"{', '.join(n for n, _ in loop.written)}, to visit coordinates in increasing order, "
+                                f"{', '.join(in_order)}, to visit coordinates in increasing order, "
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
         if span is not None:

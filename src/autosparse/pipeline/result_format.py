@@ -40,7 +40,7 @@ the result's own index order.
 
     CSR × CSR -> ds~     CSR + CSR -> csr     DCSR × DCSR -> ss~     CSC × CSC -> d1s0~
     CSR + CSC -> dcsr    CSR × CSC -> ds~     COO × COO -> ss~       sss tensor × c(k) over k -> ss
-    ds~ + CSR -> ds~     ds~ * CSR -> csr (element-wise)
+    ds~ + CSR -> ds~     ds~ * CSR -> csr (element-wise)     2 * ds~ -> ds~
     SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
 """
 
@@ -162,8 +162,11 @@ def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[Index
 
 
 def _intersection(left: _Mode, right: _Mode) -> _Mode:
+    """A lone sparse factor stored in no order (`2 * P`, P times a dense array) is walked as it is stored;
+    two sparse factors merge, in order."""
     stored = left if left.level is not None else right
-    return _Mode(left.bounded or right.bounded, stored.level, stored.above)
+    lone = left.level is None or right.level is None
+    return _Mode(left.bounded or right.bounded, stored.level, stored.above, unordered=lone and stored.unordered)
 
 
 def _union(left: _Mode, right: _Mode) -> _Mode:
