@@ -1,7 +1,7 @@
 """issue 30, round 4, section chain: `(A @ B) + C` with `A @ B` unsorted (`ds~`), where the add now gathers
 each row through a dense workspace (cin.concretize.unordered_merges) instead of sorting the product first,
 against round 3's sort-then-merge (the product sorted by `to_format("csr")`, as the kernel did), round 2's
-sorted product (format="csr"), and scipy's same chain. Also the add alone on a product computed once
+sorted product (format="csr"), and scipy's same chain; `2 * (A @ B)` likewise (now walked as stored). Also the add alone on a product computed once
 (scipy's unsorted product for scipy). Kernels suite's SpGEMM data (family_matrix, seeds 42/43, C seed 44)
 at x0.25 and x1, and real matrices given as files (A·A with C = Aᵀ). Serial: one thread each, thread-CPU
 time, rounds interleaved, medians in ms.
@@ -36,6 +36,9 @@ def contenders(a, b, c):
         "chain: ds~ + workspace add, csr": lambda: asp.evaluate(ADD, P=product(), C=oc, format="csr",
                                                                 num_threads=1),
         "chain: scipy (A @ B) + C": lambda: (a @ b) + c,
+        "scale: 2 * (A @ B), walked as stored (now)": lambda: 2 * product(),
+        "scale: 2 * (A @ B), sorted first (round 3)": lambda: 2 * product().to_format("csr"),
+        "scale: scipy 2 * (A @ B)": lambda: 2 * (a @ b),
         "add alone: workspace, ds~ (now)": lambda: once + oc,
         "add alone: workspace, csr": lambda: asp.evaluate(ADD, P=once, C=oc, format="csr", num_threads=1),
         "add alone: scipy P + C (P unsorted)": lambda: scipy_once + c,
@@ -73,7 +76,7 @@ def main():
             medians = measure(runs, rounds if a.nnz < 1_000_000 else max(3, rounds // 3))
             print(f"{name}: nnz(A) {a.nnz:,}, nnz(A @ B) {(a @ b).nnz:,}")
             for contender, ms in medians.items():
-                print(f"    {contender:40s} {ms:9.2f} ms")
+                print(f"    {contender:44s} {ms:9.2f} ms")
             sys.stdout.flush()
 
 
