@@ -23,7 +23,7 @@ from ..format.level import Capability
 from ..notation.ast import Add, Div, IndexVar, Literal, Mul, Neg, Sub
 from . import finds
 from . import lattice as lat
-from .context import Lowering, Scope
+from .context import Lowering, Scope, count_iteration
 from .outputs import dense_operand
 from .parallel import iteration, parallel_region
 from .reads import ROOT, Position, TensorLevel
@@ -381,10 +381,11 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
 def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: Loop, scope: Scope) -> finds.Finder:
     q, end, _, _ = iterator_names(cx, it)
     level = cx.plan.read_levels(it.access)[it.level]
-    begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-    return finds.Finder(strategy, level, q, begin, end, names.level_stem(cx.plan.access_ids[it.access], it.level),
-                        loop.index, driver_order,
-                        lambda what: cx.count(f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
+    segment = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
+    return finds.Finder(strategy, level, q, segment[0], end,
+                        names.level_stem(cx.plan.access_ids[it.access], it.level), loop.index, driver_order,
+                        lambda what, b: count_iteration(cx.logs.counters, b, f"∀{loop.index} {what} {it.access}"),
+                        f"coiterate({loop.index})", segment if it.level == 0 else None)
 
 
 def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope) -> None:
