@@ -13,8 +13,10 @@ A loop is shared when every thread can write rows of its own and has work in eac
   compressed one, `dds` from `dss`, shares the operand's positions, which threads cannot split); a loop
   over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
-  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
-  into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
+  alone is stepped (unique coordinates, no sum beside it), whose positions the threads split into runs of
+  equal entries below (TTV, MTTKRP, TTM over a CSF tensor's first level); a CSR-like result is then
+  assembled by each thread in the rows of its run, the rows no iteration visits left empty (stored at the
+  operand's positions where the result shares its pattern, else appended in chunks, phase by phase).
 - no hash or bitmap table inside is rebuilt as the loop runs (a table is every thread's at once): only
   the table of an operand's first level, whose one segment lowering builds before the loops, may be (the
   vector of SpMSpV under `coiterate(j, bitmap)`).
@@ -49,7 +51,7 @@ def _shares_well(loop: Stmt) -> bool:
         return False
     result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _worth_a_thread(loop, result) and _starts_apart(loop, result) and not _tables_rebuilt(loop))
+            and _worth_a_thread(loop, result) and _starts_apart(loop) and not _tables_rebuilt(loop))
 
 
 def _worth_a_thread(loop: Forall, result: Access) -> bool:
@@ -82,15 +84,14 @@ def _tables_rebuilt(loop: Forall) -> bool:
     return False
 
 
-def _starts_apart(loop: Forall, result: Access) -> bool:
-    """Each iteration can begin without the one before: no operand's position carries over `loop`, and
-    the threads of a stepped one write a dense result."""
+def _starts_apart(loop: Forall) -> bool:
+    """Each iteration can begin without the one before: no operand's position carries over `loop`, or
+    one operand alone is stepped there, with unique coordinates, whose positions the threads split."""
     levels = [_level_at(read, loop) for read in accesses(loop)]
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return (len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
-            and result.tensor.format.is_dense)
+    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
 
 
 def _level_at(read: Access, loop: Forall):
