@@ -163,7 +163,7 @@ def test_threads_share_a_sparse_loop_by_nonzeros_and_every_slice_is_run_once(thr
     kernel = asp.compile(TTM, formats={"A": "sss", "B": "dense", "C": "ssd"},
                          schedule="parallelize(i, cpu_thread, no_races)", num_threads=threads)
     np.testing.assert_allclose(kernel(A=A, B=B).to_numpy(), np.einsum("ijk,kr->ijr", dense, B))
-    assert f"_parts = {threads}" in kernel.source
+    assert f"num_threads({threads})" in kernel.source and "_parts = omp_get_num_threads()" in kernel.source
 
 
 def test_a_parallel_loop_over_positions_steps_one_operand():

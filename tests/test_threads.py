@@ -14,8 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
-from autosparse.api.kernel import Kernel
-from autosparse.cin.ast import Forall, ParallelUnit, Race, Strategy, walk
+from autosparse.cin.ast import Forall, ParallelUnit, Race, walk
 from autosparse.config import MAX_THREADS
 
 from conftest import densified
@@ -114,6 +113,8 @@ PARALLEL = [
     ("sddmm-csr", SDDMM, {"A": "csr", "B": "csr"}),
     ("mttkrp-dss", MTTKRP, {"B": "dss"}),
     ("mttkrp-csf", MTTKRP, {"B": "csf"}),
+    ("ttv-csf", "A(i,j) = B(i,j,k) * c(k)", {"B": "csf", "A": "csr"}),  # CSR rows over the tensor's positions
+    ("spgemm-dcsr", SPGEMM, {"A": "dcsr", "B": "csr", "C": "csr"}),  # appended in chunks over A's positions
 ]  # (a dense y asked for: over DCSR rows the inferred one is a sparse vector, which threads do not assemble)
 
 
@@ -165,8 +166,6 @@ SEQUENTIAL = [
     ("the result's first level is sparse", "A(i,j) = B(i,j,k) * c(k)", {"B": "csf", "A": "dcsr"}),
     ("COO repeats row coordinates, which a thread must not split", SPMV, {"A": "coo"}),
     ("a sum beside a stepped operand is a merge", "y(i) = A(i,j) * x(j) + z(i)", {"A": "dcsr", "z": "s"}),
-    ("threads stepping a sparse operand write only dense results", "A(i,j) = B(i,j,k) * c(k)",
-     {"B": "csf", "A": "csr"}),
 ]
 
 
@@ -192,19 +191,6 @@ def test_an_instrumented_kernel_counts_sequentially():
     kernel = asp.compile(SPMV, {"A": "csr"}, num_threads=2, instrument=True)
     np.testing.assert_allclose(densified(kernel(A=a, x=np.ones(30))), a @ np.ones(30))
     assert not parallel_outer_loop(kernel) and kernel.counts == {"∀i dense": 40, "∀j over A(i,j)": a.nnz}
-
-
-def test_co_iteration_chosen_per_call_under_a_parallel_row_loop_builds_no_shared_table():
-    """coiterate(j, auto) inside the threads' loop chooses among searches: a hash or bitmap table is built
-    once per kernel and would be every thread's at once."""
-    rng = np.random.default_rng(15)
-    a = sp.random(200, 1500, density=0.01, format="csr", random_state=rng)
-    x = np.where(rng.random(1500) < 0.5, 1.0, 0.0)
-    kernel = Kernel(SPMV, {"A": "csr", "x": "s"}, coiteration="auto", num_threads=2)
-    y = kernel(A=a, x=asp.Tensor.from_numpy(x, format="s"))
-    np.testing.assert_allclose(densified(y), a @ x)
-    assert kernel.chosen.parallel is not None
-    assert kernel.chosen.body.coiterate.default not in (Strategy.HASH, Strategy.BITMAP)
 
 
 _WAIT_POLICY_PROBE = """

@@ -89,6 +89,7 @@ class _Operand:
     order: int  # +1 increasing, -1 decreasing, 0 none
     unique: bool
     moved_by: int  # the depth of the innermost loop around that moves its segment (-1: none)
+    first: bool  # stepped at its first level, whose one segment a table holds from before the loops
 
     @property
     def mean(self) -> float:
@@ -104,12 +105,10 @@ def choose(loop: Forall, around: tuple[Forall, ...], tensors, extents) -> Coiter
         return coiteration.resolved(lambda tensor: Strategy.MERGE)
     trips = [_trips(outer, around[:depth], tensors, extents) for depth, outer in enumerate(around)]
     costs = {}
-    shared = any(outer.parallel is not None for outer in around)  # a table would be every thread's at once
+    shared = any(outer.parallel is not None for outer in around)
     for strategy in CHOICES:
-        if shared and strategy in (Strategy.HASH, Strategy.BITMAP):
-            continue
         candidate = coiteration.resolved(lambda tensor: strategy)
-        cost = _cost(candidate, operands, trips, extents[loop.index], adds)
+        cost = _cost(candidate, operands, trips, extents[loop.index], adds, shared)
         if cost is not None:
             costs[candidate] = cost
     return min(costs, key=costs.get) if costs else coiteration.resolved(lambda tensor: Strategy.MERGE)
@@ -135,10 +134,11 @@ def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
 
 
 def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int,
-          adds: bool = False) -> float | None:
+          adds: bool = False, shared: bool = False) -> float | None:
     """The estimated nanoseconds of the loop over all its runs, or None when lowering would refuse it.
     Where the loop `adds` operands, each term's pass may walk any of them and find the others, so each
-    must be findable while any other drives."""
+    must be findable while any other drives. Under a parallel loop (`shared`) a table is every thread's
+    at once: only one built before the loops, of an operand's first level, may be found in."""
     strategy = {op.access: coiteration.strategy(op.access.tensor.name) for op in operands}
     if adds and not all(strategy[op.access] is Strategy.MERGE
                         or findable(strategy[op.access], op.order, op.unique, by.order)
@@ -162,6 +162,8 @@ def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float]
     for op in others:
         chosen = strategy[op.access]
         if not findable(chosen, op.order, op.unique, driver.order):
+            return None
+        if shared and chosen in (Strategy.HASH, Strategy.BITMAP) and not op.first:
             return None
         if chosen is Strategy.BITMAP and (dim + 1) * 8 > memory_limit():
             return None
@@ -195,7 +197,7 @@ def _stepped(loop: Forall, around: tuple[Forall, ...], tensors) -> list[_Operand
             continue
         moved = max((depth for depth, index in enumerate(outer) if index in access.level_indices[:level]), default=-1)
         order = 1 if properties.ordered else -1 if properties.descending else 0
-        operands.append(_Operand(access, _lengths(tensor, level), order, properties.unique, moved))
+        operands.append(_Operand(access, _lengths(tensor, level), order, properties.unique, moved, level == 0))
     return operands
 
 

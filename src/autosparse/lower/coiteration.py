@@ -16,16 +16,16 @@ from typing import Mapping, Sequence
 from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
-from ..codegen.c_ast import (Continue, Decl, Expr, Schedule, Unroll, Var, and_, call, eq, ge, gt, increment, lt, ne,
+from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, call, eq, ge, gt, increment, lt, ne,
                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, Div, IndexVar, Literal, Mul, Neg, Sub
 from . import finds
 from . import lattice as lat
-from .context import Lowering, Scope
+from .context import Lowering, Scope, count_iteration
 from .outputs import dense_operand
-from .parallel import iteration, parallel_region
+from .parallel import RowSplit, iteration, parallel_region
 from .reads import ROOT, Position, TensorLevel
 
 
@@ -383,10 +383,11 @@ def find_pass(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, role
 def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: Loop, scope: Scope) -> finds.Finder:
     q, end, _, _ = iterator_names(cx, it)
     level = cx.plan.read_levels(it.access)[it.level]
-    begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
-    return finds.Finder(strategy, level, q, begin, end, names.level_stem(cx.plan.access_ids[it.access], it.level),
-                        loop.index, driver_order,
-                        lambda what: cx.count(f"∀{loop.index} {what} {it.access}"), f"coiterate({loop.index})")
+    segment = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
+    return finds.Finder(strategy, level, q, segment[0], end,
+                        names.level_stem(cx.plan.access_ids[it.access], it.level), loop.index, driver_order,
+                        lambda what, b: count_iteration(cx.logs.counters, b, f"∀{loop.index} {what} {it.access}"),
+                        f"coiterate({loop.index})", segment if it.level == 0 else None)
 
 
 def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope) -> None:
@@ -404,37 +405,21 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
     if not cx.plan.read_levels(it.access)[it.level].unique:
         raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
                             f"not split")
-    weight = lambda position: _entries_before(cx, it, position)
-    first = cx.b.decl("const int64_t", names.part(q.name, "first"), q)
-    parts = cx.b.decl("const int64_t", names.part(q.name, "parts"), cx.plan.num_threads or call("omp_get_max_threads"))
-    entries = cx.b.decl("const int64_t", names.part(q.name, "entries"), weight(end) - weight(first))
-    part, span, side = Var(names.part(q.name, "part")), Var(names.part(q.name, "span")), Var("side")
-    share, low, high, middle = Var("share"), Var("low"), Var("high"), Var("middle")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
-    # holding an equal share of the entries below: it writes one stretch of the result, and a skewed
-    # tensor's heavy slices are spread out. (Chunks taken as threads finish were 10-20% slower on TTM.)
-    with parallel_region(cx, stmt, [], scope, Schedule("static", 1)) as inner, \
-            cx.b.for_(Decl("int64_t", part.name, 0), lt(part, parts), increment(part)):
-        cx.b.decl("int64_t", span.name, length=2)
-        with cx.b.for_(Decl("int", side.name, 0), lt(side, 2), increment(side)):
-            cx.b.decl("const int64_t", share.name, part + side)
-            cx.b.decl("int64_t", low.name, first)
-            cx.b.decl("int64_t", high.name, end)
-            with cx.b.while_(and_(lt(share, parts), lt(low, high))):
-                cx.b.decl("const int64_t", middle.name, low + (high - low) // 2)
-                with cx.b.if_(lt(weight(middle), weight(first) + entries * share // parts)):
-                    cx.b.assign(low, middle + 1)
-                with cx.b.else_():
-                    cx.b.assign(high, middle)
-            cx.b.assign(span[side], ternary(lt(share, parts), low, end))
-        sparse_loop(cx, stmt, loop, lattice, point, inner, span=(span[0], span[1]))
+    # holding an equal share of the entries below: it writes one stretch of the result (its rows, in every
+    # phase of a CSR result's assembly), and a skewed tensor's heavy slices are spread out. (Chunks taken
+    # as threads finish were 10-20% slower on TTM.)
+    slices = RowSplit(loop.index, lambda position: position + _entries_before(cx, it, position), q, end)
+    with parallel_region(cx, stmt, [], scope, rows=slices) as inner:
+        sparse_loop(cx, stmt, loop, lattice, point, inner, span=(slices.first, slices.stop))
 
 
 def _entries_before(cx: Lowering, it: lat.Iterator, position: Expr) -> Expr:
     """The entries an operand stores below the positions before `position` of the iterator's level,
     summed over the levels reached by following positions down (up to an offset; a dense suffix counts
     as one level): what visiting them costs, as a fiber of TTM's result costs a write besides its
-    nonzeros' work. It increases with `position`, which is all that splitting evenly needs."""
+    nonzeros' work. It never decreases with `position` (with one per position added, it increases,
+    which splitting evenly needs: no position lies beyond the last thread's share)."""
     counts = []
     for level in cx.plan.read_levels(it.access)[it.level + 1:]:
         if not (isinstance(level, TensorLevel) and Capability.POSITION_ITERATION in level.level.capabilities):

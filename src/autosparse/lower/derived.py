@@ -22,7 +22,7 @@ from . import finds
 from . import lattice as lat
 from .coiteration import (Loop, case_body, declare_iterators, iterator_names, load, loop_lattice, point_cases,
                           sparse_iterators, survey)
-from .context import Fixed, Lowering, Scope
+from .context import Fixed, Lowering, Scope, count_iteration
 from .outputs import hoisting, store, target_position
 from .parallel import iteration, parallel_region
 from .reads import ROOT, Position
@@ -328,7 +328,8 @@ def _found_at(cx: Lowering, sparse: list[lat.Iterator], stmt: Forall, rule,
         begin, _ = level.range(scope.reads.get((it.access, it.level - 1), ROOT))
         finder = finds.Finder(Strategy.BINARY, level, q, begin, end,
                               names.level_stem(cx.plan.access_ids[it.access], it.level), stmt.index, 1,
-                              lambda what: cx.count(f"∀{stmt.index} {what} {it.access}"), str(rule))
+                              lambda what, b: count_iteration(cx.logs.counters, b,
+                                                              f"∀{stmt.index} {what} {it.access}"), str(rule))
         finder.prepare(cx.logs.tables, scope.parallel, cx.b)
         found[it] = finder.find(names.coordinate(stmt.index), cx.b)
         if not level.unique:

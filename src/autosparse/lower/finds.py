@@ -10,9 +10,10 @@ The strategies differ in what the finding costs and what it needs (coiterate/fin
     bitmap  a dense array, coordinate -> position, built likewise     O(len(driver) + len(found)), dim memory
 
 A segment's table is rebuilt only when the segment changes: keyed by its [begin, end) positions (two
-segments with the same bounds hold the same entries), so a vector found inside every row of a matrix
-(SpMSpV) is hashed once per call. Tables live for the whole kernel call; they are the kernel's own, so
-a loop inside a parallel loop may not use them.
+segments with the same bounds hold the same entries). The table of an operand's first level, whose one
+segment no loop moves (the vector of SpMSpV), is built once before the loops, so every thread of a
+parallel loop reads it and none writes it. Tables live for the whole kernel call; they are the kernel's
+own, so a loop inside a parallel loop may not use one whose segment moves.
 
 Sums work with every strategy: the loop makes one pass per driver, one driver for each way a
 coordinate can enter the result (each bottom point of the lattice); a pass skips the coordinates that
@@ -36,8 +37,9 @@ from ..coiterate.findable import NEEDS, findable
 from ..runtime.abi import ReturnCode
 from .reads import ReadLevel
 
-#: A table's name -> (its strategy, the index whose dimension a bitmap covers).
-Tables = dict[str, tuple[Strategy, IndexVar]]
+#: A table's name -> (its strategy, the index whose dimension a bitmap covers, and its finder where the
+#: table holds a segment no loop moves, built before the loops).
+Tables = dict[str, tuple[Strategy, IndexVar, "Finder | None"]]
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,8 @@ class Finder:
     """The C code that finds coordinates of one iterator's current segment, for one pass.
 
     `position`/`end` name the iterator's position variable and segment end (declared by the loop);
-    `begin` is its segment's first position; `ident` names what this finder declares."""
+    `begin` is its segment's first position; `ident` names what this finder declares; `fixed` is the
+    segment's [begin, end) where no loop moves it (the operand's first level), else None."""
 
     strategy: Strategy
     level: ReadLevel
@@ -137,8 +140,9 @@ class Finder:
     ident: str
     index: IndexVar  # the loop's
     driver_order: int
-    count: Callable[[str], None]
+    count: Callable[[str, CBuilder], None]  # emits a count of `what` into a builder (instrumented kernels)
     label: str
+    fixed: tuple[Expr, Expr] | None = None
 
     @property
     def table(self) -> str:
@@ -153,7 +157,11 @@ class Finder:
         return Var(names.part(self.table, part) if part else self.table)
 
     def prepare(self, tables: Tables, parallel: bool, b: CBuilder) -> None:
-        """Before the pass: rewind a search, or make the segment's table current."""
+        """Before the pass: rewind a search, or make the segment's table current (that of a segment no loop
+        moves is made so before the loops: `build_fixed`)."""
+        if self.strategy in (Strategy.HASH, Strategy.BITMAP) and self.fixed is not None:
+            tables[self.table] = (self.strategy, self.index, self)
+            return
         lo = b.decl("const int64_t", self._own("lo").name, self.begin)
         if self.strategy in (Strategy.MERGE, Strategy.GALLOP):
             b.assign(Var(self.position), lo if self._forwards else Var(self.end) - 1)
@@ -161,8 +169,8 @@ class Finder:
             if parallel:
                 raise ScheduleError(f"{self.label}: a {self.strategy.value} table is built once for the kernel, and "
                                     f"a parallel loop around would share it between threads: use gallop or binary")
-            tables[self.table] = (self.strategy, self.index)
-            self._build(lo, b)
+            tables[self.table] = (self.strategy, self.index, None)
+            self._build(lo, Var(self.end), b)
 
     @property
     def _forwards(self) -> bool:
@@ -187,7 +195,7 @@ class Finder:
         q = Var(self.position)
         if self.strategy is Strategy.MERGE:
             with b.while_(and_(self._inside(q), self._before(crd(q), index))):
-                self.count("scan")
+                self.count("scan", b)
                 b.expr(increment(q) if self._forwards else decrement(q))
         elif self.strategy is Strategy.GALLOP:
             self._gallop(index, b)
@@ -210,7 +218,7 @@ class Finder:
         first = b.decl("int64_t", self._own("a").name, self._own("lo"))
         past = b.decl("int64_t", self._own("z").name, end)
         with b.while_(lt(first, past)):
-            self.count("bisect")
+            self.count("bisect", b)
             middle = b.decl("const int64_t", self._own("m").name, first + (past - first) // 2)
             with b.if_(sooner(crd(middle), index)):
                 b.assign(first, middle + 1)
@@ -226,14 +234,14 @@ class Finder:
             leap = b.decl("int64_t", self._own("leap").name, 1)
             probe = b.decl("int64_t", self._own("probe").name, self._ahead(q, 1))
             with b.while_(and_(self._inside(probe), self._before(crd(probe), index))):
-                self.count("leap")
+                self.count("leap", b)
                 b.assign(last, probe)
                 b.assign(leap, 1, "<<=")
                 b.assign(probe, self._ahead(last, leap))
             with b.if_(not_(self._inside(probe))):
                 b.assign(probe, Var(self.end) if self._forwards else self._own("lo") - 1)
             with b.while_(or_(gt(probe - last, 1), gt(last - probe, 1))):
-                self.count("bisect")
+                self.count("bisect", b)
                 middle = b.decl("const int64_t", self._own("m").name, last + (probe - last) // 2)
                 with b.if_(self._before(crd(middle), index)):
                     b.assign(last, middle)
@@ -243,19 +251,25 @@ class Finder:
 
     # --- tables -----------------------------------------------------------------------------------------
 
-    def _build(self, lo: Var, b: CBuilder) -> None:
+    def build_fixed(self, b: CBuilder) -> None:
+        """Make the table hold the segment no loop moves, before the loops."""
+        with b.block():
+            self._build(b.decl("const int64_t", self._own("lo").name, self.fixed[0]),
+                        b.decl("const int64_t", self._own("end").name, self.fixed[1]), b)
+
+    def _build(self, lo: Var, end: Expr, b: CBuilder) -> None:
         """Make the table hold the segment [lo, end), unless it already does."""
-        table, end, q = Var(self.table), Var(self.end), Var("q")
+        table, q = Var(self.table), Var("q")
         with b.if_(or_(ne(lo, self._table("lo")), ne(end, self._table("hi")))):
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
                 with b.for_range(q.name, self._table("lo"), self._table("hi")):
                     self._skip_vacant(q, b)
                     b.assign(table[self.level.coordinate(q)], 0)
             else:
-                self._size_table(lo, b)
+                self._size_table(lo, end, b)
             with b.for_range(q.name, lo, end):
                 self._skip_vacant(q, b)
-                self.count("build")
+                self.count("build", b)
                 if self.strategy is Strategy.BITMAP:
                     b.assign(table[self.level.coordinate(q)], q + 1)
                 else:
@@ -269,10 +283,10 @@ class Finder:
             with b.if_(vacant):
                 b.continue_()
 
-    def _size_table(self, lo: Var, b: CBuilder) -> None:
+    def _size_table(self, lo: Var, end: Expr, b: CBuilder) -> None:
         """A hash table of twice the segment's length (a power of two), emptied."""
         table, capacity = Var(self.table), self._table("capacity")
-        length = b.decl("const int64_t", "length", Var(self.end) - lo)
+        length = b.decl("const int64_t", "length", end - lo)
         slots = b.decl("int64_t", "slots", 16)
         with b.while_(lt(slots, 2 * length)):
             b.assign(slots, 1, "<<=")
@@ -299,7 +313,7 @@ class Finder:
         at = b.decl("int64_t", found, -1)
         slot = b.decl("uint64_t", self._own("slot").name, call("hash64", index) & mask)
         with b.while_(ge(table[2 * slot], 0)):
-            self.count("probe")
+            self.count("probe", b)
             with b.if_(eq(table[2 * slot], index)):
                 b.assign(at, table[2 * slot + 1])
                 b.break_()
@@ -311,8 +325,8 @@ HASH_HELPER = Prelude("hash64")
 
 
 def declare_tables(tables: Tables, b: CBuilder) -> None:
-    """The kernel's tables, empty (no segment held), before its loops."""
-    for name, (strategy, index) in tables.items():
+    """The kernel's tables before its loops: empty (no segment held), or holding the segment no loop moves."""
+    for name, (strategy, index, fixed) in tables.items():
         if strategy is Strategy.BITMAP:
             table = b.decl("int64_t *restrict", name,
                            call("calloc", cast("size_t", Var(names.extent(index))) + 1, SizeOf("int64_t")))
@@ -324,6 +338,8 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
         b.comment("the segment it holds: none yet")
         b.decl("int64_t", names.part(name, "lo"), -1)
         b.decl("int64_t", names.part(name, "hi"), -1)
+        if fixed is not None:
+            fixed.build_fixed(b)
 
 
 def release_tables(tables: Tables, b: CBuilder) -> None:

@@ -63,7 +63,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                         workspaces=_workspace_sizes(stmt, types.values[survey.result.name]),
                         bounds=tuple(r for r in survey.provenance.relations if isinstance(r, Bound)),
                         openmp=survey.openmp,
-                        bitmaps=tuple(index for strategy, index in lowering.tables.values()
+                        bitmaps=tuple(index for strategy, index, _ in lowering.tables.values()
                                       if strategy is Strategy.BITMAP),
                         hashed=tuple(sorted({access.tensor.name for access in reads.keyed})),
                         zeroes_result=lowering.zeroed_rows)
@@ -237,7 +237,7 @@ def _top_level(survey: _Survey, reads: _Reads, workspaces: Mapping[str, Workspac
         top.append(ORDER_HELPER)
     for workspace in workspaces.values():
         top += workspace.helpers()
-    if any(strategy is Strategy.HASH for strategy, _ in tables.values()):
+    if any(strategy is Strategy.HASH for strategy, _, _ in tables.values()):
         top.append(finds.HASH_HELPER)
     for width in sorted({access.tensor.order for access in reads.keyed}):
         top += keyed.helpers(width)

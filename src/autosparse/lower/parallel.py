@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..cin.ast import Access, Forall, ParallelUnit, Race, Where, accesses, assignments, walk
 from ..codegen import names
@@ -28,15 +28,19 @@ from .writes import Target
 
 @dataclass(frozen=True)
 class RowSplit:
-    """A parallel loop over a whole dimension dealt to threads as contiguous runs of rows of about equal
-    work, thread t the t-th run, instead of equal counts of rows (OpenMP's static schedule): a row's work
-    is one plus its stored entries in the CSR-like operands the loop drives (`entries`: the C expression
-    of the entries before row r, given r). Power-law rows defeat the static split (R-MAT SpMV at 2
+    """A parallel loop over a run of rows dealt to threads as contiguous runs of about equal work, thread t
+    the t-th run, instead of equal counts of rows (OpenMP's static schedule). The rows are a whole
+    dimension, a row's work one plus its stored entries in the CSR-like operands the loop drives; or they
+    are one operand's positions [`begin`, `end`) (TTV, TTM over a CSF tensor's first level), a position's
+    work one plus the entries stored below it. Power-law rows defeat the static split (R-MAT SpMV at 2
     threads: 53.2 ms static, 41.9 ms split by entries on an idle 2-core run, docs/notes/perf30-parallel-2.md);
-    contiguous runs in thread order keep what the chunked assembly of a sparse result relies on."""
+    contiguous runs in thread order keep what the chunked assembly of a sparse result relies on, in
+    every phase alike."""
 
     index: IndexVar
-    drivers: tuple[tuple[ReadLevel, ReadLevel], ...]  # each driving operand's row level and entry level
+    work_before: Callable[[Expr], Expr]  # the work before a row, given its C expression (increasing with it)
+    begin: Expr
+    end: Expr
 
     @property
     def first(self) -> Var:
@@ -46,23 +50,18 @@ class RowSplit:
     def stop(self) -> Var:
         return Var(names.user(self.index, "stop"))
 
-    def work_before(self, row: Expr) -> Expr:
-        """The rows and stored entries before `row` (increasing with it; `row` may be the extent)."""
-        return sum((entries.range(rows.locate(ROOT, row))[0] for rows, entries in self.drivers), row)
-
     def deal(self, b: CBuilder, thread: Expr, team: Expr) -> None:
         """Declare the first and stop rows of thread `thread` of `team`: the rows before which that
         thread's and the next one's shares of the work begin (binary searches in the operands' pos)."""
-        extent = Var(names.extent(self.index))
-        start = b.decl("const int64_t", names.user(self.index, "work0"), self.work_before(Literal(0)))
-        total = b.decl("const int64_t", names.user(self.index, "work"), self.work_before(extent) - start)
+        start = b.decl("const int64_t", names.user(self.index, "work0"), self.work_before(self.begin))
+        total = b.decl("const int64_t", names.user(self.index, "work"), self.work_before(self.end) - start)
         part = b.decl("const int64_t", names.user(self.index, "part"), thread)
         parts = b.decl("const int64_t", names.user(self.index, "parts"), team)
         for bound, share in ((self.first, part), (self.stop, part + 1)):
-            b.decl("int64_t", bound.name, Literal(0))
+            b.decl("int64_t", bound.name, self.begin)
             with b.block():
                 goal = b.decl("const int64_t", "goal", start + total * share // parts)
-                high = b.decl("int64_t", "high", extent)
+                high = b.decl("int64_t", "high", self.end)
                 with b.while_(lt(bound, high)):
                     middle = b.decl("const int64_t", "middle", bound + (high - bound) // Literal(2))
                     with b.if_(lt(self.work_before(middle), goal)):
@@ -79,7 +78,11 @@ def row_split(cx: Lowering, stmt: Forall, whole: bool) -> RowSplit | None:
     written = {a.lhs.tensor.name for a in assignments(stmt)}
     found = (_rows_and_entries(cx, read, stmt) for read in accesses(stmt.body) if read.tensor.name not in written)
     drivers = tuple(levels for levels in found if levels is not None)
-    return RowSplit(stmt.index, drivers) if drivers else None
+    if not drivers:
+        return None
+    return RowSplit(stmt.index, lambda row: sum((entries.range(rows.locate(ROOT, row))[0] for rows, entries in drivers),
+                                                row),
+                    Literal(0), Var(names.extent(stmt.index)))
 
 
 def _rows_and_entries(cx: Lowering, read: Access, stmt: Forall) -> tuple[ReadLevel, ReadLevel] | None:
@@ -94,7 +97,8 @@ def _rows_and_entries(cx: Lowering, read: Access, stmt: Forall) -> tuple[ReadLev
 @contextmanager
 def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
                     schedule: Schedule = Schedule(), rows: RowSplit | None = None) -> Iterator[Scope]:
-    """Around a loop over a whole dimension run in parallel, the OpenMP code; yields the scope of its body.
+    """Around a loop over a whole dimension (or one operand's positions) run in parallel, the OpenMP code;
+    yields the scope of its body.
 
     Iterations share what is declared outside the loop: the results, and the registers of reductions
     around it (this loop's own, when it is the reduction). `no_races` promises they do not race, so a
@@ -107,7 +111,7 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
     opens the region around all phases). Loops co-iterating a sparse operand (its position carries from iteration
     to iteration) are refused. Given `rows`, the caller's loop runs from `rows.first` to `rows.stop`, which
     the region declares: the running thread's rows where no OpenMP clause needs a worksharing loop, else
-    the whole dimension, shared by `omp for`."""
+    all of them, shared by `omp for`."""
     command = f"parallelize({stmt.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
     unit, race = stmt.parallel.unit, stmt.parallel.race
     if unit is ParallelUnit.CPU_VECTOR and race is Race.ATOMICS:
@@ -198,13 +202,13 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
 
 def _shared_loop(b: CBuilder, rows: RowSplit | None, schedule: Schedule, clauses: tuple) -> None:
     """Inside a region, before the loop its threads share: each thread's rows (`rows`, no clause), or
-    `omp for` over the whole dimension."""
+    `omp for` over all of them."""
     if rows is not None and not clauses:
         rows.deal(b, call("omp_get_thread_num"), call("omp_get_num_threads"))
         return
     if rows is not None:
-        b.decl("const int64_t", rows.first.name, Literal(0))
-        b.decl("const int64_t", rows.stop.name, Var(names.extent(rows.index)))
+        b.decl("const int64_t", rows.first.name, rows.begin)
+        b.decl("const int64_t", rows.stop.name, rows.end)
     b.pragma(OmpFor(schedule, clauses))
 
 

@@ -40,7 +40,7 @@ from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
 from .lastfirst import LastFirst
-from .schedules import Chosen, assembly_format, derived_indices, scheduled, written_as_cin
+from .schedules import assembly_format, derived_indices, parallel_by_default, scheduled, written_as_cin
 from .specialise import specialise
 
 #: Below this many stored entries in all its operands (a dense one counts its size), a call of the default
@@ -90,9 +90,9 @@ class Kernel:
         self.schedule, self.instrument = schedule, instrument
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
-        # the default schedule and an autoscheduler's pick are scheduled per call: on threads only for calls
-        # with the work to share them (PARALLEL_MIN_ENTRIES), the default legalised for the call's extents
-        self._per_call = schedule is None or isinstance(schedule, Chosen)
+        # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
+        # threads only for calls with the work to share them (PARALLEL_MIN_ENTRIES), legalised for its extents
+        self._per_call = parallel_by_default(schedule)
         self._sized_threads = self._per_call and not instrument and self.num_threads > 1
         self._cin = self._scheduled({})
         if coiteration not in (None, "auto"):

@@ -2,9 +2,10 @@
 
 A schedule is nothing (the default schedule), hand-written CIN (text or a statement), or scheduling
 commands (a `Schedule` or their text) replayed on the default schedule; the default schedule and replayed
-commands are legalised for the extents at hand. The default schedule, and CIN an autoscheduler chose
-(`Chosen`), are made parallel where the kernel may use several threads and the outermost loop shares well
-(`schedule.autoparallel`); a schedule the user gives runs as given.
+commands are legalised for the extents at hand. The default schedule, CIN an autoscheduler chose
+(`Chosen`) and commands that only choose co-iteration strategies are made parallel where the kernel may
+use several threads and the outermost loop shares well (`schedule.autoparallel`, `parallel_by_default`);
+any other schedule the user gives runs as given.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
         schedule = Schedule.parse(text)
     if isinstance(schedule, Schedule):
         stmt = legalise(schedule.apply(unscheduled(assignment, formats)), extents)
+        if strategies_only(schedule):
+            return parallelized(stmt, threads)
     elif hasattr(schedule, "children") and not blocked_operands:
         result = assignment.lhs.tensor
         stmt = _assembling(schedule, result, formats[result])
@@ -72,6 +75,22 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
     if not blocked_operands:  # block views are read at the block variables, not the expression's indices
         check_computes(stmt, assignment)
     return stmt
+
+
+def parallel_by_default(schedule) -> bool:
+    """Whether a kernel of `schedule` runs on threads by the default schedule's rule, sized per call."""
+    return schedule is None or isinstance(schedule, Chosen) or strategies_only(schedule)
+
+
+def strategies_only(schedule) -> bool:
+    """Whether `schedule` is commands that only choose how loops meet their operands (`coiterate(j, auto)`):
+    they keep the default schedule's loops, so its reasons to share the outermost loop among threads still
+    hold (a table that threads could not share keeps the loop sequential: `autoparallel`), while a user
+    who orders, splits or parallelises loops by hand means the kernel to run as written."""
+    if isinstance(schedule, str) and not written_as_cin(schedule) and schedule.strip() != "auto":
+        schedule = Schedule.parse(schedule)
+    return isinstance(schedule, Schedule) and bool(schedule.commands) and all(
+        command.name == "coiterate" for command in schedule.commands)
 
 
 def written_as_cin(schedule) -> bool:

@@ -13,15 +13,21 @@ A loop is shared when every thread can write rows of its own and has work in eac
   compressed one, `dds` from `dss`, shares the operand's positions, which threads cannot split); a loop
   over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
-  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
-  into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
+  alone is stepped (unique coordinates, no sum beside it), whose positions the threads split into runs of
+  equal entries below (TTV, MTTKRP, TTM over a CSF tensor's first level); a CSR-like result is then
+  assembled by each thread in the rows of its run, the rows no iteration visits left empty (stored at the
+  operand's positions where the result shares its pattern, else appended in chunks, phase by phase).
+- no hash or bitmap table inside is rebuilt as the loop runs (a table is every thread's at once): only
+  the table of an operand's first level, whose one segment lowering builds before the loops, may be (the
+  vector of SpMSpV under `coiterate(j, bitmap)`).
 Whether the loop may be parallel at all is the `parallelize` command's to say: its checks are applied,
-not repeated. Explicit schedules never come here.
+not repeated. Schedules written by hand come here only as commands that choose co-iteration strategies
+alone (`pipeline.schedules.strategies_only`), which keep the default schedule's loops.
 """
 
 from __future__ import annotations
 
-from ..cin.ast import Access, Forall, ParallelUnit, Race, Stmt, accesses, assignments, walk
+from ..cin.ast import Access, Forall, ParallelUnit, Race, Stmt, Strategy, accesses, assignments, walk
 from ..cin.provenance import split_relations
 from ..errors import ScheduleError
 from ..notation.ast import Add, Sub
@@ -45,7 +51,7 @@ def _shares_well(loop: Stmt) -> bool:
         return False
     result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _worth_a_thread(loop, result) and _starts_apart(loop, result))
+            and _worth_a_thread(loop, result) and _starts_apart(loop) and not _tables_rebuilt(loop))
 
 
 def _worth_a_thread(loop: Forall, result: Access) -> bool:
@@ -58,15 +64,34 @@ def _worth_a_thread(loop: Forall, result: Access) -> bool:
     return bool(inner) and (all(below) or not any(below))
 
 
-def _starts_apart(loop: Forall, result: Access) -> bool:
-    """Each iteration can begin without the one before: no operand's position carries over `loop`, and
-    the threads of a stepped one write a dense result."""
+def _tables_rebuilt(loop: Forall) -> bool:
+    """Whether a loop inside finds an operand by a hash or bitmap table below the operand's first level,
+    whose segment, and so its table, changes as the loops run. Of the operands a loop steps, lowering
+    walks one (one asked to merge, if any) and finds the others: a table strategy below the first level is
+    safe only on the one operand stepped there, with no other to walk."""
+    for inner in walk(loop.body):
+        if not isinstance(inner, Forall) or inner.coiterate is None:
+            continue
+        stepped = {read: read.level_indices.index(inner.index) for read in accesses(inner.body)
+                   if inner.index in read.level_indices}
+        stepped = {read: level for read, level in stepped.items()
+                   if not read.tensor.format.levels[level].properties.full}
+        strategy = {read: inner.coiterate.strategy(read.tensor.name) for read in stepped}
+        deeper = [read for read, level in stepped.items() if level > 0]
+        if (any(strategy[read] in (Strategy.HASH, Strategy.BITMAP) for read in deeper)
+                and (len(deeper) > 1 or Strategy.MERGE in strategy.values())):
+            return True
+    return False
+
+
+def _starts_apart(loop: Forall) -> bool:
+    """Each iteration can begin without the one before: no operand's position carries over `loop`, or
+    one operand alone is stepped there, with unique coordinates, whose positions the threads split."""
     levels = [_level_at(read, loop) for read in accesses(loop)]
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return (len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
-            and result.tensor.format.is_dense)
+    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
 
 
 def _level_at(read: Access, loop: Forall):
