@@ -43,6 +43,12 @@ class RowSplit:
     end: Expr
 
     @property
+    def whole_dimension(self) -> bool:
+        """Whether the rows are a whole dimension, whose bounds the kernel knows before any loop runs (one
+        operand's positions are bounded by a loop's position variables, declared in each phase)."""
+        return self.begin == Literal(0) and self.end == Var(names.extent(self.index))
+
+    @property
     def first(self) -> Var:
         return Var(names.user(self.index, "first"))
 
@@ -151,7 +157,7 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         return
     atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
     if chunked:  # inside the kernel's region, which made the temporaries and deals the rows once for all phases
-        if rows is not None and not clauses:
+        if rows is not None and not clauses and rows.whole_dimension:
             cx.logs.region_rows = rows
         else:
             _shared_loop(cx.b, rows, Schedule(), tuple(clauses))
