@@ -14,6 +14,12 @@ An operand whose levels are unordered (`ds~`: a product's rows, as scipy's `A @ 
 as it is by kernels that need no order (SpMV, a product's left operand); one that must merge it, or
 append from it in order, computes in its sorted format instead (`ordered_where_merged`), and the call
 sorts it in C, silently, as scipy sorts a product's indices where an operation needs them sorted.
+
+A matrix stored as coordinates that would be converted on every call (a scipy `coo_matrix`, or a COO
+Tensor whose arrays its caller can still change) is not converted where the kernel can read it as it is:
+`coordinates_as_stored` gives it in its own storage, scipy's arrays without a copy, and the kernel computes
+with it in that format wherever the result is dense and linear in it (`linear_in`), so coordinates in any
+order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import numpy as np
 
 from ..errors import PerformanceWarning
 from ..format import Format
+from ..notation import Access, Add, Div, Mul, Neg, Sub, Sum, accesses
 from ..runtime.conversion import native_conversion
 from ..tensor import Tensor, as_tensor
 from ..tensor import storage as st
@@ -36,6 +43,7 @@ from .result_format import in_increasing_order
 
 _SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
 _UNSORTED_COORDINATES = Format("u~q")
+_COORDINATES = (Format("coo", order=2), _UNSORTED_COORDINATES)
 _PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
@@ -78,6 +86,35 @@ def ordered_where_merged(formats: Mapping[str, "Format | Layout"], result: str,
             if lowers(kept):
                 ordered = kept
     return ordered
+
+
+def coordinates_as_stored(value, fmt: Format) -> Tensor | None:
+    """A matrix stored as coordinates, given to a kernel computing in another `fmt`, as a Tensor in its own
+    storage where reading it so costs less than converting it: a scipy coo matrix (its arrays, converted
+    on every call otherwise) or a coordinate Tensor that keeps no conversion. None for anything else: a
+    Tensor that keeps its conversion pays it once, after which the compressed copy is the cheaper to read
+    (no row per entry)."""
+    stored = _stored_format(value)
+    if stored is None or stored == fmt or stored not in _COORDINATES:
+        return None
+    if isinstance(value, Tensor):
+        return None if value.keeps_conversions else value
+    return _coordinates(value)
+
+
+def linear_in(expr, name: str) -> bool:
+    """Whether `expr` reads tensor `name` once, through sums, products, negations and dividends only: then
+    its entries may be read in any order and repeated coordinates one by one, since the terms they give
+    add up to the term of their sum."""
+    return sum(access.tensor == name for access in accesses(expr)) == 1 and _through_linear(expr, name)
+
+
+def _through_linear(node, name: str) -> bool:
+    if isinstance(node, Access):
+        return node.tensor == name
+    if isinstance(node, Div):
+        return _through_linear(node.left, name)
+    return isinstance(node, (Add, Sub, Mul, Neg, Sum)) and any(_through_linear(c, name) for c in node.children())
 
 
 def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
@@ -133,8 +170,13 @@ def _coordinates(matrix) -> Tensor | None:
     if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
             or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
         return None
-    rows, cols = matrix.shape
-    if len(row) and not (0 <= row.min() and row.max() < rows and 0 <= col.min() and col.max() < cols):
+    if len(row) and not (_largest(row) < matrix.shape[0] and _largest(col) < matrix.shape[1]):
         return None
     levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": st.read_only(row)}, {"crd": st.read_only(col)})
     return Tensor.from_read_only_storage(matrix.shape, _UNSORTED_COORDINATES, st.Storage(levels, st.read_only(data)))
+
+
+def _largest(coordinates: np.ndarray) -> int:
+    """The largest coordinate read as unsigned, so a negative one counts as too large: one pass, not the
+    two of a minimum and a maximum (a third of a COO SpMV's time on 2 million entries)."""
+    return int(coordinates.view(np.dtype(f"u{coordinates.dtype.itemsize}")).max())

@@ -1,0 +1,154 @@
+"""A scipy coo_matrix given to a kernel computing in CSR is read as it is stored (issue 30, section coo):
+coordinates in any order, repeated ones summed, with no conversion and no PerformanceWarning, wherever
+the result is dense and linear in it; elsewhere it is converted, as before. Each result is compared with
+numpy on the matrix's dense copy (scipy sums repeated coordinates)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as hs
+
+import autosparse as asp
+from autosparse.pipeline import conversions
+from autosparse.pipeline.conversions import linear_in
+from autosparse.notation import parse
+from kernel_cases import stratified
+
+SPMV = "y(i) = A(i,j) * x(j)"
+KERNELS = {  # expression, formats, the dense reference from A's dense copy and the dense operand
+    "spmv": (SPMV, {"A": "csr"}, lambda a, d: a @ d[:, 0]),
+    "spmv-transposed": ("y(j) = A(i,j) * x(i)", {"A": "csr"}, lambda a, d: a.T @ d[:, 0]),
+    "spmm": ("C(i,k) = A(i,j) * X(j,k)", {"A": "csr", "X": "dd"}, lambda a, d: a @ d),
+    "scaled sum": ("y(i) = -(2 * A(i,j) * x(j))", {"A": "csr"}, lambda a, d: -2 * (a @ d[:, 0])),
+}
+CASES = ("unsorted", "duplicated", "empty", "single entry", "explicit zeros", "size-1 rows", "size-1 columns")
+
+
+def _coo(case: str, index_dtype, seed: int = 0) -> sp.coo_matrix:
+    rng = np.random.default_rng(seed)
+    shape = {"size-1 rows": (1, 7), "size-1 columns": (6, 1), "empty": (0, 5)}.get(case, (6, 9))
+    nnz = {"empty": 0, "single entry": 1}.get(case, 20)
+    row, col = rng.integers(0, shape[0], nnz) if shape[0] else np.zeros(0, int), rng.integers(0, shape[1], nnz)
+    if case == "duplicated":
+        row, col = np.concatenate([row, row[:7]]), np.concatenate([col, col[:7]])
+    vals = rng.integers(-4, 5, len(row)).astype(float)
+    if case == "explicit zeros":
+        vals[::3] = 0
+    return sp.coo_matrix((vals, (row.astype(index_dtype), col.astype(index_dtype))), shape=shape)
+
+
+def _operands(expression, formats, matrix, rng):
+    name = "X" if "X" in formats else "x"
+    extent = matrix.shape[0] if "x(i)" in expression else matrix.shape[1]
+    dense = rng.integers(-3, 4, (extent, 3)).astype(float)
+    return {"A": matrix, name: dense if name == "X" else dense[:, 0].copy()}, dense
+
+
+@pytest.fixture
+def no_conversion(monkeypatch):
+    """Any conversion of an operand, or a PerformanceWarning, fails the test."""
+    def converted(*args):
+        raise AssertionError("the operand was converted")
+    monkeypatch.setattr(conversions, "native_conversion", converted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", asp.PerformanceWarning)
+        yield
+
+
+@pytest.mark.parametrize("kernel, case, index_dtype, threads",
+                         stratified([list(KERNELS), CASES, [np.int32, np.int64], [1, 2]], 16, "coo operands"))
+def test_coo_operand_is_read_as_stored(kernel, case, index_dtype, threads, no_conversion):
+    expression, formats, reference = KERNELS[kernel]
+    matrix = _coo(case, index_dtype)
+    operands, dense = _operands(expression, formats, matrix, np.random.default_rng(1))
+    result = asp.Kernel(expression, formats=formats, num_threads=threads)(**operands)
+    np.testing.assert_array_equal(result, reference(matrix.toarray(), dense))
+
+
+def test_large_operand_on_two_threads_is_read_as_stored(no_conversion):
+    """Over PARALLEL_MIN_ENTRIES, where a CSR SpMV would run on threads: scattered rows stay sequential."""
+    rng = np.random.default_rng(2)
+    n, nnz = 3000, 1 << 17
+    matrix = sp.coo_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    x = rng.random(n)
+    np.testing.assert_allclose(asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)(A=matrix, x=x), matrix @ x)
+
+
+def test_a_later_change_of_the_matrix_is_seen(no_conversion):
+    matrix, x = _coo("unsorted", np.int32), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"})
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    matrix.data *= 3
+    matrix.row[:] = matrix.row[::-1].copy()
+    matrix.col[0] = 8
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    assert spmv.warm_calls == 0 and not spmv.ran_parallel
+
+
+@pytest.mark.parametrize("expression, formats", [
+    ("y(i) = A(i,j) * x(j) + z(i)", {"A": "csr"}),  # a merge with z over i: needs rows in order
+    ("y(i) = A(i,j) * A(i,j) * x(j)", {"A": "csr"}),  # not linear: repeated coordinates are summed first
+])
+def test_elsewhere_it_is_converted(expression, formats):
+    matrix = _coo("duplicated", np.int32)
+    a, x, z = matrix.toarray(), np.arange(9.0), np.arange(6.0)
+    operands = {"A": matrix, "x": x, **({"z": z} if "z(i)" in expression else {})}
+    with pytest.warns(asp.PerformanceWarning, match="converted on every call"):
+        result = asp.Kernel(expression, formats=formats)(**operands)
+    expected = a @ x + z if "z(i)" in expression else (a * a) @ x
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_a_sparse_result_converts():
+    matrix = _coo("duplicated", np.int32)
+    with pytest.warns(asp.PerformanceWarning):
+        result = asp.Kernel("B(i,j) = A(i,j) * 2", formats={"A": "csr", "B": "csr"})(A=matrix)
+    np.testing.assert_array_equal(result.to_numpy(), 2 * matrix.toarray())
+
+
+@pytest.mark.parametrize("change", ["mixed index dtypes", "unsigned indices", "strided", "out of range"])
+def test_arrays_it_cannot_read_as_they_are_are_converted_or_refused(change):
+    matrix = _coo("unsorted", np.int32)
+    x = np.arange(9.0)
+    if change == "mixed index dtypes":
+        matrix.col = matrix.col.astype(np.int64)
+    elif change == "unsigned indices":
+        matrix.row, matrix.col = matrix.row.astype(np.uint32), matrix.col.astype(np.uint32)
+    elif change == "strided":
+        matrix.row = np.repeat(matrix.row, 2)[::2]
+    else:
+        matrix.row[0] = -1
+        with pytest.raises(asp.FormatError, match="coordinates in"), pytest.warns(asp.PerformanceWarning):
+            asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", asp.PerformanceWarning)
+        result = asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
+    np.testing.assert_array_equal(result, matrix.toarray() @ x)
+
+
+@settings(max_examples=25, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 4), hs.integers(0, 3), hs.integers(-3, 3)), max_size=30))
+def test_any_coordinates_any_order(entries):
+    row, col, vals = (np.array(column, dtype=dtype) for column, dtype in
+                      zip(zip(*entries), (np.int32, np.int32, float))) if entries else \
+        (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    matrix = sp.coo_matrix((vals, (row, col)), shape=(5, 4))
+    x = np.array([1.0, -2.0, 3.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", asp.PerformanceWarning)
+        np.testing.assert_array_equal(asp.evaluate(SPMV, A=matrix, x=x), matrix.toarray() @ x)
+
+
+@pytest.mark.parametrize("expression, linear", [
+    ("y(i) = A(i,j) * x(j)", True),
+    ("y(i) = -(A(i,j) * x(j)) + B(i,j) * x(j)", True),
+    ("y(i) = A(i,j) / z(j)", True),
+    ("y(i) = x(j) / A(i,j)", False),
+    ("y(i) = A(i,j) * A(i,j)", False),
+    ("y(i) = B(i,j) * x(j)", False),
+])
+def test_linear_in(expression, linear):
+    assert linear_in(parse(expression).rhs, "A") is linear
