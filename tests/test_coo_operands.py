@@ -67,13 +67,42 @@ def test_coo_operand_is_read_as_stored(kernel, case, index_dtype, threads, no_co
     np.testing.assert_array_equal(result, reference(matrix.toarray(), dense))
 
 
+@pytest.mark.parametrize("case, index_dtype", stratified([("sorted",) + CASES, [np.int32, np.int64]], 10, "coo 2t"))
+def test_two_threads_split_the_entries(case, index_dtype, no_conversion):
+    """Threads take runs of entries (on operands of any size: conftest), unsorted rows adding atomically,
+    so a row whose runs two threads take still sums to scipy's (integer values: exact in any order)."""
+    matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
+    if case == "sorted":
+        matrix = sp.coo_matrix(matrix.tocsr())
+    x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    assert spmv.ran_parallel
+
+
 def test_large_operand_on_two_threads_is_read_as_stored(no_conversion):
-    """Over PARALLEL_MIN_ENTRIES, where a CSR SpMV would run on threads: scattered rows stay sequential."""
+    """Over PARALLEL_MIN_ENTRIES the COO SpMV runs on threads, a row's runs scattered over both."""
     rng = np.random.default_rng(2)
     n, nnz = 3000, 1 << 17
     matrix = sp.coo_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
     x = rng.random(n)
-    np.testing.assert_allclose(asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)(A=matrix, x=x), matrix @ x)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    np.testing.assert_allclose(spmv(A=matrix, x=x), matrix @ x)
+    assert spmv.ran_parallel
+
+
+def test_sorted_coordinates_split_at_rows():
+    """A COO Tensor in row order: threads split at rows, with no atomics (the default schedule's
+    no_races), and an explicit no_races over unsorted rows is refused."""
+    matrix = _coo("duplicated", np.int64, seed=5)
+    tensor = asp.Tensor.from_coo(np.stack([matrix.row, matrix.col]), matrix.data, matrix.shape, format="coo")
+    x = np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "coo", "y": "d"}, num_threads=2)
+    np.testing.assert_array_equal(spmv(A=tensor, x=x), matrix.toarray() @ x)
+    assert spmv.ran_parallel and "atomic" not in spmv.source
+    with pytest.raises(asp.ScheduleError, match="use atomics or temporary"):
+        _ = asp.Kernel(SPMV, formats={"A": "u~q"}, schedule="parallelize(i, cpu_thread, no_races)",
+                       num_threads=2).source
 
 
 def test_a_later_change_of_the_matrix_is_seen(no_conversion):
@@ -84,7 +113,7 @@ def test_a_later_change_of_the_matrix_is_seen(no_conversion):
     matrix.row[:] = matrix.row[::-1].copy()
     matrix.col[0] = 8
     np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
-    assert spmv.warm_calls == 0 and not spmv.ran_parallel
+    assert spmv.warm_calls == 0
 
 
 @pytest.mark.parametrize("expression, formats", [
@@ -108,8 +137,8 @@ def test_a_sparse_result_converts():
     np.testing.assert_array_equal(result.to_numpy(), 2 * matrix.toarray())
 
 
-@pytest.mark.parametrize("change", ["mixed index dtypes", "unsigned indices", "strided", "out of range"])
-def test_arrays_it_cannot_read_as_they_are_are_converted_or_refused(change):
+@pytest.mark.parametrize("change", ["mixed index dtypes", "unsigned indices", "strided"])
+def test_arrays_it_cannot_read_as_they_are_are_converted(change):
     matrix = _coo("unsorted", np.int32)
     x = np.arange(9.0)
     if change == "mixed index dtypes":
@@ -118,15 +147,21 @@ def test_arrays_it_cannot_read_as_they_are_are_converted_or_refused(change):
         matrix.row, matrix.col = matrix.row.astype(np.uint32), matrix.col.astype(np.uint32)
     elif change == "strided":
         matrix.row = np.repeat(matrix.row, 2)[::2]
-    else:
-        matrix.row[0] = -1
-        with pytest.raises(asp.FormatError, match="coordinates in"), pytest.warns(asp.PerformanceWarning):
-            asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
-        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", asp.PerformanceWarning)
         result = asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
     np.testing.assert_array_equal(result, matrix.toarray() @ x)
+
+
+@pytest.mark.parametrize("mode, bad, index_dtype, threads",
+                         stratified([[0, 1], [-1, "extent"], [np.int32, np.int64], [1, 2]], 8, "coo bounds"))
+def test_coordinates_out_of_range_are_refused(mode, bad, index_dtype, threads):
+    matrix = _coo("unsorted", index_dtype)
+    coordinates = matrix.col if mode else matrix.row
+    coordinates[5] = matrix.shape[mode] if bad == "extent" else bad
+    with pytest.raises(asp.FormatError, match=f"mode-{mode} coordinates in"), \
+            pytest.warns(asp.PerformanceWarning):
+        asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)(A=matrix, x=np.arange(9.0))
 
 
 @settings(max_examples=25, deadline=None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Where, accesses, assignments, results
+from ..cin.ast import Access, Assign, Forall, Protocol, Race, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
 from ..codegen.c_ast import (Continue, Decl, Expr, Schedule, Unroll, Var, and_, call, eq, ge, gt, increment, lt, ne,
@@ -190,7 +190,8 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
         if span is not None:
-            header = cx.b.for_(Decl("int64_t", q.name, span[0]), lt(q, span[1]), increment(q))
+            step = increment(q) if level.unique else None  # a run's end is the next position (`seg`)
+            header = cx.b.for_(Decl("int64_t", q.name, span[0]), lt(q, span[1]), step)
         else:
             header = cx.b.for_(None, lt(q, end), increment(q)) if level.unique else cx.b.while_(lt(q, end))
         if stmt.unroll:
@@ -390,7 +391,9 @@ def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: L
 def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope) -> None:
     """A parallel loop over one operand's stored positions (TTM over a CSF tensor's slices): each
     iteration starts from its own position, so the positions need not carry from one to the next, as a
-    merge's do."""
+    merge's do. Over a level that repeats coordinates (COO's rows) a thread's share ends where a run of
+    one coordinate ends; in any order, one coordinate's runs may fall to two threads, so their writes
+    must be atomic or into copies (`temporary`)."""
     command = f"parallelize({loop.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
     point = lattice[0]
     if len(lattice) != 1 or len(point.sparse) != 1 or stmt.coiterate is not None:
@@ -399,9 +402,10 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
                             f"positions steps one operand alone")
     it, = point.sparse
     q, end = (Var(name) for name in iterator_names(cx, it)[:2])
-    if not cx.plan.read_levels(it.access)[it.level].unique:
-        raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
-                            f"not split")
+    level = cx.plan.read_levels(it.access)[it.level]
+    if not (level.unique or level.ordered) and stmt.parallel.race is Race.NO_RACES:
+        raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level in any order, so two threads' "
+                            f"runs may write one place: use atomics or temporary")
     weight = lambda position: _entries_before(cx, it, position)
     first = cx.b.decl("const int64_t", names.part(q.name, "first"), q)
     parts = cx.b.decl("const int64_t", names.part(q.name, "parts"), cx.plan.num_threads or call("omp_get_max_threads"))
@@ -424,6 +428,10 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
                     cx.b.assign(low, middle + 1)
                 with cx.b.else_():
                     cx.b.assign(high, middle)
+            if not level.unique:  # a run of one coordinate is one iteration: the split moves to its end
+                same = eq(level.coordinate(low), level.coordinate(low - 1))
+                with cx.b.while_(and_(gt(low, first), lt(low, end), same)):
+                    cx.b.expr(increment(low))
             cx.b.assign(span[side], ternary(lt(share, parts), low, end))
         sparse_loop(cx, stmt, loop, lattice, point, inner, span=(span[0], span[1]))
 

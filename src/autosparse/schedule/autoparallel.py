@@ -13,8 +13,9 @@ A loop is shared when every thread can write rows of its own and has work in eac
   compressed one, `dds` from `dss`, shares the operand's positions, which threads cannot split); a loop
   over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
-  alone is stepped (unique coordinates, no sum beside it), whose slices the threads split by entries
-  into a dense result (a sparse one is assembled in chunks of rows only by a dense loop).
+  alone is stepped (no sum beside it), whose slices the threads split by entries into a dense result (a
+  sparse one is assembled in chunks of rows only by a dense loop); where it repeats coordinates in any
+  order (unsorted COO), the threads add into the result atomically.
 Whether the loop may be parallel at all is the `parallelize` command's to say: its checks are applied,
 not repeated. Explicit schedules never come here.
 """
@@ -34,7 +35,7 @@ def parallelized(stmt: Stmt, threads: int) -> Stmt:
     if threads < 2 or relations or not _shares_well(loop):
         return stmt
     try:
-        parallel, _ = Parallelize(loop.index, ParallelUnit.CPU_THREAD, Race.NO_RACES).apply(loop, relations)
+        parallel, _ = Parallelize(loop.index, ParallelUnit.CPU_THREAD, _race(loop)).apply(loop, relations)
     except ScheduleError:
         return stmt
     return parallel
@@ -65,8 +66,17 @@ def _starts_apart(loop: Forall, result: Access) -> bool:
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return (len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
-            and result.tensor.format.is_dense)
+    return len(stepped) == 1 and not _sums(loop) and result.tensor.format.is_dense
+
+
+def _race(loop: Forall) -> Race:
+    """No races, but over coordinates repeated in any order (unsorted COO's rows): one row's runs may fall
+    to two threads, which then add into it atomically. Per-thread copies of the result, summed after the
+    loop, were slower on 4 of 5 COO SpMVs at 2 threads (docs/notes/perf30-coo-3.md)."""
+    levels = [_level_at(read, loop) for read in accesses(loop)]
+    repeated = any(level is not None and not level.properties.unique and not level.properties.ordered
+                   for level in levels)
+    return Race.ATOMICS if repeated else Race.NO_RACES
 
 
 def _level_at(read: Access, loop: Forall):
