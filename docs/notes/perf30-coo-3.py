@@ -3,8 +3,11 @@
 replaced (before: the same kernel with `_reads_as_stored` switched off, which is the old path unchanged)
 and scipy's `coo @ x`, on the kernels suite's SpMV data (family_matrix, full size) and the real graphs named.
 Rounds interleaved, medians in ms of wall time (the 2-thread rows run on threads where the call does).
+With `--races` (section coo2), at 2 threads: the `u~q` kernel sequential, split over 2 threads with
+atomic adds (the default) and with per-thread copies of y (`temporary`), against scipy.
 
     PYTHONPATH=src:bench python docs/notes/perf30-coo-3.py [rounds] [threads] [files...]
+    PYTHONPATH=src:bench python docs/notes/perf30-coo-3.py --races [rounds] [files...]
 """
 
 import statistics
@@ -15,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import autosparse as asp
+from autosparse.pipeline.conversions import coordinates_as_stored
 from autosparse_bench import data
 from autosparse_bench.kernels import SIZES, family_matrix
 
@@ -27,6 +31,16 @@ def contenders(coo: sp.coo_matrix, x: np.ndarray, threads: int) -> dict:
     before._reads_as_stored = False
     return {"before (converted)": lambda: before(A=coo, x=x), "after (as stored)": lambda: after(A=coo, x=x),
             "scipy coo @ x": lambda: coo @ x}
+
+
+def races(coo: sp.coo_matrix, x: np.ndarray) -> dict:
+    stored = coordinates_as_stored(coo, asp.Format("ds"))
+    kernels = {"sequential": asp.Kernel(SPMV, formats={"A": "u~q"}, num_threads=1)}
+    for race in ("atomics", "temporary"):
+        kernels[race] = asp.Kernel(SPMV, formats={"A": "u~q"}, schedule=f"parallelize(i, cpu_thread, {race})",
+                                   num_threads=2)
+    runs = {name: lambda k=k: k(A=stored, x=x) for name, k in kernels.items()}
+    return {**runs, "scipy coo @ x": lambda: coo @ x}
 
 
 def measure(runs: dict, rounds: int) -> dict:
@@ -42,26 +56,35 @@ def measure(runs: dict, rounds: int) -> dict:
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 11
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    files = sys.argv[3:]
+    racing = sys.argv[1:2] == ["--races"]
+    args = sys.argv[2:] if racing else sys.argv[1:]
+    rounds = int(args[0]) if args else 11
+    threads = 2 if racing else int(args[1]) if len(args) > 1 else 1
+    files = args[1:] if racing else args[2:]
     nnz = SIZES["full"]["spmv"]
     inputs = [(family, lambda f=family: family_matrix(f, nnz, 10, 42))
               for family in ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")]
     inputs += [(name, lambda n=name: data.load_matrix(f"/work/shared/data/{n}.mtx.gz")) for name in files]
     rng = np.random.default_rng(0)
     print(f"threads {threads}, {rounds} rounds, medians in ms; ratios: scipy's time over ours")
-    print("| data | nnz | before | after | scipy | before / scipy | after / scipy |")
+    if racing:
+        print("| data | nnz | sequential | atomics | temporary | scipy | atomics / scipy |")
+    else:
+        print("| data | nnz | before | after | scipy | before / scipy | after / scipy |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     import warnings
     warnings.simplefilter("ignore", asp.PerformanceWarning)
     for name, make in inputs:
         m = make()
         coo, x = sp.coo_matrix(m), rng.random(m.shape[1])
-        runs = contenders(coo, x, threads)
+        runs = races(coo, x) if racing else contenders(coo, x, threads)
         for run in runs.values():
             np.testing.assert_allclose(run(), m @ x, rtol=1e-10, atol=1e-12)
         t = measure(runs, rounds)
+        if racing:
+            q, a, c, s = (t[n] for n in ("sequential", "atomics", "temporary", "scipy coo @ x"))
+            print(f"| {name} | {m.nnz:,} | {q:.2f} | {a:.2f} | {c:.2f} | {s:.2f} | {s / a:.2f}x |", flush=True)
+            continue
         b, a, s = t["before (converted)"], t["after (as stored)"], t["scipy coo @ x"]
         print(f"| {name} | {m.nnz:,} | {b:.2f} | {a:.2f} | {s:.2f} | {s / b:.2f}x | {s / a:.2f}x |", flush=True)
 
