@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as hs
 import autosparse as asp
 from autosparse.pipeline import conversions
 from autosparse.pipeline.conversions import linear_in
+from autosparse.runtime.conversion import checked_coordinates
 from autosparse.notation import parse
 from kernel_cases import stratified
 
@@ -36,7 +37,14 @@ def _coo(case: str, index_dtype, seed: int = 0) -> sp.coo_matrix:
     vals = rng.integers(-4, 5, len(row)).astype(float)
     if case == "explicit zeros":
         vals[::3] = 0
-    return sp.coo_matrix((vals, (row.astype(index_dtype), col.astype(index_dtype))), shape=shape)
+    return _matrix(vals, row.astype(index_dtype), col.astype(index_dtype), shape)
+
+
+def _matrix(vals, row, col, shape) -> sp.coo_matrix:
+    """A scipy coo matrix holding these very arrays (scipy would narrow int64 indices that fit in int32)."""
+    matrix = sp.coo_matrix((vals, (row, col)), shape=shape)
+    matrix.coords = (row, col)
+    return matrix
 
 
 def _operands(expression, formats, matrix, rng):
@@ -67,27 +75,79 @@ def test_coo_operand_is_read_as_stored(kernel, case, index_dtype, threads, no_co
     np.testing.assert_array_equal(result, reference(matrix.toarray(), dense))
 
 
-@pytest.mark.parametrize("case, index_dtype", stratified([("sorted",) + CASES, [np.int32, np.int64]], 10, "coo 2t"))
-def test_two_threads_split_the_entries(case, index_dtype, no_conversion):
-    """Threads take runs of entries (on operands of any size: conftest), unsorted rows adding atomically,
-    so a row whose runs two threads take still sums to scipy's (integer values: exact in any order)."""
+def _row_ordered(matrix: sp.coo_matrix) -> sp.coo_matrix:
+    """The same entries with rows in order and columns in any order within a row, repeats kept."""
+    order = np.argsort(matrix.row, kind="stable")
+    return _matrix(matrix.data[order], matrix.row[order], matrix.col[order], matrix.shape)
+
+
+def _kernels_run(spmv: asp.Kernel) -> list[asp.Kernel]:
+    """The kernels a Kernel built to read its coordinate operands as stored, one per format it met."""
+    return [kernel for kernel in spmv._as_stored_kernels.values() if kernel is not None]
+
+
+@pytest.mark.parametrize("case, index_dtype, threads",
+                         stratified([("sorted",) + CASES, [np.int32, np.int64], [1, 2]], 12, "coo rows in order"))
+def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
+    """Rows in order (scipy's `coo_matrix(csr)`, or any order of columns within a row, repeats included):
+    read as sorted `coo`, whose rows the threads split without atomics (on operands of any size:
+    conftest); exact on integer values."""
     matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
-    if case == "sorted":
-        matrix = sp.coo_matrix(matrix.tocsr())
+    matrix = sp.coo_matrix(matrix.tocsr()) if case == "sorted" else _row_ordered(matrix)
+    assert matrix.row.dtype == index_dtype or case == "sorted"
+    x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    kernel, = _kernels_run(spmv)
+    assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+    assert spmv.ran_parallel is (threads == 2 and matrix.nnz > 0)
+
+
+@pytest.mark.parametrize("case, index_dtype", stratified([CASES[:2], [np.int32, np.int64]], 4, "coo rows any order"))
+def test_rows_out_of_order_stay_sequential(case, index_dtype, no_conversion):
+    """Rows out of order are read as `u~q`, sequentially even where threads are allowed (adding into y
+    atomically or into copies of it measured no faster: autoparallel)."""
+    matrix = _coo(case, index_dtype, seed=3)
+    assert np.any(np.diff(matrix.row) < 0)
     x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
     spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
     np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
-    assert spmv.ran_parallel
+    kernel, = _kernels_run(spmv)
+    assert kernel.formats["A"] == asp.Format("u~q") and not spmv.ran_parallel
+
+
+@pytest.mark.parametrize("index_dtype, threads", [(np.int32, 2), (np.int64, 1)])
+def test_rows_in_order_merge_as_stored(index_dtype, threads, no_conversion):
+    """y = A x + z merges A's rows with z's, which needs them in order: rows in order are read as stored
+    (columns in any order and repeats within a row are summed by the row's loop), a row left empty
+    taking z's alone. Rows out of order convert: test_elsewhere_it_is_converted."""
+    matrix = _row_ordered(_coo("duplicated", index_dtype, seed=7))
+    x, z = np.arange(9.0), np.arange(7.0)
+    matrix.resize(7, 9)  # row 6 empty
+    spmv = asp.Kernel("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, num_threads=threads)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x, z=z), matrix.toarray() @ x + z)
+
+
+def test_one_kernel_per_order_of_the_rows(no_conversion):
+    """The same Kernel given rows in order, then out of order, then in order again: each call reads them
+    as they come, and the two kernels are built once each."""
+    matrix, x = _coo("duplicated", np.int32, seed=6), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    for operand in (_row_ordered(matrix), matrix, _row_ordered(matrix)):
+        np.testing.assert_array_equal(spmv(A=operand, x=x), matrix.toarray() @ x)
+    assert sorted(str(k.formats["A"]) for k in _kernels_run(spmv)) == ["uq", "u~q"]
 
 
 def test_large_operand_on_two_threads_is_read_as_stored(no_conversion):
-    """Over PARALLEL_MIN_ENTRIES the COO SpMV runs on threads, a row's runs scattered over both."""
+    """Over PARALLEL_MIN_ENTRIES (the default's threshold) rows in order run on threads."""
     rng = np.random.default_rng(2)
     n, nnz = 3000, 1 << 17
     matrix = sp.coo_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
     x = rng.random(n)
     spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
     np.testing.assert_allclose(spmv(A=matrix, x=x), matrix @ x)
+    assert not spmv.ran_parallel
+    np.testing.assert_allclose(spmv(A=_row_ordered(matrix), x=x), matrix @ x)
     assert spmv.ran_parallel
 
 
@@ -153,15 +213,33 @@ def test_arrays_it_cannot_read_as_they_are_are_converted(change):
     np.testing.assert_array_equal(result, matrix.toarray() @ x)
 
 
-@pytest.mark.parametrize("mode, bad, index_dtype, threads",
-                         stratified([[0, 1], [-1, "extent"], [np.int32, np.int64], [1, 2]], 8, "coo bounds"))
-def test_coordinates_out_of_range_are_refused(mode, bad, index_dtype, threads):
+@pytest.mark.parametrize("mode, bad, index_dtype, threads, rows",
+                         stratified([[0, 1], [-1, "extent", "past int32"], [np.int32, np.int64], [1, 2],
+                                     ["in order", "any order"]], 10, "coo bounds"))
+def test_coordinates_out_of_range_are_refused(mode, bad, index_dtype, threads, rows):
     matrix = _coo("unsorted", index_dtype)
+    matrix = _row_ordered(matrix) if rows == "in order" else matrix
+    if bad == "past int32":  # negative as int32: read as unsigned, past any extent
+        bad = -(2 ** 31) if index_dtype is np.int32 else 2 ** 40
     coordinates = matrix.col if mode else matrix.row
     coordinates[5] = matrix.shape[mode] if bad == "extent" else bad
     with pytest.raises(asp.FormatError, match=f"mode-{mode} coordinates in"), \
             pytest.warns(asp.PerformanceWarning):
         asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)(A=matrix, x=np.arange(9.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.sampled_from([np.int32, np.int64]), hs.sampled_from([0, 1, 5, 2 ** 31 - 1, 2 ** 31, 2 ** 40]),
+       hs.lists(hs.tuples(hs.integers(-2, 6), hs.integers(-2, 6)), max_size=40), hs.booleans())
+def test_checked_coordinates_as_numpy_sees_them(index_dtype, extent, entries, large):
+    """The native check against numpy: None where a coordinate is negative or not below its extent (one
+    past the index type's range included), else whether the rows never decrease."""
+    if large:  # coordinates near the index type's largest
+        entries = [(r + np.iinfo(index_dtype).max - 6, c) for r, c in entries]
+    row, col = (np.array([e[k] for e in entries], dtype=index_dtype) for k in (0, 1))
+    shape = (extent, 5)
+    expected = None if np.any((row < 0) | (row >= extent) | (col < 0) | (col >= 5)) else bool(np.all(np.diff(row) >= 0))
+    assert checked_coordinates(shape, row, col) == expected
 
 
 @settings(max_examples=25, deadline=None)

@@ -19,7 +19,9 @@ A matrix stored as coordinates that would be converted on every call (a scipy `c
 Tensor whose arrays its caller can still change) is not converted where the kernel can read it as it is:
 `coordinates_as_stored` gives it in its own storage, scipy's arrays without a copy, and the kernel computes
 with it in that format wherever the result is dense and linear in it (`linear_in`), so coordinates in any
-order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`).
+order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`). A scipy
+matrix's coordinates are checked on every call (its owner may change them) in one native pass, which also
+finds whether its rows are in order (`coo`: threads split it at rows, and it merges) or not (`u~q`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from ..errors import PerformanceWarning
 from ..format import Format
 from ..notation import Access, Add, Div, Mul, Neg, Sub, Sum, accesses
-from ..runtime.conversion import native_conversion
+from ..runtime.conversion import checked_coordinates, native_conversion
 from ..tensor import Tensor, as_tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import INDEX_DTYPES, promote_value_dtype
@@ -99,7 +101,7 @@ def coordinates_as_stored(value, fmt: Format) -> Tensor | None:
         return None
     if isinstance(value, Tensor):
         return None if value.keeps_conversions else value
-    return _coordinates(value)
+    return _coordinates(value, rows_in_order_as_coo=True)
 
 
 def linear_in(expr, name: str) -> bool:
@@ -160,23 +162,24 @@ def _as_stored(value) -> Tensor | None:
     """A sparse operand as a Tensor in its own storage (scipy's CSR and CSC without a copy)."""
     if not is_scipy(value):
         return value
-    return _coordinates(value) if value.format == "coo" else Tensor.from_scipy(value)
+    return _coordinates(value, rows_in_order_as_coo=False) if value.format == "coo" else Tensor.from_scipy(value)
 
 
-def _coordinates(matrix) -> Tensor | None:
-    """A scipy coo matrix's arrays as an unsorted coordinate tensor, without a copy, once numpy has
-    checked them (ranges, lengths, dtypes); None when anything is off (the general path then reports it)."""
+def _coordinates(matrix, rows_in_order_as_coo: bool) -> Tensor | None:
+    """A scipy coo matrix's arrays as a coordinate tensor, without a copy, once checked (dtypes, lengths,
+    and in C each coordinate's range and the rows' order: `checked_coordinates`), as unsorted `u~q`; or,
+    for a kernel that reads it linearly (`rows_in_order_as_coo`), as `coo` where its rows are in order,
+    so that threads split it at rows without races. Its columns may still come in any order and repeat,
+    which such a kernel does not mind, but a conversion would: it is given `u~q`. None when anything is
+    off (the general path then reports it)."""
     row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
     if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
             or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
         return None
-    if len(row) and not (_largest(row) < matrix.shape[0] and _largest(col) < matrix.shape[1]):
+    row, col = st.read_only(row), st.read_only(col)
+    in_order = checked_coordinates(matrix.shape, row, col)
+    if in_order is None:
         return None
-    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": st.read_only(row)}, {"crd": st.read_only(col)})
-    return Tensor.from_read_only_storage(matrix.shape, _UNSORTED_COORDINATES, st.Storage(levels, st.read_only(data)))
-
-
-def _largest(coordinates: np.ndarray) -> int:
-    """The largest coordinate read as unsigned, so a negative one counts as too large: one pass, not the
-    two of a minimum and a maximum (a third of a COO SpMV's time on 2 million entries)."""
-    return int(coordinates.view(np.dtype(f"u{coordinates.dtype.itemsize}")).max())
+    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": row}, {"crd": col})
+    fmt = _COORDINATES[0] if in_order and rows_in_order_as_coo else _UNSORTED_COORDINATES
+    return Tensor.from_read_only_storage(matrix.shape, fmt, st.Storage(levels, st.read_only(data)))

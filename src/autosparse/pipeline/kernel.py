@@ -296,7 +296,8 @@ class Kernel:
         does). Only under the default schedule (a given one names its formats' strategies) and for a dense
         result that is linear in each (`linear_in`), written by adding each entry's term, so their order and
         repeated coordinates do not matter; the kernel, built once per formats, must lower without
-        converting them (it refuses to merge unordered levels: `y = A x + z` converts). None: convert."""
+        converting them (it refuses to merge unordered levels: `y = A x + z` converts a scipy matrix whose
+        rows come out of order, and reads one whose rows are in order as `coo`). None: convert."""
         if not self._reads_as_stored:
             return None
         stored = {}

@@ -14,8 +14,9 @@ A loop is shared when every thread can write rows of its own and has work in eac
   over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
   alone is stepped (no sum beside it), whose slices the threads split by entries into a dense result (a
-  sparse one is assembled in chunks of rows only by a dense loop); where it repeats coordinates in any
-  order (unsorted COO), the threads add into the result atomically.
+  sparse one is assembled in chunks of rows only by a dense loop), and where it repeats coordinates,
+  they come in order (sorted COO's rows: threads split at rows); in any order (unsorted COO), the loop
+  stays sequential, as scipy's `coo @ x` is.
 Whether the loop may be parallel at all is the `parallelize` command's to say: its checks are applied,
 not repeated. Explicit schedules never come here.
 """
@@ -35,7 +36,7 @@ def parallelized(stmt: Stmt, threads: int) -> Stmt:
     if threads < 2 or relations or not _shares_well(loop):
         return stmt
     try:
-        parallel, _ = Parallelize(loop.index, ParallelUnit.CPU_THREAD, _race(loop)).apply(loop, relations)
+        parallel, _ = Parallelize(loop.index, ParallelUnit.CPU_THREAD, Race.NO_RACES).apply(loop, relations)
     except ScheduleError:
         return stmt
     return parallel
@@ -66,17 +67,17 @@ def _starts_apart(loop: Forall, result: Access) -> bool:
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return len(stepped) == 1 and not _sums(loop) and result.tensor.format.is_dense
+    return (len(stepped) == 1 and not _sums(loop) and result.tensor.format.is_dense
+            and not _repeated_in_any_order(stepped[0]))
 
 
-def _race(loop: Forall) -> Race:
-    """No races, but over coordinates repeated in any order (unsorted COO's rows): one row's runs may fall
-    to two threads, which then add into it atomically. Per-thread copies of the result, summed after the
-    loop, were slower on 4 of 5 COO SpMVs at 2 threads (docs/notes/perf30-coo-3.md)."""
-    levels = [_level_at(read, loop) for read in accesses(loop)]
-    repeated = any(level is not None and not level.properties.unique and not level.properties.ordered
-                   for level in levels)
-    return Race.ATOMICS if repeated else Race.NO_RACES
+def _repeated_in_any_order(level) -> bool:
+    """Coordinates repeated in any order (unsorted COO's rows): one row's runs may fall to two threads,
+    which would have to add atomically or into copies of the result. On rows out of order, 2 threads
+    adding atomically (an atomic per entry) took 1.2-9.5x the sequential time, and per-thread copies of y
+    won on 4 of 12 cases only, on a loaded machine (docs/notes/perf30-coo-3.md, section coo3), so such a
+    loop stays sequential, as scipy's `coo @ x` is."""
+    return not level.properties.unique and not level.properties.ordered
 
 
 def _level_at(read: Access, loop: Forall):
