@@ -73,9 +73,10 @@ def _starts_apart(loop: Forall, result: Access) -> bool:
 
 def _repeated_in_any_order(level) -> bool:
     """Coordinates repeated in any order (unsorted COO's rows): one row's runs may fall to two threads,
-    which would have to add atomically or into copies of the result. On rows out of order, 2 threads
-    adding atomically (an atomic per entry) took 1.2-9.5x the sequential time, and per-thread copies of y
-    won on 4 of 12 cases only, on a loaded machine (docs/notes/perf30-coo-3.md, section coo3), so such a
+    which would have to add atomically or into copies of the result. On rows out of order at 2 threads
+    (docs/notes/perf30-coo-3.md, section coo3), adding atomically (an atomic per entry) took 1.06-9.5x
+    the sequential time; per-thread copies of y were 1.04-1.5x faster on a quiet machine but up to 2.2x
+    slower under load (15 of 24 cases won), and cost a copy of y per thread. Undecided under load, such a
     loop stays sequential, as scipy's `coo @ x` is."""
     return not level.properties.unique and not level.properties.ordered
 
