@@ -11,12 +11,12 @@ scope of that point (its stepped levels positioned, its written levels entered).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Mapping
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Sequence, Where, accesses, assignments, results
+from ..cin.ast import Access, Assign, Forall, Protocol, Race, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
-from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, call, eq, ge, gt, increment, lt, ne,
+from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, eq, ge, gt, increment, lt, ne,
                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
@@ -192,7 +192,8 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
                                 f"but it steps {it.access}, whose siblings are {_order_word(level)}: write into a "
                                 f"dense result, or precompute into a workspace")
         if span is not None:
-            header = cx.b.for_(Decl("int64_t", q.name, span[0]), lt(q, span[1]), increment(q))
+            step = increment(q) if level.unique else None  # a run's end is the next position (`seg`)
+            header = cx.b.for_(Decl("int64_t", q.name, span[0]), lt(q, span[1]), step)
         else:
             header = cx.b.for_(None, lt(q, end), increment(q)) if level.unique else cx.b.while_(lt(q, end))
         if stmt.unroll:
@@ -393,7 +394,9 @@ def _finder(cx: Lowering, it: lat.Iterator, strategy, driver_order: int, loop: L
 def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, scope: Scope) -> None:
     """A parallel loop over one operand's stored positions (TTM over a CSF tensor's slices): each
     iteration starts from its own position, so the positions need not carry from one to the next, as a
-    merge's do."""
+    merge's do. Over a level that repeats coordinates (COO's rows) a thread's share ends where a run of
+    one coordinate ends; in any order, one coordinate's runs may fall to two threads, so their writes
+    must be atomic or into copies (`temporary`)."""
     command = f"parallelize({loop.index}, {stmt.parallel.unit.value}, {stmt.parallel.race.value})"
     point = lattice[0]
     if len(lattice) != 1 or len(point.sparse) != 1 or stmt.coiterate is not None:
@@ -402,14 +405,17 @@ def parallel_sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.La
                             f"positions steps one operand alone")
     it, = point.sparse
     q, end = (Var(name) for name in iterator_names(cx, it)[:2])
-    if not cx.plan.read_levels(it.access)[it.level].unique:
-        raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level, whose runs a thread must "
-                            f"not split")
+    level = cx.plan.read_levels(it.access)[it.level]
+    if not (level.unique or level.ordered) and stmt.parallel.race is Race.NO_RACES:
+        raise ScheduleError(f"{command}: {it.access} repeats coordinates at this level in any order, so two threads' "
+                            f"runs may write one place: use atomics or temporary")
     # Slices of a sparse operand differ in size, so each thread takes one run of consecutive slices
     # holding an equal share of the entries below: it writes one stretch of the result (its rows, in every
     # phase of a CSR result's assembly), and a skewed tensor's heavy slices are spread out. (Chunks taken
-    # as threads finish were 10-20% slower on TTM.)
-    slices = RowSplit(loop.index, lambda position: position + _entries_before(cx, it, position), q, end)
+    # as threads finish were 10-20% slower on TTM.) A run of one repeated coordinate is never cut.
+    continues_run = None if level.unique else (lambda p: eq(level.coordinate(p), level.coordinate(p - 1)))
+    slices = RowSplit(loop.index, lambda position: position + _entries_before(cx, it, position), q, end,
+                      continues_run)
     with parallel_region(cx, stmt, [], scope, rows=slices) as inner:
         sparse_loop(cx, stmt, loop, lattice, point, inner, span=(slices.first, slices.stop))
 

@@ -17,7 +17,7 @@ from ..cin.ast import Access, Forall, ParallelUnit, Race, Where, accesses, assig
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..codegen.c_ast import (Decl, Expr, Literal, OmpCritical, OmpFor, OmpParallel, OmpSimd, Reduction, Schedule,
-                             Section, SizeOf, Var, call, cast, increment, lt, not_)
+                             Section, SizeOf, Var, and_, call, cast, gt, increment, lt, not_)
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from ..runtime.abi import ReturnCode
@@ -41,6 +41,9 @@ class RowSplit:
     work_before: Callable[[Expr], Expr]  # the work before a row, given its C expression (increasing with it)
     begin: Expr
     end: Expr
+    # given a position, whether it repeats the coordinate of the one before (sorted COO's rows): a run of
+    # one coordinate is one iteration, so each thread's bounds move on to the end of the run they fall in
+    continues_run: Callable[[Expr], Expr] | None = None
 
     @property
     def whole_dimension(self) -> bool:
@@ -74,6 +77,9 @@ class RowSplit:
                         b.assign(bound, middle + Literal(1))
                     with b.else_():
                         b.assign(high, middle)
+                if self.continues_run is not None:
+                    with b.while_(and_(gt(bound, self.begin), lt(bound, self.end), self.continues_run(bound))):
+                        b.expr(increment(bound))
 
 
 def row_split(cx: Lowering, stmt: Forall, whole: bool) -> RowSplit | None:
@@ -212,6 +218,9 @@ def _shared_loop(b: CBuilder, rows: RowSplit | None, schedule: Schedule, clauses
     if rows is not None and not clauses:
         rows.deal(b, call("omp_get_thread_num"), call("omp_get_num_threads"))
         return
+    if rows is not None and rows.continues_run is not None:
+        raise ScheduleError(f"a parallel loop over repeated coordinates ({rows.index}) cannot share a reduction "
+                            f"among threads: OpenMP would split a run of one coordinate")
     if rows is not None:
         b.decl("const int64_t", rows.first.name, rows.begin)
         b.decl("const int64_t", rows.stop.name, rows.end)

@@ -16,6 +16,14 @@ gathers it through a workspace (the default schedule's `unordered_merges`); one 
 it, or append from it in order (an element-wise product), computes in its sorted format instead
 (`ordered_where_merged`), and the call sorts it in C, silently, as scipy sorts a product's indices where
 an operation needs them sorted.
+
+A matrix stored as coordinates that would be converted on every call (a scipy `coo_matrix`, or a COO
+Tensor whose arrays its caller can still change) is not converted where the kernel can read it as it is:
+`coordinates_as_stored` gives it in its own storage, scipy's arrays without a copy, and the kernel computes
+with it in that format wherever the result is dense and linear in it (`linear_in`), so coordinates in any
+order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`). A scipy
+matrix's coordinates are checked on every call (its owner may change them) in one native pass, which also
+finds whether its rows are in order (`coo`: threads split it at rows, and it merges) or not (`u~q`).
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ import numpy as np
 
 from ..errors import PerformanceWarning
 from ..format import Format
-from ..runtime.conversion import native_conversion
+from ..notation import Access, Add, Div, Mul, Neg, Sub, Sum, accesses
+from ..runtime.conversion import checked_coordinates, native_conversion
 from ..tensor import Tensor, as_tensor
 from ..tensor import storage as st
 from ..tensor.dtypes import INDEX_DTYPES, promote_value_dtype
@@ -38,6 +47,7 @@ from .result_format import in_increasing_order
 
 _SCIPY_COMPRESSED = {"csr": Format("ds"), "csc": Format("d1s0")}
 _UNSORTED_COORDINATES = Format("u~q")
+_COORDINATES = (Format("coo", order=2), _UNSORTED_COORDINATES)
 _PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
@@ -80,6 +90,35 @@ def ordered_where_merged(formats: Mapping[str, "Format | Layout"], result: str,
             if lowers(kept):
                 ordered = kept
     return ordered
+
+
+def coordinates_as_stored(value, fmt: Format) -> Tensor | None:
+    """A matrix stored as coordinates, given to a kernel computing in another `fmt`, as a Tensor in its own
+    storage where reading it so costs less than converting it: a scipy coo matrix (its arrays, converted
+    on every call otherwise) or a coordinate Tensor that keeps no conversion. None for anything else: a
+    Tensor that keeps its conversion pays it once, after which the compressed copy is the cheaper to read
+    (no row per entry)."""
+    stored = _stored_format(value)
+    if stored is None or stored == fmt or stored not in _COORDINATES:
+        return None
+    if isinstance(value, Tensor):
+        return None if value.keeps_conversions else value
+    return _coordinates(value, rows_in_order_as_coo=True)
+
+
+def linear_in(expr, name: str) -> bool:
+    """Whether `expr` reads tensor `name` once, through sums, products, negations and dividends only: then
+    its entries may be read in any order and repeated coordinates one by one, since the terms they give
+    add up to the term of their sum."""
+    return sum(access.tensor == name for access in accesses(expr)) == 1 and _through_linear(expr, name)
+
+
+def _through_linear(node, name: str) -> bool:
+    if isinstance(node, Access):
+        return node.tensor == name
+    if isinstance(node, Div):
+        return _through_linear(node.left, name)
+    return isinstance(node, (Add, Sub, Mul, Neg, Sum)) and any(_through_linear(c, name) for c in node.children())
 
 
 def stored_entries(operands: Mapping[str, object]) -> dict[str, int]:
@@ -125,18 +164,24 @@ def _as_stored(value) -> Tensor | None:
     """A sparse operand as a Tensor in its own storage (scipy's CSR and CSC without a copy)."""
     if not is_scipy(value):
         return value
-    return _coordinates(value) if value.format == "coo" else Tensor.from_scipy(value)
+    return _coordinates(value, rows_in_order_as_coo=False) if value.format == "coo" else Tensor.from_scipy(value)
 
 
-def _coordinates(matrix) -> Tensor | None:
-    """A scipy coo matrix's arrays as an unsorted coordinate tensor, without a copy, once numpy has
-    checked them (ranges, lengths, dtypes); None when anything is off (the general path then reports it)."""
+def _coordinates(matrix, rows_in_order_as_coo: bool) -> Tensor | None:
+    """A scipy coo matrix's arrays as a coordinate tensor, without a copy, once checked (dtypes, lengths,
+    and in C each coordinate's range and the rows' order: `checked_coordinates`), as unsorted `u~q`; or,
+    for a kernel that reads it linearly (`rows_in_order_as_coo`), as `coo` where its rows are in order,
+    so that threads split it at rows without races. Its columns may still come in any order and repeat,
+    which such a kernel does not mind, but a conversion would: it is given `u~q`. None when anything is
+    off (the general path then reports it)."""
     row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
     if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
             or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
         return None
-    rows, cols = matrix.shape
-    if len(row) and not (0 <= row.min() and row.max() < rows and 0 <= col.min() and col.max() < cols):
+    row, col = st.read_only(row), st.read_only(col)
+    in_order = checked_coordinates(matrix.shape, row, col)
+    if in_order is None:
         return None
-    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": st.read_only(row)}, {"crd": st.read_only(col)})
-    return Tensor.from_read_only_storage(matrix.shape, _UNSORTED_COORDINATES, st.Storage(levels, st.read_only(data)))
+    levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": row}, {"crd": col})
+    fmt = _COORDINATES[0] if in_order and rows_in_order_as_coo else _UNSORTED_COORDINATES
+    return Tensor.from_read_only_storage(matrix.shape, fmt, st.Storage(levels, st.read_only(data)))

@@ -35,7 +35,7 @@ from ..runtime import BoundCall, KernelCall
 from ..runtime.abi import ReturnCode, Types
 from ..tensor import Tensor
 from ..tensor.dtypes import promote_value_dtype
-from .conversions import operand_in, ordered_where_merged
+from .conversions import coordinates_as_stored, linear_in, operand_in, ordered_where_merged
 from .diagonals import identity_formats, with_identities
 from .operands import as_assignment, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
@@ -88,6 +88,10 @@ class Kernel:
         self._in_mode_order = self._dense_result and \
             self.result_format.mode_order == tuple(range(self.result_format.order))
         self.schedule, self.instrument = schedule, instrument
+        # coordinate operands read as stored (`_as_stored`) by a kernel computing in their format, per format
+        self._given = given
+        self._reads_as_stored = schedule is None and not self._diagonals and self._dense_result
+        self._as_stored_kernels: dict[tuple, Kernel | None] = {}
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
@@ -257,6 +261,12 @@ class Kernel:
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
+        as_stored = self._as_stored(operands)
+        if as_stored is not None:
+            kernel, operands = as_stored
+            outcome = kernel._run(operands)
+            self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
+            return outcome
         formats = self.formats
         tensors_in = {n: operand_in(v, formats[n], n, self._warned) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
@@ -278,6 +288,40 @@ class Kernel:
         self._bound.last = signature, bound
         result, self.counts = outcome
         return bound, result
+
+    def _as_stored(self, operands) -> "tuple[Kernel, dict] | None":
+        """The kernel computing with the call's coordinate operands in their own formats, and the operands
+        for it, where that costs less than converting them (`coordinates_as_stored`: each conversion would
+        be paid on every call, and costs more than a product reading the coordinates, as scipy's `coo @ x`
+        does). Only under the default schedule (a given one names its formats' strategies) and for a dense
+        result that is linear in each (`linear_in`), written by adding each entry's term, so their order and
+        repeated coordinates do not matter; the kernel, built once per formats, must lower without
+        converting them (it refuses to merge unordered levels: `y = A x + z` converts a scipy matrix whose
+        rows come out of order, and reads one whose rows are in order as `coo`). None: convert."""
+        if not self._reads_as_stored:
+            return None
+        stored = {}
+        for name, value in operands.items():
+            tensor = coordinates_as_stored(value, self.formats[name])
+            if tensor is not None and linear_in(self.assignment.rhs, name):
+                stored[name] = tensor
+        if not stored:
+            return None
+        key = tuple((name, tensor.format) for name, tensor in stored.items())
+        if key not in self._as_stored_kernels:
+            self._as_stored_kernels[key] = self._computing_in(dict(key))
+        kernel = self._as_stored_kernels[key]
+        return None if kernel is None else (kernel, {**operands, **stored})
+
+    def _computing_in(self, stored: Mapping[str, Format]) -> "Kernel | None":
+        """This kernel computing with the operands in `stored` in those formats (the result's format and the
+        rest as given), or None where it does not lower so or would convert them after all."""
+        result = self.assignment.lhs.tensor
+        formats = {**self._given, **stored, result: self.result_format}
+        if not _lowers(self.assignment, formats, self.temporary_formats, None, result):
+            return None
+        kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
+        return None if any(name in kernel.conversions for name in stored) else kernel
 
     def _check_dense_result(self, extents, value_dtype: np.dtype) -> None:
         """A dense result over the memory limit is refused before anything runs, naming the sparse format

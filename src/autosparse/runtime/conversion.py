@@ -222,6 +222,27 @@ void bounds_{i}(int64_t nnz, int64_t n_outer, const {I} *restrict outer, {I} *re
 }}
 """
 
+# A caller's coordinates (a scipy coo_matrix's row and col, which its owner may change between calls)
+# checked in one read of each array, without branches so that it runs at memory speed: every coordinate
+# below its extent, compared as unsigned so that a negative one counts as too large (an extent past the
+# index type's range is clamped to it), and whether the rows never decrease. Returns COORDINATES_OUT
+# (-1) where some coordinate is out of range, else 1 where the rows are in order, 0 where they are not.
+_CHECKED = r"""
+int checked_coordinates_{i}(int64_t nnz, int64_t n_rows, int64_t n_cols, const {I} *restrict row,
+                            const {I} *restrict col) {{
+    const {U} most = ({U})-1 >> 1;  /* the largest coordinate the index type holds */
+    const {U} rows = (uint64_t)n_rows > most ? most + 1 : ({U})n_rows;
+    const {U} cols = (uint64_t)n_cols > most ? most + 1 : ({U})n_cols;
+    if (nnz == 0) return 1;
+    int out = (({U})row[0] >= rows) | (({U})col[0] >= cols), descending = 0;
+    for (int64_t p = 1; p < nnz; p++) {{
+        out |= (({U})row[p] >= rows) | (({U})col[p] >= cols);
+        descending |= row[p] < row[p - 1];
+    }}
+    return out ? -1 : !descending;
+}}
+"""
+
 # Coordinate paths of any order (one array per level) in any order -> sorted lexicographically by a
 # least-significant-digit radix sort: one stable counting sort per level, the last level first, each
 # moving every level's coordinate and the value, between the output and a scratch copy so that the
@@ -559,6 +580,19 @@ def _from_coordinates(tensor: Tensor, fmt: Format) -> Tensor | None:
 _IN_ORDER = -2
 
 
+def checked_coordinates(shape: tuple[int, int], row: np.ndarray, col: np.ndarray) -> bool | None:
+    """Whether a matrix's coordinates (one index dtype, contiguous) come with their rows in order; None
+    where one is out of its extent or negative. One read of each array in C: numpy's maximum over both
+    cost as much again, and it could not see the order, which scipy does not promise (`coo_matrix(csr)`
+    says `has_canonical_format` False) though most coordinates a caller holds come so."""
+    status = _function("checked_coordinates", row.dtype)(len(row), *shape, _address(row), _address(col))
+    return None if status == _COORDINATES_OUT else bool(status)
+
+
+#: What `checked_coordinates_*` returns where a coordinate is out of its extent.
+_COORDINATES_OUT = -1
+
+
 def _countable(extent: int, nnz: int) -> bool:
     """Whether sorting `nnz` entries by counting a coordinate of `extent` values costs about what moving
     them does (a hypersparse matrix's columns are sorted row by row instead)."""
@@ -589,7 +623,8 @@ def _address(array: np.ndarray) -> ctypes.c_void_p:
 # kind -> (return type, leading int64 arguments, pointer arguments); those without a value size move no values.
 _SIGNATURES = {"transpose": (ctypes.c_int, 2, 6), "coordinates": (ctypes.c_int64, 4, 6), "expand": (None, 1, 2),
                "bounds": (None, 2, 2), "sort_paths": (ctypes.c_int, 3, 5), "path_depths": (ctypes.c_int, 2, 3),
-               "compress_paths": (None, 2, 4), "sorted_segments": (ctypes.c_int, 3, 5)}
+               "compress_paths": (None, 2, 4), "sorted_segments": (ctypes.c_int, 3, 5),
+               "checked_coordinates": (ctypes.c_int, 3, 2)}
 
 
 @functools.cache
@@ -604,7 +639,8 @@ def _function(kind: str, index: np.dtype, value_size: int | None = None):
 
 @functools.cache
 def _library() -> ctypes.CDLL:
-    variants = [template.format(i=i, I=I) for template in (_INDICES, _COMPRESS_PATHS) for i, I in _INDEX.values()]
+    variants = [template.format(i=i, I=I, U=f"u{I}") for template in (_INDICES, _CHECKED, _COMPRESS_PATHS)
+                for i, I in _INDEX.values()]
     variants += [template.format(i=i, I=I, v=v, V=V) for template in (_TRANSPOSE, _COORDINATES, _SORT_PATHS, _SORTED_SEGMENTS)
                  for i, I in _INDEX.values() for v, V in _VALUE.values()]
     return load_library(_PRELUDE + "".join(variants))

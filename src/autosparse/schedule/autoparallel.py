@@ -13,10 +13,12 @@ A loop is shared when every thread can write rows of its own and has work in eac
   compressed one, `dds` from `dss`, shares the operand's positions, which threads cannot split); a loop
   over a vector's entries alone stays sequential;
 - its iterations start on their own: every operand indexed by it is dense there, or one sparse operand
-  alone is stepped (unique coordinates, no sum beside it), whose positions the threads split into runs of
-  equal entries below (TTV, MTTKRP, TTM over a CSF tensor's first level); a CSR-like result is then
-  assembled by each thread in the rows of its run, the rows no iteration visits left empty (stored at the
-  operand's positions where the result shares its pattern, else appended in chunks, phase by phase).
+  alone is stepped (no sum beside it), whose positions the threads split into runs of equal entries
+  below (TTV, MTTKRP, TTM over a CSF tensor's first level); a CSR-like result is then assembled by each
+  thread in the rows of its run, the rows no iteration visits left empty (stored at the operand's
+  positions where the result shares its pattern, else appended in chunks, phase by phase). Where that
+  operand repeats coordinates (COO's rows), they must come in order, and the result be dense: threads
+  split at rows; in any order (unsorted COO), the loop stays sequential, as scipy's `coo @ x` is.
 - no hash or bitmap table inside is rebuilt as the loop runs (a table is every thread's at once): only
   the table of an operand's first level, whose one segment lowering builds before the loops, may be (the
   vector of SpMSpV under `coiterate(j, bitmap)`).
@@ -51,7 +53,7 @@ def _shares_well(loop: Stmt) -> bool:
         return False
     result = next(a.lhs for a in assignments(loop) if not a.lhs.tensor.temporary)
     return (result.level_indices[:1] == (loop.index,) and result.tensor.format.levels[0].properties.full
-            and _worth_a_thread(loop, result) and _starts_apart(loop) and not _tables_rebuilt(loop))
+            and _worth_a_thread(loop, result) and _starts_apart(loop, result) and not _tables_rebuilt(loop))
 
 
 def _worth_a_thread(loop: Forall, result: Access) -> bool:
@@ -84,14 +86,27 @@ def _tables_rebuilt(loop: Forall) -> bool:
     return False
 
 
-def _starts_apart(loop: Forall) -> bool:
+def _starts_apart(loop: Forall, result: Access) -> bool:
     """Each iteration can begin without the one before: no operand's position carries over `loop`, or
-    one operand alone is stepped there, with unique coordinates, whose positions the threads split."""
+    one operand alone is stepped there, whose positions the threads split: with unique coordinates, or
+    with coordinates repeated in order into a dense result (split at rows)."""
     levels = [_level_at(read, loop) for read in accesses(loop)]
     stepped = [level for level in levels if level is not None and not level.properties.full]
     if not stepped:
         return True
-    return len(stepped) == 1 and stepped[0].properties.unique and not _sums(loop)
+    if len(stepped) != 1 or _sums(loop):
+        return False
+    return stepped[0].properties.unique or (result.tensor.format.is_dense and not _repeated_in_any_order(stepped[0]))
+
+
+def _repeated_in_any_order(level) -> bool:
+    """Coordinates repeated in any order (unsorted COO's rows): one row's runs may fall to two threads,
+    which would have to add atomically or into copies of the result. On rows out of order at 2 threads
+    (docs/notes/perf30-coo-3.md, section coo3), adding atomically (an atomic per entry) took 1.06-9.5x
+    the sequential time; per-thread copies of y were 1.04-1.5x faster on a quiet machine but up to 2.2x
+    slower under load (15 of 24 cases won), and cost a copy of y per thread. Undecided under load, such a
+    loop stays sequential, as scipy's `coo @ x` is."""
+    return not level.properties.unique and not level.properties.ordered
 
 
 def _level_at(read: Access, loop: Forall):

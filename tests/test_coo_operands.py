@@ -1,0 +1,267 @@
+"""A scipy coo_matrix given to a kernel computing in CSR is read as it is stored (issue 30, section coo):
+coordinates in any order, repeated ones summed, with no conversion and no PerformanceWarning, wherever
+the result is dense and linear in it; elsewhere it is converted, as before. Each result is compared with
+numpy on the matrix's dense copy (scipy sums repeated coordinates)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as hs
+
+import autosparse as asp
+from autosparse.pipeline import conversions
+from autosparse.pipeline.conversions import linear_in
+from autosparse.runtime.conversion import checked_coordinates
+from autosparse.notation import parse
+from kernel_cases import stratified
+
+SPMV = "y(i) = A(i,j) * x(j)"
+KERNELS = {  # expression, formats, the dense reference from A's dense copy and the dense operand
+    "spmv": (SPMV, {"A": "csr"}, lambda a, d: a @ d[:, 0]),
+    "spmv-transposed": ("y(j) = A(i,j) * x(i)", {"A": "csr"}, lambda a, d: a.T @ d[:, 0]),
+    "spmm": ("C(i,k) = A(i,j) * X(j,k)", {"A": "csr", "X": "dd"}, lambda a, d: a @ d),
+    "scaled sum": ("y(i) = -(2 * A(i,j) * x(j))", {"A": "csr"}, lambda a, d: -2 * (a @ d[:, 0])),
+}
+CASES = ("unsorted", "duplicated", "empty", "single entry", "explicit zeros", "size-1 rows", "size-1 columns")
+
+
+def _coo(case: str, index_dtype, seed: int = 0) -> sp.coo_matrix:
+    rng = np.random.default_rng(seed)
+    shape = {"size-1 rows": (1, 7), "size-1 columns": (6, 1), "empty": (0, 5)}.get(case, (6, 9))
+    nnz = {"empty": 0, "single entry": 1}.get(case, 20)
+    row, col = rng.integers(0, shape[0], nnz) if shape[0] else np.zeros(0, int), rng.integers(0, shape[1], nnz)
+    if case == "duplicated":
+        row, col = np.concatenate([row, row[:7]]), np.concatenate([col, col[:7]])
+    vals = rng.integers(-4, 5, len(row)).astype(float)
+    if case == "explicit zeros":
+        vals[::3] = 0
+    return _matrix(vals, row.astype(index_dtype), col.astype(index_dtype), shape)
+
+
+def _matrix(vals, row, col, shape) -> sp.coo_matrix:
+    """A scipy coo matrix holding these very arrays (scipy would narrow int64 indices that fit in int32)."""
+    matrix = sp.coo_matrix((vals, (row, col)), shape=shape)
+    matrix.coords = (row, col)
+    return matrix
+
+
+def _operands(expression, formats, matrix, rng):
+    name = "X" if "X" in formats else "x"
+    extent = matrix.shape[0] if "x(i)" in expression else matrix.shape[1]
+    dense = rng.integers(-3, 4, (extent, 3)).astype(float)
+    return {"A": matrix, name: dense if name == "X" else dense[:, 0].copy()}, dense
+
+
+@pytest.fixture
+def no_conversion(monkeypatch):
+    """Any conversion of an operand, or a PerformanceWarning, fails the test."""
+    def converted(*args):
+        raise AssertionError("the operand was converted")
+    monkeypatch.setattr(conversions, "native_conversion", converted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", asp.PerformanceWarning)
+        yield
+
+
+@pytest.mark.parametrize("kernel, case, index_dtype, threads",
+                         stratified([list(KERNELS), CASES, [np.int32, np.int64], [1, 2]], 16, "coo operands"))
+def test_coo_operand_is_read_as_stored(kernel, case, index_dtype, threads, no_conversion):
+    expression, formats, reference = KERNELS[kernel]
+    matrix = _coo(case, index_dtype)
+    operands, dense = _operands(expression, formats, matrix, np.random.default_rng(1))
+    result = asp.Kernel(expression, formats=formats, num_threads=threads)(**operands)
+    np.testing.assert_array_equal(result, reference(matrix.toarray(), dense))
+
+
+def _row_ordered(matrix: sp.coo_matrix) -> sp.coo_matrix:
+    """The same entries with rows in order and columns in any order within a row, repeats kept."""
+    order = np.argsort(matrix.row, kind="stable")
+    return _matrix(matrix.data[order], matrix.row[order], matrix.col[order], matrix.shape)
+
+
+def _kernels_run(spmv: asp.Kernel) -> list[asp.Kernel]:
+    """The kernels a Kernel built to read its coordinate operands as stored, one per format it met."""
+    return [kernel for kernel in spmv._as_stored_kernels.values() if kernel is not None]
+
+
+@pytest.mark.parametrize("case, index_dtype, threads",
+                         stratified([("sorted",) + CASES, [np.int32, np.int64], [1, 2]], 12, "coo rows in order"))
+def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
+    """Rows in order (scipy's `coo_matrix(csr)`, or any order of columns within a row, repeats included):
+    read as sorted `coo`, whose rows the threads split without atomics (on operands of any size:
+    conftest); exact on integer values."""
+    matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
+    matrix = sp.coo_matrix(matrix.tocsr()) if case == "sorted" else _row_ordered(matrix)
+    assert matrix.row.dtype == index_dtype or case == "sorted"
+    x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    kernel, = _kernels_run(spmv)
+    assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+    assert spmv.ran_parallel is (threads == 2 and matrix.nnz > 0)
+
+
+@pytest.mark.parametrize("case, index_dtype", stratified([CASES[:2], [np.int32, np.int64]], 4, "coo rows any order"))
+def test_rows_out_of_order_stay_sequential(case, index_dtype, no_conversion):
+    """Rows out of order are read as `u~q`, sequentially even where threads are allowed (adding into y
+    atomically or into copies of it measured no faster: autoparallel)."""
+    matrix = _coo(case, index_dtype, seed=3)
+    assert np.any(np.diff(matrix.row) < 0)
+    x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    kernel, = _kernels_run(spmv)
+    assert kernel.formats["A"] == asp.Format("u~q") and not spmv.ran_parallel
+
+
+@pytest.mark.parametrize("index_dtype, threads", [(np.int32, 2), (np.int64, 1)])
+def test_rows_in_order_merge_as_stored(index_dtype, threads, no_conversion):
+    """y = A x + z merges A's rows with z's, which needs them in order: rows in order are read as stored
+    (columns in any order and repeats within a row are summed by the row's loop), a row left empty
+    taking z's alone. Rows out of order convert: test_elsewhere_it_is_converted."""
+    matrix = _row_ordered(_coo("duplicated", index_dtype, seed=7))
+    x, z = np.arange(9.0), np.arange(7.0)
+    matrix.resize(7, 9)  # row 6 empty
+    spmv = asp.Kernel("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, num_threads=threads)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x, z=z), matrix.toarray() @ x + z)
+
+
+def test_one_kernel_per_order_of_the_rows(no_conversion):
+    """The same Kernel given rows in order, then out of order, then in order again: each call reads them
+    as they come, and the two kernels are built once each."""
+    matrix, x = _coo("duplicated", np.int32, seed=6), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    for operand in (_row_ordered(matrix), matrix, _row_ordered(matrix)):
+        np.testing.assert_array_equal(spmv(A=operand, x=x), matrix.toarray() @ x)
+    assert sorted(str(k.formats["A"]) for k in _kernels_run(spmv)) == ["uq", "u~q"]
+
+
+def test_large_operand_on_two_threads_is_read_as_stored(no_conversion):
+    """Over PARALLEL_MIN_ENTRIES (the default's threshold) rows in order run on threads."""
+    rng = np.random.default_rng(2)
+    n, nnz = 3000, 1 << 17
+    matrix = sp.coo_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    x = rng.random(n)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    np.testing.assert_allclose(spmv(A=matrix, x=x), matrix @ x)
+    assert not spmv.ran_parallel
+    np.testing.assert_allclose(spmv(A=_row_ordered(matrix), x=x), matrix @ x)
+    assert spmv.ran_parallel
+
+
+def test_sorted_coordinates_split_at_rows():
+    """A COO Tensor in row order: threads split at rows, with no atomics (the default schedule's
+    no_races), and an explicit no_races over unsorted rows is refused."""
+    matrix = _coo("duplicated", np.int64, seed=5)
+    tensor = asp.Tensor.from_coo(np.stack([matrix.row, matrix.col]), matrix.data, matrix.shape, format="coo")
+    x = np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "coo", "y": "d"}, num_threads=2)
+    np.testing.assert_array_equal(spmv(A=tensor, x=x), matrix.toarray() @ x)
+    assert spmv.ran_parallel and "atomic" not in spmv.source
+    with pytest.raises(asp.ScheduleError, match="use atomics or temporary"):
+        _ = asp.Kernel(SPMV, formats={"A": "u~q"}, schedule="parallelize(i, cpu_thread, no_races)",
+                       num_threads=2).source
+
+
+def test_a_later_change_of_the_matrix_is_seen(no_conversion):
+    matrix, x = _coo("unsorted", np.int32), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"})
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    matrix.data *= 3
+    matrix.row[:] = matrix.row[::-1].copy()
+    matrix.col[0] = 8
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    assert spmv.warm_calls == 0
+
+
+@pytest.mark.parametrize("expression, formats", [
+    ("y(i) = A(i,j) * x(j) + z(i)", {"A": "csr"}),  # a merge with z over i: needs rows in order
+    ("y(i) = A(i,j) * A(i,j) * x(j)", {"A": "csr"}),  # not linear: repeated coordinates are summed first
+])
+def test_elsewhere_it_is_converted(expression, formats):
+    matrix = _coo("duplicated", np.int32)
+    a, x, z = matrix.toarray(), np.arange(9.0), np.arange(6.0)
+    operands = {"A": matrix, "x": x, **({"z": z} if "z(i)" in expression else {})}
+    with pytest.warns(asp.PerformanceWarning, match="converted on every call"):
+        result = asp.Kernel(expression, formats=formats)(**operands)
+    expected = a @ x + z if "z(i)" in expression else (a * a) @ x
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_a_sparse_result_converts():
+    matrix = _coo("duplicated", np.int32)
+    with pytest.warns(asp.PerformanceWarning):
+        result = asp.Kernel("B(i,j) = A(i,j) * 2", formats={"A": "csr", "B": "csr"})(A=matrix)
+    np.testing.assert_array_equal(result.to_numpy(), 2 * matrix.toarray())
+
+
+@pytest.mark.parametrize("change", ["mixed index dtypes", "unsigned indices", "strided"])
+def test_arrays_it_cannot_read_as_they_are_are_converted(change):
+    matrix = _coo("unsorted", np.int32)
+    x = np.arange(9.0)
+    if change == "mixed index dtypes":
+        matrix.col = matrix.col.astype(np.int64)
+    elif change == "unsigned indices":
+        matrix.row, matrix.col = matrix.row.astype(np.uint32), matrix.col.astype(np.uint32)
+    elif change == "strided":
+        matrix.row = np.repeat(matrix.row, 2)[::2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", asp.PerformanceWarning)
+        result = asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
+    np.testing.assert_array_equal(result, matrix.toarray() @ x)
+
+
+@pytest.mark.parametrize("mode, bad, index_dtype, threads, rows",
+                         stratified([[0, 1], [-1, "extent", "past int32"], [np.int32, np.int64], [1, 2],
+                                     ["in order", "any order"]], 10, "coo bounds"))
+def test_coordinates_out_of_range_are_refused(mode, bad, index_dtype, threads, rows):
+    matrix = _coo("unsorted", index_dtype)
+    matrix = _row_ordered(matrix) if rows == "in order" else matrix
+    if bad == "past int32":  # negative as int32: read as unsigned, past any extent
+        bad = -(2 ** 31) if index_dtype is np.int32 else 2 ** 40
+    coordinates = matrix.col if mode else matrix.row
+    coordinates[5] = matrix.shape[mode] if bad == "extent" else bad
+    with pytest.raises(asp.FormatError, match=f"mode-{mode} coordinates in"), \
+            pytest.warns(asp.PerformanceWarning):
+        asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)(A=matrix, x=np.arange(9.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.sampled_from([np.int32, np.int64]), hs.sampled_from([0, 1, 5, 2 ** 31 - 1, 2 ** 31, 2 ** 40]),
+       hs.lists(hs.tuples(hs.integers(-2, 6), hs.integers(-2, 6)), max_size=40), hs.booleans())
+def test_checked_coordinates_as_numpy_sees_them(index_dtype, extent, entries, large):
+    """The native check against numpy: None where a coordinate is negative or not below its extent (one
+    past the index type's range included), else whether the rows never decrease."""
+    if large:  # coordinates near the index type's largest
+        entries = [(r + np.iinfo(index_dtype).max - 6, c) for r, c in entries]
+    row, col = (np.array([e[k] for e in entries], dtype=index_dtype) for k in (0, 1))
+    shape = (extent, 5)
+    expected = None if np.any((row < 0) | (row >= extent) | (col < 0) | (col >= 5)) else bool(np.all(np.diff(row) >= 0))
+    assert checked_coordinates(shape, row, col) == expected
+
+
+@settings(max_examples=25, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 4), hs.integers(0, 3), hs.integers(-3, 3)), max_size=30))
+def test_any_coordinates_any_order(entries):
+    row, col, vals = (np.array(column, dtype=dtype) for column, dtype in
+                      zip(zip(*entries), (np.int32, np.int32, float))) if entries else \
+        (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    matrix = sp.coo_matrix((vals, (row, col)), shape=(5, 4))
+    x = np.array([1.0, -2.0, 3.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", asp.PerformanceWarning)
+        np.testing.assert_array_equal(asp.evaluate(SPMV, A=matrix, x=x), matrix.toarray() @ x)
+
+
+@pytest.mark.parametrize("expression, linear", [
+    ("y(i) = A(i,j) * x(j)", True),
+    ("y(i) = -(A(i,j) * x(j)) + B(i,j) * x(j)", True),
+    ("y(i) = A(i,j) / z(j)", True),
+    ("y(i) = x(j) / A(i,j)", False),
+    ("y(i) = A(i,j) * A(i,j)", False),
+    ("y(i) = B(i,j) * x(j)", False),
+])
+def test_linear_in(expression, linear):
+    assert linear_in(parse(expression).rhs, "A") is linear
