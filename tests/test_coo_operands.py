@@ -201,12 +201,14 @@ def test_a_sparse_result_converts():
 def test_arrays_it_cannot_read_as_they_are_are_converted(change):
     matrix = _coo("unsorted", np.int32)
     x = np.arange(9.0)
+    row, col = matrix.row, matrix.col  # set as `coords`: scipy's row/col setters would cast them back
     if change == "mixed index dtypes":
-        matrix.col = matrix.col.astype(np.int64)
+        matrix.coords = (row, col.astype(np.int64))
     elif change == "unsigned indices":
-        matrix.row, matrix.col = matrix.row.astype(np.uint32), matrix.col.astype(np.uint32)
+        matrix.coords = (row.astype(np.uint32), col.astype(np.uint32))
     elif change == "strided":
-        matrix.row = np.repeat(matrix.row, 2)[::2]
+        matrix.coords = (np.repeat(row, 2)[::2], col)
+    assert (matrix.row.dtype, matrix.col.dtype) != (np.int32, np.int32) or not matrix.row.flags.c_contiguous
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", asp.PerformanceWarning)
         result = asp.Kernel(SPMV, formats={"A": "csr"})(A=matrix, x=x)
