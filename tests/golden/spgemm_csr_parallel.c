@@ -153,6 +153,36 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
         }
         allocated:;
         const int thread = omp_get_thread_num();
+        const int64_t i_work0 = 0 + A_pos2[0];
+        const int64_t i_work = i_dim + A_pos2[i_dim] - i_work0;
+        const int64_t i_part = thread;
+        const int64_t i_parts = omp_get_num_threads();
+        int64_t i_first = 0;
+        {
+            const int64_t goal = i_work0 + i_work * i_part / i_parts;
+            int64_t high = i_dim;
+            while (i_first < high) {
+                const int64_t middle = i_first + (high - i_first) / 2;
+                if (middle + A_pos2[middle] < goal) {
+                    i_first = middle + 1;
+                } else {
+                    high = middle;
+                }
+            }
+        }
+        int64_t i_stop = 0;
+        {
+            const int64_t goal = i_work0 + i_work * (i_part + 1) / i_parts;
+            int64_t high = i_dim;
+            while (i_stop < high) {
+                const int64_t middle = i_stop + (high - i_stop) / 2;
+                if (middle + A_pos2[middle] < goal) {
+                    i_stop = middle + 1;
+                } else {
+                    high = middle;
+                }
+            }
+        }
         int64_t C_size2 = 0;
         int boundready;
         #pragma omp atomic read
@@ -161,36 +191,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
         if (!boundready) {
             /* bound */
             {
-                const int64_t i_work0 = 0 + A_pos2[0];
-                const int64_t i_work = i_dim + A_pos2[i_dim] - i_work0;
-                const int64_t i_part = omp_get_thread_num();
-                const int64_t i_parts = omp_get_num_threads();
-                int64_t i_first = 0;
-                {
-                    const int64_t goal = i_work0 + i_work * i_part / i_parts;
-                    int64_t high = i_dim;
-                    while (i_first < high) {
-                        const int64_t middle = i_first + (high - i_first) / 2;
-                        if (middle + A_pos2[middle] < goal) {
-                            i_first = middle + 1;
-                        } else {
-                            high = middle;
-                        }
-                    }
-                }
-                int64_t i_stop = 0;
-                {
-                    const int64_t goal = i_work0 + i_work * (i_part + 1) / i_parts;
-                    int64_t high = i_dim;
-                    while (i_stop < high) {
-                        const int64_t middle = i_stop + (high - i_stop) / 2;
-                        if (middle + A_pos2[middle] < goal) {
-                            i_stop = middle + 1;
-                        } else {
-                            high = middle;
-                        }
-                    }
-                }
                 for (int64_t i_ = i_first; i_ < i_stop; i_++) {
                     /* produce w */
                     {
@@ -256,36 +256,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             if (!countready) {
                 /* count */
                 {
-                    const int64_t i_work0 = 0 + A_pos2[0];
-                    const int64_t i_work = i_dim + A_pos2[i_dim] - i_work0;
-                    const int64_t i_part = omp_get_thread_num();
-                    const int64_t i_parts = omp_get_num_threads();
-                    int64_t i_first = 0;
-                    {
-                        const int64_t goal = i_work0 + i_work * i_part / i_parts;
-                        int64_t high = i_dim;
-                        while (i_first < high) {
-                            const int64_t middle = i_first + (high - i_first) / 2;
-                            if (middle + A_pos2[middle] < goal) {
-                                i_first = middle + 1;
-                            } else {
-                                high = middle;
-                            }
-                        }
-                    }
-                    int64_t i_stop = 0;
-                    {
-                        const int64_t goal = i_work0 + i_work * (i_part + 1) / i_parts;
-                        int64_t high = i_dim;
-                        while (i_stop < high) {
-                            const int64_t middle = i_stop + (high - i_stop) / 2;
-                            if (middle + A_pos2[middle] < goal) {
-                                i_stop = middle + 1;
-                            } else {
-                                high = middle;
-                            }
-                        }
-                    }
                     for (int64_t i_ = i_first; i_ < i_stop; i_++) {
                         /* produce w */
                         {
@@ -371,36 +341,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
             /* fill */
             C_size2 = C_size2_chunks[thread];
             {
-                const int64_t i_work0 = 0 + A_pos2[0];
-                const int64_t i_work = i_dim + A_pos2[i_dim] - i_work0;
-                const int64_t i_part = omp_get_thread_num();
-                const int64_t i_parts = omp_get_num_threads();
-                int64_t i_first = 0;
-                {
-                    const int64_t goal = i_work0 + i_work * i_part / i_parts;
-                    int64_t high = i_dim;
-                    while (i_first < high) {
-                        const int64_t middle = i_first + (high - i_first) / 2;
-                        if (middle + A_pos2[middle] < goal) {
-                            i_first = middle + 1;
-                        } else {
-                            high = middle;
-                        }
-                    }
-                }
-                int64_t i_stop = 0;
-                {
-                    const int64_t goal = i_work0 + i_work * (i_part + 1) / i_parts;
-                    int64_t high = i_dim;
-                    while (i_stop < high) {
-                        const int64_t middle = i_stop + (high - i_stop) / 2;
-                        if (middle + A_pos2[middle] < goal) {
-                            i_stop = middle + 1;
-                        } else {
-                            high = middle;
-                        }
-                    }
-                }
                 for (int64_t i_ = i_first; i_ < i_stop; i_++) {
                     const int64_t C_size2_start = C_size2;
                     /* produce w */

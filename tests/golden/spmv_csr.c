@@ -29,7 +29,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
     double *restrict y_vals = (double *)args[4];
     {
         for (int64_t i_ = 0; i_ < i_dim; i_++) {
-            memset(y_vals + i_ * 1, 0, 1 * sizeof(double));
             {
                 double acc1 = 0;
                 int64_t A_p2 = A_pos2[i_];

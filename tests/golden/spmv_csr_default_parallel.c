@@ -62,7 +62,6 @@ int autosparse_kernel(void **restrict args, const int64_t *restrict dims, int64_
                 }
             }
             for (int64_t i_ = i_first; i_ < i_stop; i_++) {
-                memset(y_vals + i_ * 1, 0, 1 * sizeof(double));
                 {
                     double acc1 = 0;
                     int64_t A_p2 = A_pos2[i_];
