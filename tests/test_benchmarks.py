@@ -122,11 +122,11 @@ FAMILIES_CHECKED = ("uniform", "power-law", "stencil-2d")
 def test_the_quick_kernels_suite_runs_every_kernel_and_every_peer_agrees():
     """`autosparse bench kernels --quick`: exit status 0 only when no result disagrees with scipy/numpy, on
     the families of distinct structure (banded and the 3-D stencil, regular like the 2-D one, run in the
-    benchmark itself)."""
+    benchmark itself). One short sample a contender: the times are printed, not asserted on."""
     from autosparse_bench import kernels
 
     done = subprocess.run([sys.executable, "-c", "from autosparse.cli import main; main()", "bench", "kernels",
-                           "--quick", "--repeat", "2", "--matrices", *FAMILIES_CHECKED,
+                           "--quick", "--repeat", "1", "--min-sample", "0.002", "--matrices", *FAMILIES_CHECKED,
                            "--kernel", *(k for k in kernels.KERNELS if k != "compile")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
