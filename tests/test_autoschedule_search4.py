@@ -164,13 +164,20 @@ def test_a_tensor_read_twice_is_still_asked_per_program_and_its_disagreements_dr
 # --- picks compute the expression ---------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def spgemm2_front():
+    """SpGEMM2's whole search, once for the three densities its pick is run on."""
+    expression, formats = SPGEMM2
+    return asp.autoschedule(expression, formats=formats)
+
+
 @pytest.mark.parametrize("density", [0.0, 0.3, 1.0], ids=["empty", "sparse", "full"])
-def test_spgemm2s_pick_computes_the_product(density):
+def test_spgemm2s_pick_computes_the_product(density, spgemm2_front):
     rng = np.random.default_rng(7)
     shapes = {"B": (4, 6), "C": (6, 1), "D": (3, 1)}  # non-square, a size-1 index
     dense = {name: rng.random(shape) * (rng.random(shape) < density) for name, shape in shapes.items()}
     expression, formats = SPGEMM2
-    front = asp.autoschedule(expression, formats=formats)
+    front = spgemm2_front
     operands = {name: asp.Tensor.from_numpy(array, format="ds") for name, array in dense.items()}
     value = asp.compile(expression, formats=formats, schedule=front.select(**operands))(**operands)
     expected = dense_value(front.assignment, dense)

@@ -17,7 +17,7 @@ from autosparse.cin import Forall, walk
 from autosparse.schedule import Schedule
 
 from conftest import densified
-from kernel_cases import CASES, expect_schedule_error, run_differential
+from kernel_cases import CASES, expect_schedule_error, run_differential, stratified
 
 SPMV = "y(i) = A(i,j) * x(j)"
 SPMM = "C(i,j) = A(i,k) * B(k,j)"
@@ -80,9 +80,15 @@ DERIVED = [
 IDS = [f"{e.split('=')[0].strip()}-{'-'.join(f'{n}:{f}' for n, f in fm.items())}-{s}" for e, fm, s in DERIVED]
 
 
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("expression, formats, schedule", DERIVED, ids=IDS)
+def _derived_grid() -> list:
+    """Each schedule on every case and both index dtypes by default (a stratified sample of their pairs); the
+    rest under `-m grid`."""
+    return [pytest.param(*derived, *p.values, marks=p.marks, id=f"{ident}-{p.values[0]}-{np.dtype(p.values[1]).name}")
+            for n, (derived, ident) in enumerate(zip(DERIVED, IDS))
+            for p in stratified((CASES, (np.int32, np.int64)), len(CASES), f"derived-{n}")]
+
+
+@pytest.mark.parametrize("expression, formats, schedule, case, index_dtype", _derived_grid())
 def test_a_derived_schedule_computes_the_expression(expression, formats, schedule, case, index_dtype):
     """Up to reassociation (atomics): the inputs are multiples of 1/8, so sums are exact."""
     threads = 3 if "parallelize" in schedule else None

@@ -2,9 +2,11 @@
 
 Every kind of kernel in `kernel_cases.kinds()` (copies, element-wise, dot, SpMV/SpMSpV, SpMM, SpGEMM, SDDMM,
 TTV, TTM, MTTKRP, inner products, scaling, A*(B+C)) runs over its grid of format assignments, each with one
-(value dtype, index dtype) pair in turn, on every input case (rectangular, a 0 extent in an output or a
-reduction index, all-zero, one entry, explicit zeros, size 1, full). The reference is computed before any
-Tensor is built; numpy's and scipy's products raise during the kernel call.
+(value dtype, index dtype) pair in turn, on the input cases (rectangular, a 0 extent in an output or a
+reduction index, all-zero, one entry, explicit zeros, size 1, full): by default each assignment on the
+rectangular case and on one edge case, with every edge case of every kind at least once; all of them with
+`-m grid`. The reference is computed before any Tensor is built; numpy's and scipy's products raise during the
+kernel call.
 
 Parametrisations that fail because of a compiler bug are strict xfails whose reason starts with "BUG:";
 a combination whose storage orders are cyclic is computed with operands converted to concordant formats
@@ -21,7 +23,7 @@ import autosparse as asp
 from conftest import densified
 from kernel_cases import (DTYPES, HASHED_WRITE_FORMATS, Kind, _peer_math_guard, bug, check_result,  # noqa: F401
                           dtype_id, format_id, kinds, no_peer_math, read_statement, reference,
-                          run_differential, run_isolated, strided_index_arrays)
+                          run_differential, run_isolated, stratified, strided_index_arrays)
 
 # ----- the known compiler bugs, as predicates over (kind, formats, case, value dtype, index dtype) ---------------
 #
@@ -43,16 +45,26 @@ def known_bugs(kind: Kind, formats, case: str, value_dtype, index_dtype) -> list
 
 # ----- the grid -------------------------------------------------------------------------------------------------
 
+MAIN_CASE = "rect"
+
+
 def _grid():
+    """Every (kind, formats) on the main case; the edge cases on a stratified sample of (formats, case) per kind,
+    one edge case for each format assignment and every edge case at least once; the rest of the grid under
+    `-m grid`."""
     for kind in kinds():
         result = read_statement(kind.expression).lhs.name
+        edges = tuple(case for case in kind.cases if case != MAIN_CASE)
+        sampled = {tuple(p.values): p.marks for p in stratified((range(len(kind.grid)), edges), len(kind.grid),
+                                                                 f"kernels-{kind.name}")}
         for n, formats in enumerate(kind.grid):
             value_dtype, index_dtype = DTYPES[n % len(DTYPES)]
             ident = f"{kind.name}[{format_id(formats, result)}]"
             for case in kind.cases:
                 yield pytest.param(kind, formats, case, value_dtype, index_dtype,
                                    id=f"{ident}-{case}-{dtype_id(value_dtype, index_dtype)}",
-                                   marks=known_bugs(kind, formats, case, value_dtype, index_dtype))
+                                   marks=[*sampled.get((n, case), ()),
+                                          *known_bugs(kind, formats, case, value_dtype, index_dtype)])
 
 
 @pytest.mark.parametrize("kind, formats, case, value_dtype, index_dtype", list(_grid()))

@@ -1,5 +1,6 @@
 """Round trips: every format of the grid <-> numpy <-> scipy <-> COO <-> pydata <-> other formats, on the
-special tensors, for both index dtypes and every value dtype. References are built with plain numpy."""
+special tensors, for both index dtypes and every value dtype (a stratified sample of the value dtypes by default,
+all of them with `-m grid`). References are built with plain numpy."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import sparse
 import autosparse as asp
 from conftest import (INDEX_DTYPES, VALUE_DTYPES, assert_same_tensor, format_grid, reference_dense,
                       special_tensors)
+from kernel_cases import stratified
 
 FORMATS = format_grid()
-DTYPE_CASES = [(v, i) for v in VALUE_DTYPES for i in INDEX_DTYPES]
 PARTNERS = {1: ("dense", "s", "h", "u"), 2: ("csr", "csc", "coo", "hh", "dcsc"),
             3: ("csf", "coo", "d2s0h1", "s1d2s0"), 4: ("coo", "dsss", "s3h2s1d0")}
 
@@ -21,8 +22,17 @@ def _order(spec: str) -> int:
     return sum(ch.isalpha() for ch in spec)
 
 
-@pytest.mark.parametrize("value_dtype,index_dtype", DTYPE_CASES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("spec", FORMATS)
+def _round_trip_grid() -> list:
+    """Every format with both index dtypes by default, each on one value dtype of a stratified sample (every
+    value dtype at least once); the other value dtypes under `-m grid`."""
+    params = stratified(([(spec, i) for spec in FORMATS for i in INDEX_DTYPES], VALUE_DTYPES),
+                        len(FORMATS) * len(INDEX_DTYPES), "round-trips")
+    return [pytest.param(spec, value_dtype, index_dtype, marks=p.marks,
+                         id=f"{spec}-{np.dtype(value_dtype).name}-{np.dtype(index_dtype).name}")
+            for p in params for (spec, index_dtype), value_dtype in [p.values]]
+
+
+@pytest.mark.parametrize("spec,value_dtype,index_dtype", _round_trip_grid())
 def test_round_trips(spec, value_dtype, index_dtype):
     order = _order(spec)
     for case, (coords, values, shape) in special_tensors(order, value_dtype).items():

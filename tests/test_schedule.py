@@ -12,7 +12,7 @@ import autosparse as asp
 from conftest import densified
 from autosparse.schedule import Schedule
 
-from kernel_cases import CASES, expect_schedule_error, run_differential
+from kernel_cases import CASES, expect_schedule_error, run_differential, stratified
 
 SPGEMM = "C(i,j) = A(i,k) * B(k,j)"
 MTTKRP = "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)"
@@ -118,11 +118,17 @@ PARALLEL = [
 ]
 
 
-@pytest.mark.parametrize("threads", [None, 1, 3])
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("expression, formats, schedule", PARALLEL, ids=[f"{e.split('=')[0].strip()}-{s}"
-                                                                       for e, _, s in PARALLEL])
+def _parallel_grid() -> list:
+    """Each schedule on every case, both index dtypes and every thread count by default (a stratified sample of
+    their combinations); the rest under `-m grid`."""
+    return [pytest.param(expression, formats, schedule, *p.values, marks=p.marks,
+                         id=f"{expression.split('=')[0].strip()}-{schedule}-{p.values[0]}-"
+                            f"{np.dtype(p.values[1]).name}-{p.values[2]}")
+            for n, (expression, formats, schedule) in enumerate(PARALLEL)
+            for p in stratified((CASES, (np.int32, np.int64), (None, 1, 3)), len(CASES), f"parallel-{n}")]
+
+
+@pytest.mark.parametrize("expression, formats, schedule, case, index_dtype, threads", _parallel_grid())
 def test_a_parallel_schedule_computes_the_expression(expression, formats, schedule, case, index_dtype, threads):
     """Up to reassociation (atomics, temporary): the inputs are multiples of 1/8, so sums are exact."""
     kernel = asp.compile(expression, formats=formats, schedule=schedule, num_threads=threads)

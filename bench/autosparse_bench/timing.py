@@ -106,7 +106,7 @@ def interleaved(calls: dict[str, Callable[[], Any]], batches: dict[str, int], re
     """`repeat` samples of every call, taken round-robin, each round starting one call later."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     order = list(calls.items())
-    for round_number in range(repeat):
+    for round_number in range(repeat if calls else 0):  # no rounds, so no collections, with nothing to time
         shift = round_number % max(len(order), 1)
         gc.collect()
         gc.disable()
