@@ -116,5 +116,8 @@ def _level_at(read: Access, loop: Forall):
 
 def _sums(loop: Forall) -> bool:
     """Whether a sum or difference is computed inside: beside the one stepped operand it would add a
-    term the loop must visit where that operand stores nothing (a merge)."""
-    return any(isinstance(n, (Add, Sub)) for a in assignments(loop) for n in walk(a.rhs))
+    term the loop must visit where that operand stores nothing (a merge). The terms may be written apart,
+    each added into one workspace (a sum gathered from an unordered operand, `cin.concretize.unordered_merges`)."""
+    added = [a.lhs.tensor.name for a in assignments(loop) if a.accumulate]
+    return (any(isinstance(n, (Add, Sub)) for a in assignments(loop) for n in walk(a.rhs))
+            or len(added) != len(set(added)))
