@@ -1,7 +1,10 @@
 """Index notation: the expression a user writes, as frozen dataclasses.
 
 `C(i,j) = A(i,k) * B(k,j)`: an Assignment of an Access on the left to an expression of Accesses,
-Literals, Neg, Add, Sub, Mul, Div and Sum on the right. Every node has `children()` and `with_children()`, so
+Literals, Neg, Add, Sub, Mul, Div and Sum on the right, and of the registry's other operators
+(`operators.py`): `Apply` for a function (`maximum(a, b)`, `exp(a)`, `pattern(M(i,j))`) and `Reduce` for a
+reduction other than the sum (`min(j, e)`). The symbol nodes stay their own classes, so every `+ - * /`
+program keeps the tree (and the C) it had. Every node has `children()` and `with_children()`, so
 one generic rewriter serves every pass; positions (`column`) are kept for error messages and ignored by
 equality.
 
@@ -18,6 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
+
+from ..errors import AutosparseError
+from .operators import FUNCTIONS, REDUCTIONS, REGISTRY, Operator
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +140,81 @@ class Sum:
         return f"sum({self.index}, {self.body})"
 
 
-Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Div, Sum]
+@dataclass(frozen=True, slots=True)
+class Apply:
+    """`op(args...)`: the registry's function `op` (a name in `operators.FUNCTIONS`) applied element-wise.
+    Not linear: an implicit sum never crosses it (`scope.py`)."""
+
+    op: str
+    args: tuple["Expr", ...]
+    column: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        if self.op not in FUNCTIONS:
+            raise AutosparseError(f"Expected a function among {sorted(FUNCTIONS)}, but found {self.op!r}")
+        if len(self.args) != FUNCTIONS[self.op].arity:
+            raise AutosparseError(f"Expected {FUNCTIONS[self.op].arity} arguments of {self.op}, but found "
+                                  f"{len(self.args)}")
+
+    def children(self) -> tuple:
+        return self.args
+
+    def with_children(self, children: tuple) -> "Apply":
+        return self if children == self.args else Apply(self.op, tuple(children), self.column)
+
+    def __str__(self) -> str:
+        return f"{self.op}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """`min(index, body)`: the body reduced by the operator `op` (minimum, maximum, multiply, logical_or,
+    logical_and) over every coordinate of `index`, which nothing outside binds. The sum is `Sum`, never a
+    `Reduce("add")`, so each reduction has one tree. Never implicit: written where it applies."""
+
+    op: str
+    index: IndexVar
+    body: "Expr"
+    column: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        if self.op == "add" or REGISTRY.get(self.op) not in REDUCTIONS.values():
+            raise AutosparseError(f"Expected a reduction operator among "
+                                  f"{sorted(op.name for op in REDUCTIONS.values() if op.name != 'add')}, "
+                                  f"but found {self.op!r}")
+
+    def children(self) -> tuple:
+        return (self.body,)
+
+    def with_children(self, children: tuple) -> "Reduce":
+        return self if children == (self.body,) else Reduce(self.op, self.index, *children, self.column)
+
+    def __str__(self) -> str:
+        return f"{REGISTRY[self.op].reduction}({self.index}, {self.body})"
+
+
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Div, Sum, Apply, Reduce]
+
+#: The nodes that bind an index over their body.
+REDUCING = (Sum, Reduce)
+
+_SYMBOL_OPERATORS = {Add: "add", Sub: "subtract", Mul: "multiply", Div: "divide", Neg: "negative"}
+
+
+def operator_of(node) -> Operator | None:
+    """The element-wise operator a node applies (`Add` -> add, `Apply` -> its op); None for leaves and
+    reductions."""
+    if isinstance(node, Apply):
+        return REGISTRY[node.op]
+    name = _SYMBOL_OPERATORS.get(type(node))
+    return None if name is None else REGISTRY[name]
+
+
+def reduction_of(node) -> Operator | None:
+    """The operator a reduction node reduces with (`Sum` -> add); None for every other node."""
+    if isinstance(node, Sum):
+        return REGISTRY["add"]
+    return REGISTRY[node.op] if isinstance(node, Reduce) else None
 
 
 def _wrapped(expr: Expr, loose: tuple[type, ...]) -> str:
@@ -169,8 +249,8 @@ class Assignment:
 
     @property
     def scoped(self) -> bool:
-        """Whether some reduction covers only part of the right-hand side (a `Sum` node)."""
-        return any(isinstance(node, Sum) for node in walk(self.rhs))
+        """Whether some reduction covers only part of the right-hand side (a `Sum` or `Reduce` node)."""
+        return any(isinstance(node, REDUCING) for node in walk(self.rhs))
 
 
 def walk(node) -> Iterator:
@@ -217,9 +297,9 @@ def summed(indices, expr: Expr) -> Expr:
 
 
 def unbound_indices(expr: Expr) -> tuple[IndexVar, ...]:
-    """The indices `expr` uses that no `Sum` inside it binds, in order of first appearance."""
+    """The indices `expr` uses that no `Sum` or `Reduce` inside it binds, in order of first appearance."""
     if isinstance(expr, Access):
         return tuple(dict.fromkeys(expr.indices))  # a diagonal A(i,i) uses i once
-    if isinstance(expr, Sum):
+    if isinstance(expr, REDUCING):
         return tuple(index for index in unbound_indices(expr.body) if index != expr.index)
     return tuple(dict.fromkeys(index for child in expr.children() for index in unbound_indices(child)))

@@ -7,11 +7,14 @@ notation, the scheduling commands).
     assignment := access ("=" | "+=") expr
     expr       := term (("+" | "-") term)*
     term       := factor (("*" | "/") factor)*
-    factor     := "-" factor | number | sum | access | "(" expr ")"
-    sum        := "sum" "(" NAME "," expr ")" | "∑" NAME term
+    factor     := "-" factor | number | reduction | function | access | "(" expr ")"
+    reduction  := REDUCTION "(" NAME "," expr ")" | "∑" NAME term      (sum, prod, min, max, any, all)
+    function   := FUNCTION "(" expr ("," expr)* ")"                   (maximum, exp, where, pattern …)
     access     := NAME "(" [NAME ("," NAME)*] ")" | NAME        (a bare NAME is a scalar)
 
-`sum` is a word of the language, not a tensor name on the right. Reductions are then scoped by TACO's
+The registry's words (`operators.REDUCTIONS`, `operators.FUNCTIONS`) followed by `(` are words of the
+language, not tensor names, on the right; a reduction takes its index first, as `sum` does, so
+`min(j, e)` reduces and `minimum(a, b)` compares element-wise. Reductions are then scoped by TACO's
 rule (`scope.py`). Integer literals that do not fit int64 become the nearest double, as in numpy; a
 literal past the largest double is a ParseError. Expressions nested deeper than `MAX_DEPTH` are
 refused: every later stage walks the tree recursively.
@@ -24,7 +27,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from .ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum, accesses, unbound_indices, walk
+from .ast import (REDUCING, Access, Add, Apply, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Reduce, Sub, Sum,
+                  accesses, unbound_indices, walk)
+from .operators import FUNCTIONS, REDUCTIONS
 from .scope import scope_reductions
 
 _TOKEN = re.compile(r"""\s*(?:
@@ -122,7 +127,7 @@ class ExpressionParser:
         token = self.take("-", "(", "∑", "name", "number")
         if token.kind == "number":
             return self.literal(token)
-        if token.kind == "name" and not (token.text == "sum" and self.peek().text == "("):
+        if token.kind == "name" and not (token.text in _WORDS and self.peek().text == "("):
             return self.access(token)
         self._depth += 1
         if self._depth > MAX_DEPTH:
@@ -136,21 +141,48 @@ class ExpressionParser:
         return _literal(token, self.text)
 
     def nested(self, token: Token) -> Expr:
-        """The factors that contain an expression: a negation, parentheses, a sum."""
+        """The factors that contain an expression: a negation, parentheses, a reduction, a function."""
         if token.text == "-":
             return Neg(self.factor())
         if token.text == "∑":
             return Sum(IndexVar(self.take("name").text), self.term())
-        if token.text == "sum":
-            self.take("(")
-            index = IndexVar(self.take("name").text)
-            self.take(",")
-            body = self.expr()
-            self.take(")")
-            return Sum(index, body)
+        if token.text in REDUCTIONS:
+            return self._reduction(token)
+        if token.text in FUNCTIONS:
+            return self._function(token)
         node = self.expr()
         self.take(")")
         return node
+
+    def _reduction(self, word: Token) -> Expr:
+        """`min(j, e)`: the index first, then the body."""
+        self.take("(")
+        if word.text != "sum" and not (self.peek().kind == "name" and self.peek(1).text == ","):
+            element_wise = {"min": "minimum", "max": "maximum"}.get(word.text)
+            hint = f"; for the element-wise {element_wise} write {element_wise}(a, b)" if element_wise else ""
+            raise ParseError(f"Expected {word.text}(index, expression): {word.text} is a reduction word, not a "
+                             f"tensor name{hint}", self.text, word.column)
+        index = IndexVar(self.take("name").text)
+        self.take(",")
+        body = self.expr()
+        self.take(")")
+        op = REDUCTIONS[word.text]
+        return Sum(index, body) if op.name == "add" else Reduce(op.name, index, body, word.column)
+
+    def _function(self, word: Token) -> Apply:
+        """`maximum(a, b)`: as many arguments as the function takes, or a ParseError at its name."""
+        self.take("(")
+        args = [self.expr()]
+        while self.peek().text == ",":
+            self.take()
+            args.append(self.expr())
+        self.take(")")
+        arity = FUNCTIONS[word.text].arity
+        if len(args) != arity:
+            raise ParseError(f"Expected {arity} argument{'s' if arity > 1 else ''} of the function {word.text}, "
+                             f"but found {len(args)}: {word.text} is a function, not a tensor name",
+                             self.text, word.column)
+        return Apply(word.text, tuple(args), word.column)
 
     def access(self, name: Token) -> Access:
         if self.peek().text != "(":
@@ -181,6 +213,10 @@ def _literal(token: Token, text: str) -> Literal:
     return Literal(number)
 
 
+#: The names that are words of the language when a `(` follows them.
+_WORDS = frozenset(REDUCTIONS) | frozenset(FUNCTIONS)
+
+
 def parse(text: str) -> Assignment:
     """Parse and check an assignment (no repeated index in the output, every output index used on
     the right, the output not read on the right, each tensor used with one order, each `sum` over an
@@ -190,6 +226,7 @@ def parse(text: str) -> Assignment:
                          f"{type(text).__name__}", f"{text!r:.80}", 1)
     assignment = ExpressionParser(text).assignment()
     _check_depth(assignment, text)
+    _check_functions(assignment, text)
     _check(assignment, text)
     _check_sums(assignment, text)
     return scope_reductions(assignment)
@@ -209,21 +246,36 @@ def _check_depth(assignment: Assignment, text: str) -> None:
 
 
 def _check_sums(assignment: Assignment, text: str) -> None:
-    """A `sum` binds an index that is not the output's, is used in its body, and is used nowhere else."""
+    """A reduction binds an index that is not the output's, is used in its body, and is used nowhere else."""
     for node in walk(assignment.rhs):
-        if not isinstance(node, Sum):
+        if not isinstance(node, REDUCING):
             continue
+        word = "sum" if isinstance(node, Sum) else str(node).split("(", 1)[0]
         body_uses = [a for a in accesses(node.body) if node.index in a.indices]
         column = body_uses[0].column if body_uses else _first_column(node.body, text)
         if node.index in assignment.lhs.indices:
-            raise ParseError(f"Expected sum({node.index}, ...) over an index not in the output "
+            raise ParseError(f"Expected {word}({node.index}, ...) over an index not in the output "
                              f"{assignment.lhs}, but {node.index} is in it", text, column)
         if node.index not in unbound_indices(node.body):  # unused, or bound again by a sum inside
-            raise ParseError(f"Expected the index {node.index} of sum({node.index}, ...) used in its body, but "
-                             f"{node.body} does not use it", text, column)
+            raise ParseError(f"Expected the index {node.index} of {word}({node.index}, ...) used in its body, but "
+                             f"{node.body} does not use it ({word} is a reduction word, not a tensor name)",
+                             text, column)
         if node.index in unbound_indices(assignment.rhs):
-            raise ParseError(f"Expected {node.index} summed by sum({node.index}, ...) to be used only inside "
+            raise ParseError(f"Expected {node.index} reduced by {word}({node.index}, ...) to be used only inside "
                              f"it, but it is used elsewhere too: name the two indices differently", text, column)
+
+
+def _check_functions(assignment: Assignment, text: str) -> None:
+    """A function's argument that is a bare index name (`exp(i)`) was meant as a tensor named like the
+    function: say that the name is taken, at the function's column."""
+    indices = {i.name for a in (assignment.lhs, *accesses(assignment.rhs)) for i in a.indices}
+    for node in walk(assignment.rhs):
+        if isinstance(node, Apply):
+            for arg in node.args:
+                if isinstance(arg, Access) and not arg.indices and arg.tensor in indices:
+                    raise ParseError(f"Expected the argument of the function {node.op} to be an expression, but "
+                                     f"found the index {arg.tensor}: {node.op} is a function, not a tensor name; "
+                                     f"rename the tensor", text, node.column)
 
 
 def _first_column(expr, text: str) -> int:

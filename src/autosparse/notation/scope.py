@@ -4,7 +4,10 @@ A reduction index is summed over the smallest subexpression that holds all its u
 factors use it is summed whole, a sum is summed term by term (over only the terms that use it), and a
 negation or a product with a single factor using it passes the sum on to that factor only when the
 factor is a sum some of whose terms do not use it. So `A(i,j) * x(j) + z(i)` sums j over the product
-alone, `c(i) * (a(i) + B(i,j))` over B alone, and `B(i,k,l) * C(k,j) * D(l,j)` over everything.
+alone, `c(i) * (a(i) + B(i,j))` over B alone, and `B(i,k,l) * C(k,j) * D(l,j)` over everything. A sum never
+crosses a function or another reduction, which are not linear: it goes inside the one argument that uses
+its index (`maximum(A(i,j) * x(j), 0)` is `maximum(sum(j, A(i,j) * x(j)), 0)`), or sums the function whole
+when several do; inside `min(j, ...)` it stays in the body.
 
 A reduction placed at the root stays implicit (the `Assignment` sums it over the whole right-hand side,
 the form concretize, the autoschedulers and distribution schedule directly); one placed lower becomes
@@ -13,7 +16,8 @@ a `Sum` node. `sums_normalised` is the canonical form used to compare two scoped
 
 from __future__ import annotations
 
-from .ast import Add, Assignment, Div, Expr, IndexVar, Mul, Neg, Sub, Sum, factors, peeled, product, summed, unbound_indices
+from .ast import (Add, Apply, Assignment, Div, Expr, IndexVar, Mul, Neg, Reduce, Sub, Sum, factors, peeled, product,
+                  summed, unbound_indices)
 
 Path = tuple[int, ...]
 
@@ -70,7 +74,16 @@ def _placement(expr: Expr, path: Path, index: IndexVar) -> list[Path]:
         return _divided(expr, path, index)
     if isinstance(expr, (Neg, Sum)):
         return _passed_on(path, expr.children()[0], path + (0,), index)
+    if isinstance(expr, (Apply, Reduce)):
+        return _inside(expr, path, index)
     return [path]
+
+
+def _inside(expr: "Apply | Reduce", path: Path, index: IndexVar) -> list[Path]:
+    """A function or a non-sum reduction is not linear: the sum stays inside the one child that uses the
+    index (even where that child would be summed whole), and sums the node only when several do."""
+    users = [(child, path + (n,)) for n, child in enumerate(expr.children()) if _uses(child, index)]
+    return _placement(*users[0], index) if len(users) == 1 else [path]
 
 
 def _divided(expr: Div, path: Path, index: IndexVar) -> list[Path]:
