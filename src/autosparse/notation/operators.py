@@ -85,9 +85,10 @@ def dtype_of(value: Value) -> np.dtype:
 
 
 def fold(op: Operator, *values: Value) -> Value:
-    """`op` applied to constants through its numpy function (log(0) is -inf, quietly, as in a kernel)."""
+    """`op` applied to fills through its numpy function (log(0) is -inf, quietly, as in a kernel); the
+    pattern of a fill is False, since a fill is what is not stored."""
     if not op.reads_values:
-        return np.bool_(True)
+        return np.bool_(False)
     with np.errstate(all="ignore"):
         return op.numpy(*values)[()]
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..format import Format
 from ..format.spec import as_format
-from ..notation import Assignment, parse
+from ..errors import ScheduleError
+from ..notation import Apply, Assignment, Reduce, parse, walk
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 from ..tensor.dtypes import INT32_MAX
@@ -20,13 +21,25 @@ from ..tensor.dtypes import INT32_MAX
 def as_assignment(expression) -> Assignment:
     """An assignment from its text (parsed and checked: anything but text is a ParseError) or as it is."""
     if isinstance(expression, Assignment):
-        return expression
+        return compilable(expression)
     return _parsed(expression) if type(expression) is str else parse(expression)
 
 
 @functools.lru_cache(maxsize=1024)  # `evaluate` and the operators parse on every call: once per text
 def _parsed(text: str) -> Assignment:
-    return parse(text)
+    return compilable(parse(text))
+
+
+def compilable(assignment: Assignment) -> Assignment:
+    """`assignment`, or a ScheduleError naming the first function or non-sum reduction in it: the notation
+    reads them (notation/operators.py), but concretize and lowering compile only `+ - * /` and `sum` so
+    far, and are refused here, before any schedule or C is made."""
+    for node in walk(assignment.rhs):
+        if isinstance(node, (Apply, Reduce)):
+            raise ScheduleError(f"Expected only + - * / and sum in an assignment to compile, but found {node} "
+                                f"in {assignment}: the pipeline (concretize, lowering) does not compile the "
+                                f"operator {node.op} yet")
+    return assignment
 
 
 def infer_format(value, order: int) -> Format:
