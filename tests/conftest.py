@@ -117,6 +117,16 @@ def _generous_memory_limit():
     asp.set_memory_limit(None)
 
 
+@pytest.fixture
+def unfused():
+    """Kernels built without floating-point contraction, for tests that compare a kernel's sums bit for bit
+    with the plain loop's order of additions: with contraction on, the compiler fuses multiply-adds where
+    it chooses, and the order is no longer all that decides the bits."""
+    asp.set_fp_contract(False)
+    yield
+    asp.set_fp_contract(None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _threads_on_small_operands():
     """Tests' operands are small: the default schedule's threads run on them anyway, so its parallel code

@@ -124,7 +124,9 @@ def fp_contract() -> bool:
 
 def set_fp_contract(on: bool | None) -> None:
     """Turn contraction on or off for kernels compiled from now on; `None` restores the default
-    ($AUTOSPARSE_FP_CONTRACT when set, else on)."""
+    ($AUTOSPARSE_FP_CONTRACT when set, else on). `compile` builds the new way; `evaluate` and the operators
+    keep the kernels they already built for an expression and its operands' kinds (their warm calls do not
+    read the setting), so set it before the kernels it is meant for are first used."""
     global _fp_contract
     if on is not None and not isinstance(on, bool):
         raise AutosparseError(f"Expected True, False or None for floating-point contraction, but found {on!r}")
