@@ -90,8 +90,9 @@ def _kernels_run(spmv: asp.Kernel) -> list[asp.Kernel]:
                          stratified([("sorted",) + CASES, [np.int32, np.int64], [1, 2]], 12, "coo rows in order"))
 def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     """Rows in order (scipy's `coo_matrix(csr)`, or any order of columns within a row, repeats included):
-    read as sorted `coo`, whose rows the threads split without atomics (on operands of any size:
-    conftest); exact on integer values."""
+    on threads, read as sorted `coo`, whose rows the threads split without atomics (on operands of any
+    size: conftest); on one thread, as `u~q` by a kernel that checks the coordinates where it reads them
+    (no pass of their own); exact on integer values."""
     matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
     matrix = sp.coo_matrix(matrix.tocsr()) if case == "sorted" else _row_ordered(matrix)
     assert matrix.row.dtype == index_dtype or case == "sorted"
@@ -99,7 +100,11 @@ def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
     np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
     kernel, = _kernels_run(spmv)
-    assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+    if threads == 1:
+        assert kernel.formats["A"] == asp.Format("u~q") and kernel._checked == {"A"}
+    else:
+        assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+        assert not kernel._checked
     assert spmv.ran_parallel is (threads == 2 and matrix.nnz > 0)
 
 

@@ -16,7 +16,8 @@ _memo: dict[tuple, LoadedKernel] = {}
 
 
 def specialise(cin: Stmt, types: Types, instrument: bool, num_threads: int | None) -> LoadedKernel:
-    key = (cin, tuple(sorted(types.values.items())), tuple(sorted(types.indices.items())), instrument, num_threads)
+    key = (cin, tuple(sorted(types.values.items())), tuple(sorted(types.indices.items())), types.checked, instrument,
+           num_threads)
     kernel = _memo.get(key)
     if kernel is None:
         kernel = _memo[key] = load_kernel(generate(cin, types, instrument, num_threads))
