@@ -22,8 +22,9 @@ Tensor whose arrays its caller can still change) is not converted where the kern
 `coordinates_as_stored` gives it in its own storage, scipy's arrays without a copy, and the kernel computes
 with it in that format wherever the result is dense and linear in it (`linear_in`), so coordinates in any
 order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`). A scipy
-matrix's coordinates are checked on every call (its owner may change them) in one native pass, which also
-finds whether its rows are in order (`coo`: threads split it at rows, and it merges) or not (`u~q`).
+matrix's coordinates are checked on every call (its owner may change them): on one thread by the kernel,
+where it loads them (`u~q`, `Types.checked`); else in one native pass, which also finds whether its rows
+are in order (`coo`: threads split it at rows, and it merges) or not (`u~q`).
 """
 
 from __future__ import annotations

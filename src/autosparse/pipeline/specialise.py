@@ -1,8 +1,8 @@
 """CIN + dtypes -> a loaded kernel: lowering, then the runtime, memoised for the process.
 
 The memo is keyed by everything that decides the C (the CIN, every tensor's value and index dtype, the
-instrumentation and the thread count), so kernels of equal CIN share one specialisation, and a repeated
-`evaluate` skips lowering and the C compiler both.
+operands whose coordinates it checks, the instrumentation and the thread count), so kernels of equal CIN
+share one specialisation, and a repeated `evaluate` skips lowering and the C compiler both.
 """
 
 from __future__ import annotations
