@@ -90,8 +90,9 @@ def _kernels_run(spmv: asp.Kernel) -> list[asp.Kernel]:
                          stratified([("sorted",) + CASES, [np.int32, np.int64], [1, 2]], 12, "coo rows in order"))
 def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     """Rows in order (scipy's `coo_matrix(csr)`, or any order of columns within a row, repeats included):
-    read as sorted `coo`, whose rows the threads split without atomics (on operands of any size:
-    conftest); exact on integer values."""
+    on threads, read as sorted `coo`, whose rows the threads split without atomics (on operands of any
+    size: conftest); on one thread, as `u~q` by a kernel that checks the coordinates where it reads them
+    (no pass of their own); exact on integer values."""
     matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
     matrix = sp.coo_matrix(matrix.tocsr()) if case == "sorted" else _row_ordered(matrix)
     assert matrix.row.dtype == index_dtype or case == "sorted"
@@ -99,7 +100,11 @@ def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
     np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
     kernel, = _kernels_run(spmv)
-    assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+    if threads == 1:
+        assert kernel.formats["A"] == asp.Format("u~q") and kernel._checked == {"A"}
+    else:
+        assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
+        assert not kernel._checked
     assert spmv.ran_parallel is (threads == 2 and matrix.nnz > 0)
 
 
@@ -228,6 +233,53 @@ def test_coordinates_out_of_range_are_refused(mode, bad, index_dtype, threads, r
     with pytest.raises(asp.FormatError, match=f"mode-{mode} coordinates in"), \
             pytest.warns(asp.PerformanceWarning):
         asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)(A=matrix, x=np.arange(9.0))
+
+
+@pytest.mark.parametrize("kernel, mode, bad, where, index_dtype, threads", stratified(
+    [["spmv", "spmv-transposed", "spmm"], [0, 1], [-1, "extent", "huge"], ["first", "middle", "last"],
+     [np.int32, np.int64], [1, 2]], 12, "coo bounds where read"))
+def test_coordinates_out_of_range_are_refused_where_read(kernel, mode, bad, where, index_dtype, threads):
+    """A bad coordinate of either mode, anywhere among the entries, of rows in any order: the kernel that
+    checks coordinates where it loads them (one thread) or the pass before it (threads) refuses it, and
+    the call raises the FormatError naming the mode, as a conversion would; nothing reads out of bounds."""
+    expression, formats, _ = KERNELS[kernel]
+    matrix = _coo("unsorted", index_dtype, seed=11)
+    operands, _ = _operands(expression, formats, matrix, np.random.default_rng(2))
+    huge = np.iinfo(index_dtype).min if index_dtype is np.int32 else 2 ** 62
+    coordinates = matrix.col if mode else matrix.row
+    at = {"first": 0, "middle": matrix.nnz // 2, "last": matrix.nnz - 1}[where]
+    coordinates[at] = {-1: -1, "extent": matrix.shape[mode], "huge": huge}[bad]
+    with pytest.raises(asp.FormatError, match=f"mode-{mode} coordinates in"), \
+            pytest.warns(asp.PerformanceWarning):
+        asp.Kernel(expression, formats=formats, num_threads=threads)(**operands)
+
+
+@pytest.mark.parametrize("mode, index_dtype", [(0, np.int32), (1, np.int64)])
+def test_the_kernel_itself_refuses_a_coordinate_out_of_range(mode, index_dtype, no_conversion):
+    """The one-thread kernel's own check, with no pass before it: its error names the operand."""
+    matrix, x = _coo("duplicated", index_dtype, seed=12), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=1)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    kernel, = _kernels_run(spmv)
+    (matrix.col if mode else matrix.row)[-1] = -matrix.shape[mode]
+    unchecked = conversions.coordinates_as_stored(matrix, asp.Format("ds"), checked_by_kernel=True)
+    with pytest.raises(asp.FormatError, match="coordinate of A within its shape, but one is negative or past"):
+        kernel(A=unchecked, x=x)
+
+
+@pytest.mark.parametrize("kernel, case, index_dtype", stratified(
+    [list(KERNELS), ("sorted", "unsorted", "duplicated", "empty", "single entry", "size-1 rows", "size-1 columns"),
+     [np.int32, np.int64]], 8, "coo checked where read"))
+def test_checked_where_read_equals_scipy(kernel, case, index_dtype, no_conversion):
+    """One thread: the coordinates are read once, by the kernel that checks them, in any order of rows."""
+    expression, formats, reference = KERNELS[kernel]
+    matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=13)
+    matrix = _row_ordered(matrix) if case == "sorted" else matrix
+    operands, dense = _operands(expression, formats, matrix, np.random.default_rng(3))
+    spmv = asp.Kernel(expression, formats=formats, num_threads=1)
+    np.testing.assert_array_equal(spmv(**operands), reference(matrix.toarray(), dense))
+    kernel, = _kernels_run(spmv)
+    assert kernel.formats["A"] == asp.Format("u~q") and kernel._checked == {"A"}
 
 
 @settings(max_examples=40, deadline=None)

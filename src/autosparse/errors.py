@@ -19,6 +19,10 @@ class FormatError(AutosparseError, ValueError):
     """A format string, a level array or a tensor's storage breaks a rule of its format."""
 
 
+class CoordinateError(FormatError):
+    """A stored coordinate outside its tensor's shape, found by a kernel where it read it."""
+
+
 class ShapeError(AutosparseError, ValueError):
     """Dimensions that do not agree (between tensors, or between a tensor and its coordinates)."""
 

@@ -16,11 +16,12 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Forall, Protocol, Race, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
-from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, eq, ge, gt, increment, lt, ne,
+from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, cast, eq, ge, gt, increment, lt, ne,
                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, Div, IndexVar, Literal, Mul, Neg, Sub
+from ..runtime.abi import ReturnCode
 from . import finds
 from . import lattice as lat
 from .context import Lowering, Scope, count_iteration
@@ -143,6 +144,9 @@ def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None)
     level = cx.plan.read_levels(it.access)[it.level]
     coordinate = level.coordinate(q)
     cx.b.decl("const int64_t", c.name, ternary(lt(q, end), coordinate, -1) if guard else coordinate)
+    if level.checked:  # one unsigned compare: a negative coordinate counts as too large
+        out = ge(cast("uint64_t", c), cast("uint64_t", Var(level.dim)))
+        cx.b.fail(and_(lt(q, end), out) if guard else out, ReturnCode.COORDINATE_OUT)
     if not level.unique:
         at = eq(c, c if index is None else index)
         cx.b.decl("int64_t", seg.name, q + at)

@@ -119,6 +119,7 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
                scope: Scope) -> None:
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
+    first.indexed_by(f"the result {body.lhs.tensor.name}")
     with cx.b.block():
         cx.b.decl("const int64_t", names.coordinate(collapsed.outer),
                   Var(row) if first.full else first.coordinate(Var(row)))

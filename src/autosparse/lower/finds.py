@@ -260,6 +260,8 @@ class Finder:
     def _build(self, lo: Var, end: Expr, b: CBuilder) -> None:
         """Make the table hold the segment [lo, end), unless it already does."""
         table, q = Var(self.table), Var("q")
+        if self.strategy is Strategy.BITMAP:
+            self.level.indexed_by("a bitmap")
         with b.if_(or_(ne(lo, self._table("lo")), ne(end, self._table("hi")))):
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
                 with b.for_range(q.name, self._table("lo"), self._table("hi")):

@@ -26,7 +26,7 @@ from ..cin import Stmt, tensors
 from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
 from ..config import check_allocation, checked_thread_count, memory_limit, num_threads as default_threads
-from ..errors import AutosparseError, MemoryLimitError, ScheduleError
+from ..errors import AutosparseError, CoordinateError, MemoryLimitError, ScheduleError
 from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
 from ..lower.kernel import generate
@@ -92,6 +92,7 @@ class Kernel:
         self._given = given
         self._reads_as_stored = schedule is None and not self._diagonals and self._dense_result
         self._as_stored_kernels: dict[tuple, Kernel | None] = {}
+        self._checked: frozenset[str] = frozenset()  # operands whose coordinates the C checks (`Types.checked`)
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
@@ -182,7 +183,7 @@ class Kernel:
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]
-        return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names})
+        return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names}, self._checked)
 
     def _specialise(self, cin: Stmt, types: Types):
         return specialise(cin, types, self.instrument, self.num_threads)
@@ -263,10 +264,14 @@ class Kernel:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
         as_stored = self._as_stored(operands)
         if as_stored is not None:
-            kernel, operands = as_stored
-            outcome = kernel._run(operands)
-            self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
-            return outcome
+            kernel, stored = as_stored
+            try:
+                outcome = kernel._run(stored)
+            except CoordinateError:  # found where the kernel read it: the general path names the entry
+                pass
+            else:
+                self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
+                return outcome
         formats = self.formats
         tensors_in = {n: operand_in(v, formats[n], n, self._warned) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
@@ -300,27 +305,41 @@ class Kernel:
         rows come out of order, and reads one whose rows are in order as `coo`). None: convert."""
         if not self._reads_as_stored:
             return None
+        # On one thread the rows' order decides nothing (`u~q` reads them in any order), so the kernel checks a
+        # scipy matrix's coordinates where it reads them: one pass over its arrays, not two. On threads the
+        # order decides the split, found by the pass that checks them (`checked_coordinates`).
+        in_kernel = self.num_threads == 1
+        as_stored = self._reading_as_stored(operands, in_kernel)
+        if as_stored is None and in_kernel:  # it would index by them elsewhere (`indexed_by`): check them first
+            as_stored = self._reading_as_stored(operands, False)
+        return as_stored
+
+    def _reading_as_stored(self, operands, in_kernel: bool) -> "tuple[Kernel, dict] | None":
+        """`_as_stored`, a scipy matrix's coordinates checked by the kernel (`in_kernel`) or before it."""
         stored = {}
         for name, value in operands.items():
-            tensor = coordinates_as_stored(value, self.formats[name])
+            tensor = coordinates_as_stored(value, self.formats[name], in_kernel)
             if tensor is not None and linear_in(self.assignment.rhs, name):
                 stored[name] = tensor
         if not stored:
             return None
-        key = tuple((name, tensor.format) for name, tensor in stored.items())
+        checked = frozenset(name for name in stored if in_kernel and not isinstance(operands[name], Tensor))
+        key = (tuple((name, tensor.format) for name, tensor in stored.items()), checked)
         if key not in self._as_stored_kernels:
-            self._as_stored_kernels[key] = self._computing_in(dict(key))
+            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), checked)
         kernel = self._as_stored_kernels[key]
         return None if kernel is None else (kernel, {**operands, **stored})
 
-    def _computing_in(self, stored: Mapping[str, Format]) -> "Kernel | None":
+    def _computing_in(self, stored: Mapping[str, Format], checked: frozenset[str]) -> "Kernel | None":
         """This kernel computing with the operands in `stored` in those formats (the result's format and the
-        rest as given), or None where it does not lower so or would convert them after all."""
+        rest as given), comparing the coordinates of those `checked` with their extents, or None where it
+        does not lower so or would convert them after all."""
         result = self.assignment.lhs.tensor
         formats = {**self._given, **stored, result: self.result_format}
-        if not _lowers(self.assignment, formats, self.temporary_formats, None, result):
+        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked):
             return None
         kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
+        kernel._checked = checked
         return None if any(name in kernel.conversions for name in stored) else kernel
 
     def _check_dense_result(self, extents, value_dtype: np.dtype) -> None:
@@ -355,19 +374,22 @@ class Kernel:
             cin = cin or (self._scheduled(extents, threads) if self._per_call else self._cin)
             result = self.assignment.lhs.tensor
             types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
-                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
+                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype}, self._checked)
             call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
         return call
 
 
-def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str) -> bool:
-    """Whether a kernel computing in `formats` lowers (sequentially, for float64 and int32): asked only
-    of kernels reading an unordered operand, whose lowering refuses to merge it."""
+def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str,
+            checked: frozenset[str] = frozenset()) -> bool:
+    """Whether a kernel computing in `formats` (and checking the coordinates of those `checked`) lowers
+    (sequentially, for float64 and int32): asked only of kernels reading an unordered operand, whose
+    lowering refuses to merge it, or an unchecked one, which it refuses to index by but where loaded."""
     formats = {**formats, result: assembly_format(formats[result])}
     try:
         cin = scheduled(assignment, formats, temporary_formats, schedule, {}, 1)
         names = [n for n, v in tensors(cin).items() if not v.temporary]
-        generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names}))
+        generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names},
+                            checked))
     except ScheduleError:
         return False
     return True
