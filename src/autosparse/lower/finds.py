@@ -12,8 +12,8 @@ The strategies differ in what the finding costs and what it needs (coiterate/fin
 A bitmap is two arrays: one bit per coordinate saying whether the segment holds it (dim / 8 bytes, which
 stays in the first-level cache where the positions do not), and coordinate -> position, read only where
 the bit is set. Most lookups miss when the found operand is sparse (SpMSpV's x, 10% dense: 9 in 10), so
-they cost one cached load instead of one that misses the cache (uniform 200,000², 2M entries: 7.7 -> 4.8
-ms; docs/notes/perf30-spmspv-4.md).
+they cost one cached load instead of one that misses the cache (uniform 200,000², 2M entries: 7.5 -> 5.0
+ms; docs/notes/perf30-spmspv-4.md). The positions decide (0: absent); the bits only spare reading them.
 
 A segment's table is rebuilt only when the segment changes: keyed by its [begin, end) positions (two
 segments with the same bounds hold the same entries). The table of an operand's first level, whose one
