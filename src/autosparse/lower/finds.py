@@ -336,12 +336,11 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
     """The kernel's tables before its loops: empty (no segment held), or holding the segment no loop moves."""
     for name, (strategy, index, fixed) in tables.items():
         if strategy is Strategy.BITMAP:
-            table = b.decl("int64_t *restrict", name,
-                           call("calloc", cast("size_t", Var(names.extent(index))) + 1, SizeOf("int64_t")))
+            # one allocation: the positions, then the bits (one word each 64 coordinates)
+            extent = cast("size_t", Var(names.extent(index)))
+            table = b.decl("int64_t *restrict", name, call("calloc", extent + 1 + extent // 64 + 1, SizeOf("int64_t")))
             b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
-            bits = b.decl("uint64_t *restrict", _bits(name).name,
-                          call("calloc", cast("size_t", Var(names.extent(index)) // 64) + 1, SizeOf("uint64_t")))
-            b.fail(not_(bits), ReturnCode.OUT_OF_MEMORY)
+            b.decl("uint64_t *restrict", _bits(name).name, cast("uint64_t *", table + extent + 1))
         else:
             b.decl("int64_t *", name, Var("NULL"))
             b.decl("int64_t", names.part(name, "capacity"), 0)
@@ -354,10 +353,8 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
 
 
 def release_tables(tables: Tables, b: CBuilder) -> None:
-    for name, (strategy, _, _) in tables.items():
+    for name in tables:
         b.expr(call("free", Var(name)))
-        if strategy is Strategy.BITMAP:
-            b.expr(call("free", _bits(name)))
 
 
 def _bits(table: str) -> Var:
