@@ -86,7 +86,7 @@ class KernelSource:
     workspaces: tuple[WorkspaceSize, ...]
     bounds: tuple[Bound, ...]  # the extents the schedule promised (`bound`), which the kernel relies on
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
-    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
+    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes and a bit an entry)
     hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
     zeroes_result: bool = False  # whether the kernel zeroes each row of its dense result (the caller need not)
     checked: tuple[str, ...] = ()  # the operands whose coordinates it checks (`Types.checked`)
