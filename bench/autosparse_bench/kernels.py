@@ -73,8 +73,8 @@ from autosparse_bench.timing import Mismatch, Timing, compare, fastest, interlea
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when run from one
 DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
-KERNELS = ("spmv", "spmv+z", "spmspv", "spmspv-csc", "spgemm", "spgemm-sorted", "spmm", "sddmm", "add", "multiply", "spgemm-csc", "add-csc",
-           "spmv-coo", "ttv", "ttm", "mttkrp", "compile")
+KERNELS = ("spmv", "spmv+z", "spmspv", "spmspv-csc", "spgemm", "spgemm-sorted", "spmm", "sddmm", "add", "multiply",
+           "spgemm-csc", "add-csc", "spmv-coo", "ttv", "ttm", "mttkrp", "compile")
 #: The generated families (autosparse_bench.data): square matrices, then 3-D tensors.
 MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
 TENSOR_FAMILIES = ("uniform", "power-law")
@@ -507,7 +507,8 @@ def spmspv_case(dataset: str, m: sp.csr_array, rng, mkl, gb, ref: Reference, by_
     kernel = "SpMSpV CSC" if by_column else "SpMSpV"
     return Case(kernel, dataset, "y(i) = A(i,j) * x(j)", {"A": "csc" if by_column else "csr", "x": "s", "y": "d"},
                 {"A": asp.Tensor.from_scipy(a), "x": asp.Tensor.from_numpy(x, format="s")}, check, peers,
-                [(f"{kernel} ≥ 0.9× scipy", (f"scipy A @ x{layout} (x sparse)",), 0.9)], schedule="coiterate(j, auto)")
+                [(f"{kernel} ≥ 0.9× scipy", (f"scipy A @ x{layout} (x sparse)",), 0.9)],
+                schedule="coiterate(j, auto)")
 
 
 def elementwise_case(kernel: str, dataset: str, a: sp.csr_array, b: sp.csr_array, gb) -> Case:
