@@ -68,3 +68,56 @@ def test_an_inf_meeting_an_absent_entry_gives_no_nan(threads):
                          num_threads=threads)
     y = kernel(A=asp.Tensor.from_scipy(m), x=asp.Tensor.from_numpy(x, format="s"))
     np.testing.assert_array_equal(y, [0.0, 12.0, 0.0])
+
+
+def _rows_in_order(m: sp.csr_array, held: dict[int, float]) -> np.ndarray:
+    """Each row's sum in the order its entries are stored, from +0, over the entries whose column x holds:
+    the product's documented reading (an absent x entry is never read, so it meets no Inf or NaN)."""
+    y = np.zeros(m.shape[0])
+    for i in range(m.shape[0]):
+        total = 0.0
+        for p in range(m.indptr[i], m.indptr[i + 1]):
+            if int(m.indices[p]) in held:
+                total += float(m.data[p]) * held[int(m.indices[p])]
+        y[i] = total
+    return y
+
+
+#: Columns 0-4 held by x (4: an explicit zero, 3: an explicit -0), 5-9 absent. Rows: Inf, -Inf and NaN meeting
+#: absent entries (skipped) and held ones (Inf x 0 = NaN), negative products of zeros (-0 terms on a +0 sum),
+#: a sum that overflows, Inf - Inf, and rows with nothing held or nothing stored.
+NON_FINITE_ROWS = [
+    {5: np.inf, 6: -np.inf, 7: np.nan, 0: 1.5},
+    {5: np.nan, 1: 2.0, 9: np.inf},
+    {0: np.inf, 6: 1.0},
+    {4: np.inf},
+    {1: np.nan, 5: 3.0},
+    {4: -2.0, 3: 5.0, 8: -1.0},
+    {3: 1.0},
+    {0: 1e308, 1: 1e308, 7: np.inf},
+    {0: np.inf, 2: -np.inf},
+    {5: np.inf, 8: np.nan},
+    {},
+    {5: -0.0, 9: -1.0},
+]
+NON_FINITE_X = {0: 2.0, 1: 1.5, 2: 3.0, 3: -0.0, 4: 0.0}
+
+
+@pytest.mark.parametrize("schedule", ["coiterate(j, bitmap)", "coiterate(j, auto)", None])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_inf_nan_and_signed_zeros_as_the_stored_order_gives_them(schedule, threads, index_dtype):
+    """Bit for bit (signs of zeros, Inf and NaN rows included) against each row summed in stored order over
+    the held entries only: any rewrite of the hits (a dense copy of x read without a branch, say) must keep
+    these."""
+    rows, cols = len(NON_FINITE_ROWS), 10
+    indptr = np.cumsum([0] + [len(r) for r in NON_FINITE_ROWS])
+    indices = np.array([j for r in NON_FINITE_ROWS for j in r], dtype=index_dtype)
+    m = sp.csr_array((np.array([v for r in NON_FINITE_ROWS for v in r.values()]), indices, indptr), shape=(rows, cols))
+    held = sorted(NON_FINITE_X)
+    X = asp.Tensor.from_coo([held], [NON_FINITE_X[j] for j in held], (cols,), format="s", index_dtype=index_dtype)
+    kernel = asp.compile(EXPRESSION, formats={"A": "csr", "x": "s", "y": "d"}, schedule=schedule, num_threads=threads)
+    y = kernel(A=asp.Tensor.from_scipy(m, index_dtype=index_dtype), x=X)
+    expected = _rows_in_order(m, NON_FINITE_X)
+    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(expected))

@@ -13,7 +13,8 @@ A bitmap is two arrays: one bit per coordinate saying whether the segment holds 
 stays in the first-level cache where the positions do not), and coordinate -> position, read only where
 the bit is set. Most lookups miss when the found operand is sparse (SpMSpV's x, 10% dense: 9 in 10), so
 they cost one cached load instead of one that misses the cache (uniform 200,000², 2M entries: 7.5 -> 5.0
-ms; docs/notes/perf30-spmspv-4.md). The positions decide (0: absent); the bits only spare reading them.
+ms; docs/notes/perf30-spmspv-4.md). The bits decide; the positions are read only behind a set bit, so they are
+never cleared: a call allocates them without zeroing (uniform's 1.6 MB), and a segment's change clears bits.
 
 A segment's table is rebuilt only when the segment changes: keyed by its [begin, end) positions (two
 segments with the same bounds hold the same entries). The table of an operand's first level, whose one
@@ -209,7 +210,7 @@ class Finder:
             self._bisect(index, found, b)
             return found
         elif self.strategy is Strategy.BITMAP:
-            b.decl("const int64_t", found, ternary(_held(Var(self.table), index), Var(self.table)[index] - 1, -1))
+            b.decl("const int64_t", found, ternary(_held(Var(self.table), index), Var(self.table)[index], -1))
             return found
         else:
             self._probe(index, found, b)
@@ -272,7 +273,6 @@ class Finder:
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
                 with b.for_range(q.name, self._table("lo"), self._table("hi")):
                     self._skip_vacant(q, b)
-                    b.assign(table[self.level.coordinate(q)], 0)
                     b.assign(_word(table, self.level.coordinate(q)), 0)
             else:
                 self._size_table(lo, end, b)
@@ -280,7 +280,7 @@ class Finder:
                 self._skip_vacant(q, b)
                 self.count("build", b)
                 if self.strategy is Strategy.BITMAP:
-                    b.assign(table[self.level.coordinate(q)], q + 1)
+                    b.assign(table[self.level.coordinate(q)], q)
                     b.assign(_word(table, self.level.coordinate(q)), _bit(self.level.coordinate(q)), "|=")
                 else:
                     self._insert(q, b)
@@ -338,11 +338,14 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
     """The kernel's tables before its loops: empty (no segment held), or holding the segment no loop moves."""
     for name, (strategy, index, fixed) in tables.items():
         if strategy is Strategy.BITMAP:
-            # one allocation: the positions, then the bits (one word each 64 coordinates)
+            # one allocation: the positions (never cleared: read only where the bit is set), then the bits (one
+            # word each 64 coordinates), cleared
             extent = cast("size_t", Var(names.extent(index)))
-            table = b.decl("int64_t *restrict", name, call("calloc", extent + 1 + extent // 64 + 1, SizeOf("int64_t")))
+            words = extent // 64 + 1
+            table = b.decl("int64_t *restrict", name, call("malloc", (extent + 1 + words) * SizeOf("int64_t")))
             b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
-            b.decl("uint64_t *restrict", _bits(name).name, cast("uint64_t *", table + extent + 1))
+            bits = b.decl("uint64_t *restrict", _bits(name).name, cast("uint64_t *", table + extent + 1))
+            b.expr(call("memset", bits, 0, words * SizeOf("uint64_t")))
         else:
             b.decl("int64_t *", name, Var("NULL"))
             b.decl("int64_t", names.part(name, "capacity"), 0)
