@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
