@@ -15,6 +15,7 @@ from autosparse_bench import data
 pytest.importorskip("tensora")  # the `bench` extra: the kernels suite imports Tensora
 gb = pytest.importorskip("graphblas")
 mkl = pytest.importorskip("sparse_dot_mkl")
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # the harness collects before each timed round
 
 from autosparse_bench import kernels, parallel_kernels, report  # noqa: E402
 from autosparse_bench.timing import Mismatch, Timing, fastest  # noqa: E402
