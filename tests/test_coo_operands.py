@@ -90,9 +90,10 @@ def _kernels_run(spmv: asp.Kernel) -> list[asp.Kernel]:
                          stratified([("sorted",) + CASES, [np.int32, np.int64], [1, 2]], 12, "coo rows in order"))
 def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     """Rows in order (scipy's `coo_matrix(csr)`, or any order of columns within a row, repeats included):
-    on threads, read as sorted `coo`, whose rows the threads split without atomics (on operands of any
-    size: conftest); on one thread, as `u~q` by a kernel that checks the coordinates where it reads them
-    (no pass of their own); exact on integer values."""
+    on threads, read as sorted `coo`, whose rows the threads split without atomic sums (on operands of any
+    size: conftest), by a kernel that checks the coordinates and the rows' order where it reads them; on one
+    thread, as `u~q` by a kernel that checks the coordinates where it reads them; no pass of their own in
+    either; exact on integer values."""
     matrix = _coo("unsorted" if case == "sorted" else case, index_dtype, seed=3)
     matrix = sp.coo_matrix(matrix.tocsr()) if case == "sorted" else _row_ordered(matrix)
     assert matrix.row.dtype == index_dtype or case == "sorted"
@@ -103,22 +104,23 @@ def test_rows_in_order_split_at_rows(case, index_dtype, threads, no_conversion):
     if threads == 1:
         assert kernel.formats["A"] == asp.Format("u~q") and kernel._checked == {"A"}
     else:
-        assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic" not in kernel.source
-        assert not kernel._checked
+        assert kernel.formats["A"] == asp.Format("coo", order=2) and "atomic update" not in kernel.source
+        assert kernel._checked == {"A"}
     assert spmv.ran_parallel is (threads == 2 and matrix.nnz > 0)
 
 
 @pytest.mark.parametrize("case, index_dtype", stratified([CASES[:2], [np.int32, np.int64]], 4, "coo rows any order"))
 def test_rows_out_of_order_stay_sequential(case, index_dtype, no_conversion):
     """Rows out of order are read as `u~q`, sequentially even where threads are allowed (adding into y
-    atomically or into copies of it measured no faster: autoparallel)."""
+    atomically or into copies of it measured no faster: autoparallel), after the `coo` kernel that took
+    them as in order found they are not."""
     matrix = _coo(case, index_dtype, seed=3)
     assert np.any(np.diff(matrix.row) < 0)
     x = np.random.default_rng(4).integers(-3, 4, matrix.shape[1]).astype(float)
     spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
     np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
-    kernel, = _kernels_run(spmv)
-    assert kernel.formats["A"] == asp.Format("u~q") and not spmv.ran_parallel
+    assert {str(k.formats["A"]): k._checked for k in _kernels_run(spmv)} == {"uq": {"A"}, "u~q": {"A"}}
+    assert not spmv.ran_parallel
 
 
 @pytest.mark.parametrize("index_dtype, threads", [(np.int32, 2), (np.int64, 1)])

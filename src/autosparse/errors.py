@@ -23,6 +23,11 @@ class CoordinateError(FormatError):
     """A stored coordinate outside its tensor's shape, found by a kernel where it read it."""
 
 
+class OrderError(FormatError):
+    """Stored coordinates a kernel took as increasing, found decreasing where it read them: the caller
+    that assumed the order runs a kernel that takes them in any order instead."""
+
+
 class ShapeError(AutosparseError, ValueError):
     """Dimensions that do not agree (between tensors, or between a tensor and its coordinates)."""
 
