@@ -12,6 +12,9 @@ from hypothesis import given, settings, strategies as hs
 
 import autosparse as asp
 from autosparse.pipeline import conversions
+from autosparse.pipeline import kernel as pipeline_kernel
+from autosparse.runtime import calls
+from autosparse.runtime.abi import ReturnCode, raise_failure
 from autosparse.pipeline.conversions import linear_in
 from autosparse.runtime.conversion import checked_coordinates
 from autosparse.notation import parse
@@ -335,3 +338,98 @@ def test_other_schedules_give_the_same_values(schedule):
         else:
             got = asp.compile(SPMV, formats={"A": "csr"}, schedule=schedule)(A=matrix, x=x)
     np.testing.assert_allclose(got, matrix.toarray() @ x, rtol=1e-12)
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """What reading a scipy COO operand took: the passes over its coordinates (`checked_coordinates`,
+    the conversion's own check included) and the kernels' failures (their ReturnCodes, in order)."""
+    record = {"passes": 0, "failures": []}
+
+    def passed(*args):
+        record["passes"] += 1
+        return checked_coordinates(*args)
+    monkeypatch.setattr(conversions, "checked_coordinates", passed)
+
+    def failed(code, source):
+        record["failures"].append(ReturnCode(code))
+        raise_failure(code, source)
+    monkeypatch.setattr(calls, "raise_failure", failed)
+    return record
+
+
+def _rows_with_decrease(where: str, index_dtype, threads: int) -> sp.coo_matrix:
+    """Rows in order (runs of repeated rows, columns in any order) but for one decrease where asked: at the
+    first entry, in the middle, at the last, or between the two threads' shares (rows all distinct, so the
+    share of thread 1 starts at position ceil(nnz / 2), `RowSplit.deal`); or none ("in order")."""
+    rng = np.random.default_rng(21)
+    shape, nnz = (40, 9), 31
+    distinct = where == "thread boundary"
+    row = np.sort(rng.choice(np.arange(1, 39), nnz, replace=not distinct))
+    col = rng.integers(0, shape[1], nnz)
+    at = {"first": 0, "middle": nnz // 2, "last": nnz - 1, "thread boundary": (nnz + 1) // 2}.get(where)
+    if where == "first":
+        row[0] = 39
+    elif at is not None:
+        row[at] = 0
+    assert threads == 1 or where != "thread boundary" or row[at - 1] > row[at]
+    return _matrix(rng.integers(-4, 5, nnz).astype(float), row.astype(index_dtype), col.astype(index_dtype), shape)
+
+
+@pytest.mark.parametrize("where, index_dtype, threads", stratified(
+    [["in order", "first", "middle", "last", "thread boundary"], [np.int32, np.int64], [1, 2]], 12, "coo order"))
+def test_rows_taken_as_in_order_are_checked(where, index_dtype, threads, no_conversion, seen):
+    """On threads, the `coo` kernel takes the rows as in order and checks it where it reads them; one
+    decrease anywhere, the pair across the threads' shares included, fails it (OUT_OF_ORDER), its result
+    is dropped and the call reruns as sequential `u~q`. On one thread, `u~q` at once. Either way the values
+    are scipy's and no pass reads the coordinates first."""
+    matrix = _rows_with_decrease(where, index_dtype, threads)
+    x = np.random.default_rng(22).integers(-3, 4, matrix.shape[1]).astype(float)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
+    for _ in range(2):  # the second call warm, and checked again
+        np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    in_order = where == "in order"
+    expected = [] if threads == 1 or in_order else [ReturnCode.OUT_OF_ORDER] * 2
+    assert seen == {"passes": 0, "failures": expected}
+    assert spmv.ran_parallel is (threads == 2 and in_order)
+    formats = sorted(str(k.formats["A"]) for k in _kernels_run(spmv))
+    assert formats == (["u~q"] if threads == 1 else ["uq"] if in_order else ["uq", "u~q"])
+
+
+@pytest.mark.parametrize("where, bad, index_dtype", stratified(
+    [["first", "middle", "last"], [-1, "extent"], [np.int32, np.int64]], 4, "coo order bounds"))
+def test_bad_coordinates_of_rows_taken_as_in_order(where, bad, index_dtype, seen):
+    """Rows in order but for a bad one, on threads: the `coo` kernel refuses it where it reads it, and the
+    call raises the FormatError naming the mode, as a conversion would."""
+    matrix = _rows_with_decrease("in order", index_dtype, 2)
+    at = {"first": 0, "middle": matrix.nnz // 2, "last": matrix.nnz - 1}[where]
+    matrix.row[at] = -1 if bad == -1 else matrix.shape[0]
+    with pytest.raises(asp.FormatError, match="mode-0 coordinates in"), pytest.warns(asp.PerformanceWarning):
+        asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)(A=matrix, x=np.arange(9.0))
+    assert seen["failures"][-1] == ReturnCode.COORDINATE_OUT
+
+
+def test_small_calls_on_a_threaded_kernel_take_any_order(monkeypatch, no_conversion, seen):
+    """A call too small for threads (under PARALLEL_MIN_ENTRIES) on a 2-thread Kernel runs on one, as
+    `u~q`: neither a pass nor a `coo` attempt that its rows' order could fail."""
+    monkeypatch.setattr(pipeline_kernel, "PARALLEL_MIN_ENTRIES", 1 << 16)
+    matrix, x = _rows_with_decrease("middle", np.int32, 2), np.arange(9.0)
+    spmv = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=2)
+    np.testing.assert_array_equal(spmv(A=matrix, x=x), matrix.toarray() @ x)
+    assert seen == {"passes": 0, "failures": []} and [str(k.formats["A"]) for k in _kernels_run(spmv)] == ["u~q"]
+
+
+@pytest.mark.parametrize("where, threads", [("in order", 1), ("in order", 2), ("last", 1), ("thread boundary", 2)])
+def test_a_merge_with_z_checks_the_rows_order(where, threads, seen):
+    """y = A x + z merges A's rows with z's, which needs them in order: taken as in order and checked where
+    read, with no pass (on one thread too); out of order, the kernel fails and A is converted."""
+    matrix = _rows_with_decrease(where, np.int64, threads)
+    x, z = np.arange(9.0), np.arange(40.0)
+    spmv = asp.Kernel("y(i) = A(i,j) * x(j) + z(i)", formats={"A": "csr"}, num_threads=threads)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always", asp.PerformanceWarning)
+        np.testing.assert_array_equal(spmv(A=matrix, x=x, z=z), matrix.toarray() @ x + z)
+    converted = any("converted on every call" in str(w.message) for w in warned)
+    assert converted is (where != "in order")
+    assert seen["failures"] == ([] if where == "in order" else [ReturnCode.OUT_OF_ORDER])
+    assert seen["passes"] == converted  # only the conversion's own

@@ -6,10 +6,12 @@ time:
   the `coo` or `u~q` kernel (the same Kernel with its in-kernel check switched off);
 - "coo4 call": this section's, on one thread the `u~q` kernel comparing each coordinate with its extent
   where it loads it, with no pass of its own (on threads, the same as coo3: the order decides the split);
+  since round 5's coo2 (branch coo5) also on threads: the `coo` kernel taking the rows as in order and
+  checking that too where it reads them, rerun as `u~q` where they are not (the "shuffled" inputs);
 - "bare kernel": the `u~q` kernel with no check at all, on the matrix's arrays wrapped once (the floor);
 - scipy's `coo @ x`.
 
-    PYTHONPATH=src:bench python docs/notes/perf30-coo-4.py [rounds] [threads] [files...]
+    PYTHONPATH=src:bench python docs/notes/perf30-coo-4.py [rounds] [threads] [files...] [shuffled]
 """
 
 import statistics
@@ -30,7 +32,7 @@ SPMV = "y(i) = A(i,j) * x(j)"
 
 def contenders(coo: sp.coo_matrix, x: np.ndarray, threads: int) -> dict:
     coo3 = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
-    coo3._as_stored = lambda operands: coo3._reading_as_stored(operands, False)  # the pass, always
+    coo3._as_stored = lambda operands: iter([coo3._reading_as_stored(operands, None)])  # the pass, always
     coo4 = asp.Kernel(SPMV, formats={"A": "csr"}, num_threads=threads)
     bare = asp.Kernel(SPMV, formats={"A": "u~q"}, num_threads=1)
     wrapped = coordinates_as_stored(coo, asp.Format("ds"), checked_by_kernel=True)
@@ -57,7 +59,9 @@ def main():
     nnz = SIZES["full"]["spmv"]
     inputs = [(family, lambda f=family: family_matrix(f, nnz, 10, 42))
               for family in ("uniform", "power-law", "stencil-2d")]
-    inputs += [(name, lambda n=name: data.load_matrix(f"/work/shared/data/{n}.mtx.gz")) for name in args[2:]]
+    inputs += [(name, lambda n=name: data.load_matrix(f"/work/shared/data/{n}.mtx.gz"))
+               for name in args[2:] if name != "shuffled"]
+    shuffled = "shuffled" in args[2:]  # the entries in a random order: rows out of order
     rng = np.random.default_rng(0)
     warnings.simplefilter("ignore", asp.PerformanceWarning)
     print(f"threads {threads}, {rounds} rounds, medians in ms; ratios: scipy's time over ours")
@@ -66,6 +70,9 @@ def main():
     for name, make in inputs:
         m = make()
         coo, x = sp.coo_matrix(m), rng.random(m.shape[1])
+        if shuffled:
+            order = np.random.default_rng(1).permutation(coo.nnz)
+            coo = sp.coo_matrix((coo.data[order], (coo.row[order], coo.col[order])), shape=coo.shape)
         runs = contenders(coo, x, threads)
         for run in runs.values():
             np.testing.assert_allclose(run(), m @ x, rtol=1e-10, atol=1e-12)

@@ -169,12 +169,13 @@ class Kernel:
 
     def _threads_for(self, operands) -> int:
         """The threads the default schedule runs this call on: one for an instrumented kernel (its counters
-        are shared: counting stays sequential), else one unless the operands hold the work."""
+        are shared: counting stays sequential), else one unless the operands hold the work (a scipy matrix
+        its stored entries, a number one)."""
         if self.instrument:
             return 1
         if not self._sized_threads:
             return self.num_threads
-        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else value.size
+        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else getattr(value, "size", 1)
                                           for value in operands.values()))
 
     def _threads_for_work(self, work: int) -> int:
