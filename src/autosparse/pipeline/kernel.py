@@ -93,6 +93,8 @@ class Kernel:
         self._reads_as_stored = schedule is None and not self._diagonals and self._dense_result
         self._as_stored_kernels: dict[tuple, Kernel | None] = {}
         self._checked: frozenset[str] = frozenset()  # operands whose coordinates the C checks (`Types.checked`)
+        # a hint: the last call's scipy COO rows were out of order, so the next starts with the pass (`_as_stored`)
+        self._rows_out_of_order = False
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
@@ -266,7 +268,8 @@ class Kernel:
         for kernel, stored in self._as_stored(operands):
             try:
                 outcome = kernel._run(stored)
-            except OrderError:  # rows taken as in order were not: the next reading takes them in any order
+            except OrderError:  # rows taken as in order were not: the next reading finds their order first
+                self._rows_out_of_order = True
                 continue
             except CoordinateError:  # found where the kernel read it: the general path names the entry
                 break
@@ -303,43 +306,47 @@ class Kernel:
         strategies) and for a dense result that is linear in each (`linear_in`), written by adding each
         entry's term, so their order and repeated coordinates do not matter; each kernel, built once per
         formats, must lower without converting them (it refuses to merge unordered levels: `y = A x + z`
-        reads a scipy matrix's rows as `coo`, and converts it where they come out of order). None: convert.
+        converts a scipy matrix whose rows come out of order). None: convert.
 
-        A scipy matrix's coordinates are checked by the kernel where it reads them: one pass over its arrays,
-        not two. On one thread first as `u~q`, in any order of the rows; on threads first as `coo`, whose
-        rows the threads split where one run of a row ends, each comparing every run with the entry before
-        it: rows out of order fail the call (ReturnCode.OUT_OF_ORDER), whose result is dropped, and the
-        next reading takes them as `u~q`, sequentially. Where neither lowers (a kernel that would index by
-        them elsewhere: `indexed_by`), a pass checks them first and finds their order
-        (`checked_coordinates`)."""
+        A scipy matrix is read first as `coo`, its rows taken as in order (as `coo_matrix(csr)` and most
+        files give them), by a kernel that checks each coordinate's range and each run's order where it
+        loads them: one read of its arrays, not two, on one thread as on several (whose threads split it
+        where one run of a row ends). Rows out of order fail that call (ReturnCode.OUT_OF_ORDER, its result
+        dropped), and the next reading runs the pass (`checked_coordinates`: the ranges, and the rows' order,
+        which picks `coo` or sequential `u~q`) and then the unchecked kernel: checking in the kernel costs
+        more than the pass where nearly every entry starts a run. A failure is remembered
+        (`_rows_out_of_order`): later calls start with the pass until it finds the rows in order again. The
+        hint is only ever a cost: each call's reading is checked on that call's own arrays. The pass comes
+        first too where the checked kernel does not lower (one that would index by the coordinates
+        elsewhere: `indexed_by`)."""
         if not self._reads_as_stored:
             return
-        lowered = False
-        for in_order in (False, True) if self._threads_for(operands) == 1 else (True, False):
-            reading = self._reading_as_stored(operands, in_order)
-            if reading is not None:
-                lowered = True
-                yield reading
-        reading = None if lowered else self._reading_as_stored(operands, None)
+        reading = None if self._rows_out_of_order else self._reading_as_stored(operands, checked=True)
+        if reading is not None:
+            yield reading
+        reading = self._reading_as_stored(operands, checked=False)
         if reading is not None:
             yield reading
 
-    def _reading_as_stored(self, operands, in_order: bool | None) -> "tuple[Kernel, dict] | None":
-        """`_as_stored`'s kernel and operands, a scipy matrix's coordinates checked by the kernel, its rows
-        taken as in order (`in_order`, the kernel checking that too) or in any order, or checked before it
-        (`in_order` None)."""
-        in_kernel = in_order is not None
+    def _reading_as_stored(self, operands, checked: bool) -> "tuple[Kernel, dict] | None":
+        """`_as_stored`'s kernel and operands, a scipy matrix's coordinates and rows' order checked by the
+        kernel (`checked`), or by the pass before it, which notes on this Kernel whether the rows were in
+        order (`_rows_out_of_order`)."""
         stored = {}
         for name, value in operands.items():
-            tensor = coordinates_as_stored(value, self.formats[name], in_kernel, bool(in_order))
+            tensor = coordinates_as_stored(value, self.formats[name], checked)
             if tensor is not None and linear_in(self.assignment.rhs, name):
                 stored[name] = tensor
+        scipy_operands = [name for name in stored if not isinstance(operands[name], Tensor)]
+        if not checked and scipy_operands:
+            self._rows_out_of_order = not all(stored[name].format.levels[0].properties.ordered
+                                              for name in scipy_operands)
         if not stored:
             return None
-        checked = frozenset(name for name in stored if in_kernel and not isinstance(operands[name], Tensor))
-        key = (tuple((name, tensor.format) for name, tensor in stored.items()), checked)
+        key = (tuple((name, tensor.format) for name, tensor in stored.items()),
+               frozenset(scipy_operands) if checked else frozenset())
         if key not in self._as_stored_kernels:
-            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), checked)
+            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), key[1])
         kernel = self._as_stored_kernels[key]
         return None if kernel is None else (kernel, {**operands, **stored})
 
