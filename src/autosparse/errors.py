@@ -25,7 +25,7 @@ class CoordinateError(FormatError):
 
 class OrderError(FormatError):
     """Stored coordinates a kernel took as increasing, found decreasing where it read them: the caller
-    that assumed the order runs a kernel that takes them in any order instead."""
+    that assumed the order finds it in a pass instead, and runs the kernel for the order found."""
 
 
 class ShapeError(AutosparseError, ValueError):
