@@ -55,7 +55,7 @@ def checked_kernels(coo: sp.coo_matrix, x: np.ndarray) -> dict:
     runs = {}
     for name, fmt, operand in [("checked coo", "coo", conversions.coordinates_as_stored(coo, asp.Format("ds"), True)),
                                ("checked u~q", "u~q", conversions._as_stored(coo)), ("bare u~q", "u~q", None)]:
-        kernel = asp.Kernel(SPMV, formats={"A": fmt}, num_threads=1)
+        kernel = asp.Kernel(SPMV, formats={"A": fmt, "y": "d"}, num_threads=1)
         kernel._checked = frozenset() if operand is None else frozenset({"A"})
         wrapped = conversions._as_stored(coo) if operand is None else operand
         runs[name] = lambda k=kernel, a=wrapped: k(A=a, x=x)
