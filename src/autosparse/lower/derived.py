@@ -54,7 +54,8 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     with parallel as inner:
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
-        with cx.b.for_(Decl("int64_t", var.name, Literal(0)), lt(var, upper), increment(var)), iteration(cx, stmt):
+        with cx.b.for_(Decl("int64_t", var.name, Literal(0)), lt(var, upper), increment(var)), \
+                iteration(cx, stmt, inner):
             cx.count(f"∀{index} {relation}")
             if recovered is None:
                 cx.lower(stmt.body, inner)

@@ -199,6 +199,8 @@ class Finder:
         """Declare and return (by name) a variable holding the position of coordinate `index` (-1 when
         absent)."""
         index, found, crd = Var(index), self._own("at").name, self.level.coordinate
+        if self.strategy not in (Strategy.HASH, Strategy.BITMAP):
+            self.level.searched(self.label)
         q = Var(self.position)
         if self.strategy is Strategy.MERGE:
             with b.while_(and_(self._inside(q), self._before(crd(q), index))):

@@ -65,6 +65,13 @@ class ReadLevel(ABC):
             raise ScheduleError(f"Expected coordinates checked before they index {what}, but this level's are "
                                 f"checked only where loops load them")
 
+    def searched(self, what: str) -> None:
+        """Refuse to search this level's coordinates by their order (`what`: a merge, gallop or binary find)
+        where the kernel has not checked the order: a check reaches only the runs loops load."""
+        if self.checked and self.ordered:
+            raise ScheduleError(f"Expected coordinates checked before {what} searches them by their order, but "
+                                f"this level's are checked only where loops load them")
+
     def base(self, parent: Position) -> tuple[str, Expr] | None:
         """(name, value) of the variable a segment below `parent` declares for `coordinate` to read, if
         the level needs one (Level.segment_base)."""

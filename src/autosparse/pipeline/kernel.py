@@ -18,7 +18,7 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 from __future__ import annotations
 
 from math import prod
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..cin import Stmt, tensors
 from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
 from ..config import check_allocation, checked_thread_count, memory_limit, num_threads as default_threads
-from ..errors import AutosparseError, CoordinateError, MemoryLimitError, ScheduleError
+from ..errors import AutosparseError, CoordinateError, MemoryLimitError, OrderError, ScheduleError
 from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
 from ..lower.kernel import generate
@@ -93,6 +93,8 @@ class Kernel:
         self._reads_as_stored = schedule is None and not self._diagonals and self._dense_result
         self._as_stored_kernels: dict[tuple, Kernel | None] = {}
         self._checked: frozenset[str] = frozenset()  # operands whose coordinates the C checks (`Types.checked`)
+        # a hint: the last call's scipy COO rows were out of order, so the next starts with the pass (`_as_stored`)
+        self._rows_out_of_order = False
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
@@ -169,12 +171,13 @@ class Kernel:
 
     def _threads_for(self, operands) -> int:
         """The threads the default schedule runs this call on: one for an instrumented kernel (its counters
-        are shared: counting stays sequential), else one unless the operands hold the work."""
+        are shared: counting stays sequential), else one unless the operands hold the work (a scipy matrix
+        its stored entries, a number one)."""
         if self.instrument:
             return 1
         if not self._sized_threads:
             return self.num_threads
-        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else value.size
+        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else getattr(value, "size", 1)
                                           for value in operands.values()))
 
     def _threads_for_work(self, work: int) -> int:
@@ -262,16 +265,16 @@ class Kernel:
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
-        as_stored = self._as_stored(operands)
-        if as_stored is not None:
-            kernel, stored = as_stored
+        for kernel, stored in self._as_stored(operands):
             try:
                 outcome = kernel._run(stored)
+            except OrderError:  # rows taken as in order were not: the next reading finds their order first
+                self._rows_out_of_order = True
+                continue
             except CoordinateError:  # found where the kernel read it: the general path names the entry
-                pass
-            else:
-                self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
-                return outcome
+                break
+            self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
+            return outcome
         formats = self.formats
         tensors_in = {n: operand_in(v, formats[n], n, self._warned) for n, v in operands.items()}
         extents = index_extents(self.assignment, {n: t.shape for n, t in tensors_in.items()})
@@ -294,39 +297,56 @@ class Kernel:
         result, self.counts = outcome
         return bound, result
 
-    def _as_stored(self, operands) -> "tuple[Kernel, dict] | None":
-        """The kernel computing with the call's coordinate operands in their own formats, and the operands
-        for it, where that costs less than converting them (`coordinates_as_stored`: each conversion would
+    def _as_stored(self, operands) -> Iterator[tuple["Kernel", dict]]:
+        """The kernels computing with the call's coordinate operands in their own formats, and the operands
+        for them, where that costs less than converting them (`coordinates_as_stored`: each conversion would
         be paid on every call, and costs more than a product reading the coordinates, as scipy's `coo @ x`
-        does). Only under the default schedule (a given one names its formats' strategies) and for a dense
-        result that is linear in each (`linear_in`), written by adding each entry's term, so their order and
-        repeated coordinates do not matter; the kernel, built once per formats, must lower without
-        converting them (it refuses to merge unordered levels: `y = A x + z` converts a scipy matrix whose
-        rows come out of order, and reads one whose rows are in order as `coo`). None: convert."""
-        if not self._reads_as_stored:
-            return None
-        # On one thread the rows' order decides nothing (`u~q` reads them in any order), so the kernel checks a
-        # scipy matrix's coordinates where it reads them: one pass over its arrays, not two. On threads the
-        # order decides the split, found by the pass that checks them (`checked_coordinates`).
-        in_kernel = self.num_threads == 1
-        as_stored = self._reading_as_stored(operands, in_kernel)
-        if as_stored is None and in_kernel:  # it would index by them elsewhere (`indexed_by`): check them first
-            as_stored = self._reading_as_stored(operands, False)
-        return as_stored
+        does), in the order to try them: the caller runs the next where one finds the rows it took as in
+        order are not (OrderError). Only under the default schedule (a given one names its formats'
+        strategies) and for a dense result that is linear in each (`linear_in`), written by adding each
+        entry's term, so their order and repeated coordinates do not matter; each kernel, built once per
+        formats, must lower without converting them (it refuses to merge unordered levels: `y = A x + z`
+        converts a scipy matrix whose rows come out of order). None: convert.
 
-    def _reading_as_stored(self, operands, in_kernel: bool) -> "tuple[Kernel, dict] | None":
-        """`_as_stored`, a scipy matrix's coordinates checked by the kernel (`in_kernel`) or before it."""
+        A scipy matrix is read first as `coo`, its rows taken as in order (as `coo_matrix(csr)` and most
+        files give them), by a kernel that checks each coordinate's range and each run's order where it
+        loads them: one read of its arrays, not two, on one thread as on several (whose threads split it
+        where one run of a row ends). Rows out of order fail that call (ReturnCode.OUT_OF_ORDER, its result
+        dropped), and the next reading runs the pass (`checked_coordinates`: the ranges, and the rows' order,
+        which picks `coo` or sequential `u~q`) and then the unchecked kernel: checking in the kernel costs
+        more than the pass where nearly every entry starts a run. A failure is remembered
+        (`_rows_out_of_order`): later calls start with the pass until it finds the rows in order again. The
+        hint is only ever a cost: each call's reading is checked on that call's own arrays. The pass comes
+        first too where the checked kernel does not lower (one that would index by the coordinates
+        elsewhere: `indexed_by`)."""
+        if not self._reads_as_stored:
+            return
+        reading = None if self._rows_out_of_order else self._reading_as_stored(operands, checked=True)
+        if reading is not None:
+            yield reading
+        reading = self._reading_as_stored(operands, checked=False)
+        if reading is not None:
+            yield reading
+
+    def _reading_as_stored(self, operands, checked: bool) -> "tuple[Kernel, dict] | None":
+        """`_as_stored`'s kernel and operands, a scipy matrix's coordinates and rows' order checked by the
+        kernel (`checked`), or by the pass before it, which notes on this Kernel whether the rows were in
+        order (`_rows_out_of_order`)."""
         stored = {}
         for name, value in operands.items():
-            tensor = coordinates_as_stored(value, self.formats[name], in_kernel)
+            tensor = coordinates_as_stored(value, self.formats[name], checked)
             if tensor is not None and linear_in(self.assignment.rhs, name):
                 stored[name] = tensor
+        scipy_operands = [name for name in stored if not isinstance(operands[name], Tensor)]
+        if not checked and scipy_operands:
+            self._rows_out_of_order = not all(stored[name].format.levels[0].properties.ordered
+                                              for name in scipy_operands)
         if not stored:
             return None
-        checked = frozenset(name for name in stored if in_kernel and not isinstance(operands[name], Tensor))
-        key = (tuple((name, tensor.format) for name, tensor in stored.items()), checked)
+        key = (tuple((name, tensor.format) for name, tensor in stored.items()),
+               frozenset(scipy_operands) if checked else frozenset())
         if key not in self._as_stored_kernels:
-            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), checked)
+            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), key[1])
         kernel = self._as_stored_kernels[key]
         return None if kernel is None else (kernel, {**operands, **stored})
 
@@ -336,7 +356,7 @@ class Kernel:
         does not lower so or would convert them after all."""
         result = self.assignment.lhs.tensor
         formats = {**self._given, **stored, result: self.result_format}
-        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked):
+        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked, self.num_threads):
             return None
         kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
         kernel._checked = checked
@@ -380,16 +400,18 @@ class Kernel:
 
 
 def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str,
-            checked: frozenset[str] = frozenset()) -> bool:
+            checked: frozenset[str] = frozenset(), threads: int = 1) -> bool:
     """Whether a kernel computing in `formats` (and checking the coordinates of those `checked`) lowers
-    (sequentially, for float64 and int32): asked only of kernels reading an unordered operand, whose
-    lowering refuses to merge it, or an unchecked one, which it refuses to index by but where loaded."""
+    (on `threads`, for float64 and int32): asked only of kernels reading an unordered operand, whose
+    lowering refuses to merge it, or an unchecked one, which it refuses to index by or search but where
+    loaded, and on threads reads only in loops that deal each thread its rows."""
     formats = {**formats, result: assembly_format(formats[result])}
     try:
-        cin = scheduled(assignment, formats, temporary_formats, schedule, {}, 1)
-        names = [n for n, v in tensors(cin).items() if not v.temporary]
-        generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names},
-                            checked))
+        for run_on in sorted({1, threads}):
+            cin = scheduled(assignment, formats, temporary_formats, schedule, {}, run_on)
+            names = [n for n, v in tensors(cin).items() if not v.temporary]
+            generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names},
+                                checked), num_threads=run_on)
     except ScheduleError:
         return False
     return True

@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..cin.provenance import Bound
-from ..errors import CoordinateError, FormatError
+from ..errors import CoordinateError, FormatError, OrderError
 from ..notation.ast import IndexVar
 
 #: The name of the one function every kernel's shared object exports.
@@ -39,6 +39,7 @@ class ReturnCode(enum.IntEnum):
     INDEX_OVERFLOW = 2  # a position outgrew the result's index type
     DUPLICATE = 3  # an operand found by hashing its whole coordinates holds one twice
     COORDINATE_OUT = 4  # a coordinate the kernel checks (`Types.checked`) is negative or past its extent
+    OUT_OF_ORDER = 5  # a run of coordinates the kernel checks comes after a larger one (`Types.checked`)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class Types:
     values: Mapping[str, np.dtype]
     indices: Mapping[str, np.dtype]
     #: operands whose coordinates no one has checked (a scipy coo_matrix's arrays, which its owner may
-    #: change between calls): the kernel compares each with its extent where it reads it
+    #: change between calls): the kernel compares each with its extent where it reads it, and where their
+    #: format promises increasing runs (sorted COO's rows), each run's first with the entry before it
     checked: frozenset[str] = frozenset()
 
 
@@ -104,5 +106,8 @@ def raise_failure(code: int, source: KernelSource) -> None:
     if code == ReturnCode.COORDINATE_OUT:
         raise CoordinateError(f"Expected every coordinate of {' and '.join(source.checked)} within its shape, but "
                               f"one is negative or past its extent")
+    if code == ReturnCode.OUT_OF_ORDER:
+        raise OrderError(f"Expected the coordinates of {' and '.join(source.checked)} in increasing runs, as the "
+                         f"kernel read them, but one run comes after a larger one")
     if code not in (ReturnCode.OK, ReturnCode.INDEX_OVERFLOW):
         raise RuntimeError(f"the kernel for {source.result} returned {code}, which no ReturnCode names")
