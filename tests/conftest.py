@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 
 import numpy as np
@@ -117,6 +118,16 @@ def _generous_memory_limit():
     asp.set_memory_limit(None)
 
 
+@pytest.fixture
+def unfused():
+    """Kernels built without floating-point contraction, for tests that compare a kernel's sums bit for bit
+    with the plain loop's order of additions: with contraction on, the compiler fuses multiply-adds where
+    it chooses, and the order is no longer all that decides the bits."""
+    asp.set_fp_contract(False)
+    yield
+    asp.set_fp_contract(None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _threads_on_small_operands():
     """Tests' operands are small: the default schedule's threads run on them anyway, so its parallel code
@@ -132,3 +143,15 @@ def _own_cache_directory(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AUTOSPARSE_CACHE_DIR", str(tmp_path_factory.mktemp("autosparse-cache")))
         yield
+
+
+@pytest.fixture(scope="module")
+def frozen_heap():
+    """What earlier modules left alive (cached autoscheduler fronts hold millions of objects) kept out of
+    the cyclic collector's sight for a module whose code collects often: the benchmark harness collects
+    before every timed round, and in a whole session each such collection walked all of it (seconds a
+    round, for tests whose own calls take milliseconds). Objects are still freed by their reference counts;
+    cycles among the frozen ones go to the next full collection after the module."""
+    gc.freeze()
+    yield
+    gc.unfreeze()

@@ -14,6 +14,7 @@ import autosparse as asp
 from autosparse_bench import data
 
 pytest.importorskip("tensora")  # the `bench` extra: the kernels suite times Tensora too
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # the harness collects before each timed round
 
 
 @pytest.fixture(autouse=True)

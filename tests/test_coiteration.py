@@ -1,5 +1,6 @@
-"""Co-iteration strategies (Zhao et al.): every strategy × kernel × operand order against numpy, the
-legality checks, the instrumented complexity of each strategy, and `auto`."""
+"""Co-iteration strategies (Zhao et al.): every strategy × kernel × operand order against numpy (each kernel
+and each order by default, the whole product with `-m grid`), the legality checks, the instrumented
+complexity of each strategy, and `auto`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from autosparse.cin import parse_cin
 from autosparse.cin.ast import Strategy
 from autosparse.coiterate.findable import findable
 from conftest import densified
+from kernel_cases import stratified
 
 STRATEGIES = ("merge", "gallop", "binary", "hash", "bitmap")
 ORDERS = {"s": 1, "s-": -1, "s~": 0}  # the vector formats, by sibling order
@@ -78,8 +80,17 @@ VECTOR_KERNELS = {
 }
 
 
-@pytest.mark.parametrize("expression", list(VECTOR_KERNELS))
-@pytest.mark.parametrize("fa, fb", [("s", "s"), ("s", "s-"), ("s-", "s~"), ("s~", "s")])
+VECTOR_PAIRS = (("s", "s"), ("s", "s-"), ("s-", "s~"), ("s~", "s"))
+
+
+def _vector_grid() -> list:
+    """Every kernel and every pair of sibling orders by default (a stratified sample of their combinations,
+    each of which compiles every strategy); the rest under `-m grid`."""
+    return [pytest.param(*p.values[1], p.values[0], marks=p.marks, id=f"{'-'.join(p.values[1])}-{p.values[0]}")
+            for p in stratified((list(VECTOR_KERNELS), VECTOR_PAIRS), len(VECTOR_KERNELS), "coiteration vectors")]
+
+
+@pytest.mark.parametrize("fa, fb, expression", _vector_grid())
 def test_every_strategy_on_vectors_equals_numpy(expression, fa, fb):
     n = 23
     names = tuple(t for t in "abc" if f"{t}(" in expression)

@@ -86,6 +86,17 @@ def test_kernels_equal_the_single_process_result(client, name):
     np.testing.assert_allclose(densified(result), densified(local), rtol=1e-12, atol=1e-12)
 
 
+def test_a_scipy_coo_operand_gives_scipys_values(client):
+    """A scipy coo_matrix, its rows out of order and a coordinate repeated, split among the workers."""
+    gen = np.random.default_rng(21)
+    row, col = gen.integers(0, 90, 400), gen.integers(0, 70, 400)
+    matrix = sp.coo_matrix((gen.random(403), (np.append(row, row[:3]), np.append(col, col[:3]))), shape=(90, 70))
+    x = gen.random(70)
+    result, plan = evaluate_planned("y(i) = A(i,j) * x(j)", client, "d", A=matrix, x=x)
+    assert plan.chunks >= WORKERS
+    np.testing.assert_allclose(result, matrix @ x, rtol=1e-12)
+
+
 @pytest.mark.parametrize("schedule", [None, "auto"])
 def test_partitioned_operands_and_schedules(client, schedule):
     a, b = _csr(160, 160, 0.04, 8), _csr(160, 160, 0.04, 9)

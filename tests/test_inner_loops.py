@@ -160,6 +160,7 @@ def _matrix_with_row_lengths(cols: int, index_dtype, rng) -> sp.csr_array:
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("width", [1, 3, 64])
+@pytest.mark.usefixtures("unfused")
 def test_spmm_is_scipys_product_bit_for_bit(threads, index_dtype, width):
     rng = np.random.default_rng(width)
     m = _matrix_with_row_lengths(2 * WIDE + 1, index_dtype, rng)
@@ -217,6 +218,7 @@ SDDMM = ("A(i,j) = B(i,j) * C(i,k) * D(k,j)", {"B": "csr", "C": "dense", "D": "d
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("d_format", ["dense", "d1d0"])
+@pytest.mark.usefixtures("unfused")
 def test_sddmm_is_the_plain_loops_result_bit_for_bit(threads, index_dtype, d_format):
     rng = np.random.default_rng(7)
     m = _matrix_with_row_lengths(2 * WIDE + 1, index_dtype, rng)

@@ -40,6 +40,7 @@ def _matrix(index_dtype, dtype, rng) -> sp.csr_array:
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("width", EXTENTS)
+@pytest.mark.usefixtures("unfused")
 def test_spmm_is_the_plain_loops_result_bit_for_bit(width, index_dtype, dtype):
     rng = np.random.default_rng(width)
     m = _matrix(index_dtype, dtype, rng)
@@ -58,6 +59,7 @@ def test_spmm_is_the_plain_loops_result_bit_for_bit(width, index_dtype, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("width", EXTENTS)
+@pytest.mark.usefixtures("unfused")
 def test_sddmm_is_the_plain_loops_result_bit_for_bit(width, index_dtype, dtype):
     rng = np.random.default_rng(width + 100)
     m = _matrix(index_dtype, dtype, rng)

@@ -123,10 +123,11 @@ def test_int64_elementwise_overflow_wraps_like_numpy():
 
 @pytest.mark.parametrize("openmp", [False, True])
 @pytest.mark.parametrize("sanitize", [False, True])
-def test_int64_overflow_is_defined_behaviour_in_every_kernel_build(openmp, sanitize):
+@pytest.mark.parametrize("contract", [False, True])
+def test_int64_overflow_is_defined_behaviour_in_every_kernel_build(openmp, sanitize, contract):
     """Equal values above may be luck: without -fwrapv a signed overflow is undefined, and the optimiser
     may assume it never happens."""
-    assert "-fwrapv" in compile_flags(openmp, sanitize)
+    assert "-fwrapv" in compile_flags(openmp, sanitize, contract)
 
 
 def test_int64_sparse_reduction_overflow_wraps_like_numpy():

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 import autosparse as asp
 from autosparse.runtime.conversion import native_conversion
+from kernel_cases import stratified
 
 FORMATS = ("csr", "csc", "coo", "dcsr")
 INDEX_DTYPES = (np.int32, np.int64)
@@ -62,9 +63,16 @@ PAIRS = list(itertools.product(FORMATS, FORMATS))
 RESULTS = (None, "csr", "csc")
 
 
-@pytest.mark.parametrize("result", RESULTS, ids=lambda r: f"C={r or 'default'}")
-@pytest.mark.parametrize("a_format, b_format", PAIRS, ids=[f"A={a},B={b}" for a, b in PAIRS])
-@pytest.mark.parametrize("operation", OPERATIONS)
+def _mixed_grid() -> list:
+    """Each operation on every pair of formats, each pair with one result format and every result format at
+    least once (a stratified sample of (pair, result) per operation, as each compiles its own kernels); the
+    rest under `-m grid`."""
+    return [pytest.param(operation, *p.values[0], p.values[1], marks=p.marks,
+                         id=f"{operation}-A={p.values[0][0]},B={p.values[0][1]}-C={p.values[1] or 'default'}")
+            for operation in OPERATIONS for p in stratified((PAIRS, RESULTS), len(PAIRS), f"orders-{operation}")]
+
+
+@pytest.mark.parametrize("operation, a_format, b_format, result", _mixed_grid())
 def test_mixed_orders_match_scipy(operation, a_format, b_format, result):
     expression, shapes, reference = OPERATIONS[operation]
     for n, (case, extents) in enumerate(CASES.items()):

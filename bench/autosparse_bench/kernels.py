@@ -73,8 +73,8 @@ from autosparse_bench.timing import Mismatch, Timing, compare, fastest, interlea
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when run from one
 DATA = data.shipped_data()
 REFERENCE = Path(__file__).resolve().parent / "reference"
-KERNELS = ("spmv", "spmv+z", "spmspv", "spgemm", "spgemm-sorted", "spmm", "sddmm", "add", "multiply", "spgemm-csc", "add-csc",
-           "spmv-coo", "ttv", "ttm", "mttkrp", "compile")
+KERNELS = ("spmv", "spmv+z", "spmspv", "spmspv-csc", "spgemm", "spgemm-sorted", "spmm", "sddmm", "add", "multiply",
+           "spgemm-csc", "add-csc", "spmv-coo", "ttv", "ttm", "mttkrp", "compile")
 #: The generated families (autosparse_bench.data): square matrices, then 3-D tensors.
 MATRIX_FAMILIES = ("uniform", "power-law", "banded", "stencil-2d", "stencil-3d")
 TENSOR_FAMILIES = ("uniform", "power-law")
@@ -480,28 +480,35 @@ def spmv_case(dataset: str, m: sp.csr_array, rng, mkl, gb, ref: Reference, shift
                 spellings={"autosparse A @ x": lambda a=operands["A"]: a @ x})
 
 
-def spmspv_case(dataset: str, m: sp.csr_array, rng, mkl, gb, ref: Reference) -> Case:
-    """y = A x with x sparse (SPMSPV_DENSITY of its entries): ours chooses how rows meet x per call."""
+def spmspv_case(dataset: str, m: sp.csr_array, rng, mkl, gb, ref: Reference, by_column: bool = False) -> Case:
+    """y = A x with x sparse (SPMSPV_DENSITY of its entries): ours chooses how rows meet x per call. With
+    `by_column`, A is held by column by every contender that can (scipy's CSC, GraphBLAS's by-column matrix,
+    Tensora's d1s0): x's entries push A's columns into y, instead of A's rows pulling x."""
     x = np.zeros(m.shape[1])
     chosen = rng.choice(m.shape[1], max(1, int(round(SPMSPV_DENSITY * m.shape[1]))), replace=False)
     x[chosen] = rng.random(len(chosen)) + 0.5
     expected = m @ x
     check = dense_check(expected)
+    a = sp.csc_array(m) if by_column else m
     column, coords = sp.csc_array(x.reshape(-1, 1)), np.flatnonzero(x)
-    pm, px = sparse.GCXS.from_scipy_sparse(m), sparse.COO.from_numpy(x)
+    pm, px = sparse.GCXS.from_scipy_sparse(a), sparse.COO.from_numpy(x)
     tx = tensora_tensor([(np.array([0, len(coords)]), coords)], x[coords], x.shape)
-    peers = [Peer("scipy A @ x (x sparse)", lambda: m @ column, check),
-             Peer("pydata A @ x", lambda: pm @ px, check),
-             *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "ds", "x": "s"}, {"A": tensora_csr(m), "x": tx},
-                            check)]
+    ta = tensora.Tensor.from_scipy_sparse(a, format="d1s0") if by_column else tensora_csr(m)
+    layout = " (A CSC)" if by_column else ""
+    peers = [Peer(f"scipy A @ x{layout} (x sparse)", lambda: a @ column, check),
+             Peer(f"pydata A @ x{layout}", lambda: pm @ px, check),
+             *tensora_peers("y(i) = A(i,j) * x(j)", {"y": "d", "A": "d1s0" if by_column else "ds", "x": "s"},
+                            {"A": ta, "x": tx}, check)]
 
-    def graphblas(gb):
-        ga, gx = gb.io.from_scipy_sparse(m), gb.Vector.from_coo(coords, x[coords], size=len(x))
+    def graphblas(gb):  # from_scipy_sparse keeps the layout: a CSC array gives a matrix held by column
+        ga, gx = gb.io.from_scipy_sparse(a), gb.Vector.from_coo(coords, x[coords], size=len(x))
         return lambda: ga.mxv(gx, gb.semiring.plus_times).new()
-    peers.append(graphblas_peer(gb, "GraphBLAS A.mxv(x) (x sparse)", graphblas, check))
-    return Case("SpMSpV", dataset, "y(i) = A(i,j) * x(j)", {"A": "csr", "x": "s", "y": "d"},
-                {"A": asp.Tensor.from_scipy(m), "x": asp.Tensor.from_numpy(x, format="s")}, check, peers,
-                [("SpMSpV ≥ 0.9× scipy", ("scipy A @ x (x sparse)",), 0.9)], schedule="coiterate(j, auto)")
+    peers.append(graphblas_peer(gb, f"GraphBLAS A.mxv(x){layout} (x sparse)", graphblas, check))
+    kernel = "SpMSpV CSC" if by_column else "SpMSpV"
+    return Case(kernel, dataset, "y(i) = A(i,j) * x(j)", {"A": "csc" if by_column else "csr", "x": "s", "y": "d"},
+                {"A": asp.Tensor.from_scipy(a), "x": asp.Tensor.from_numpy(x, format="s")}, check, peers,
+                [(f"{kernel} ≥ 0.9× scipy", (f"scipy A @ x{layout} (x sparse)",), 0.9)],
+                schedule="coiterate(j, auto)")
 
 
 def elementwise_case(kernel: str, dataset: str, a: sp.csr_array, b: sp.csr_array, gb) -> Case:
@@ -836,6 +843,7 @@ def matrix_cases(dataset: str, matrix, partner, sizes, wanted, rng, mkl, gb, ref
     cases = {"spmv": lambda: spmv_case(dataset, matrix("spmv"), rng, mkl, gb, ref),
              "spmv+z": lambda: spmv_case(dataset, matrix("spmv+z"), rng, mkl, gb, ref, shifted=True),
              "spmspv": lambda: spmspv_case(dataset, matrix("spmspv"), rng, mkl, gb, ref),
+             "spmspv-csc": lambda: spmspv_case(dataset, matrix("spmspv"), rng, mkl, gb, ref, by_column=True),
              "spgemm": lambda: spgemm_case(dataset, matrix("spgemm"), partner("spgemm"), rng, mkl, gb, ref),
              "spgemm-sorted": lambda: spgemm_case(dataset, matrix("spgemm"), partner("spgemm"), rng, mkl, gb, ref,
                                                   sorted_rows=True),

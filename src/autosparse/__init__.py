@@ -4,7 +4,7 @@ This module is the public API; see ARCHITECTURE.md's public contract for the nam
 """
 
 from .api import Kernel, autoschedule, compile, einsum, evaluate
-from .config import memory_limit, num_threads, set_memory_limit, set_num_threads
+from .config import fp_contract, memory_limit, num_threads, set_fp_contract, set_memory_limit, set_num_threads
 from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
                      PerformanceWarning, RangeError, ScheduleError, ShapeError)
 from .format import Format, Layout, register_level
@@ -27,6 +27,6 @@ def __getattr__(name: str):
 __all__ = [
     "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "Layout",
     "MemoryLimitError", "ParseError", "PerformanceWarning", "RangeError", "Schedule", "ScheduleError", "ShapeError",
-    "Tensor", "compile", "einsum", "evaluate", "memory_limit", "num_threads", "read", "register_level",
-    "set_memory_limit", "set_num_threads", "write",
+    "Tensor", "compile", "einsum", "evaluate", "fp_contract", "memory_limit", "num_threads", "read", "register_level",
+    "set_fp_contract", "set_memory_limit", "set_num_threads", "write",
 ]

@@ -1,5 +1,5 @@
 """Process-wide settings: the memory limit that guards dense allocations, the number of threads kernels
-run on, and the sanitizer mode.
+run on, floating-point contraction, and the sanitizer mode.
 
 A dense level of a hypersparse tensor (a CSR `pos` for 10⁹ rows) or a dense result can need far more
 memory than the machine has. Rather than let numpy fail halfway, or the kernel swap, every allocation
@@ -89,8 +89,9 @@ def check_allocation(nbytes: int, what: str) -> None:
 
 
 _SANITIZE_VAR = "AUTOSPARSE_SANITIZE"
-_SANITIZE_WORDS = {"": False, "0": False, "false": False, "no": False, "off": False,
-                   "1": True, "true": True, "yes": True, "on": True}
+_SWITCH_WORDS = {"0": False, "false": False, "no": False, "off": False,
+                 "1": True, "true": True, "yes": True, "on": True}
+_SANITIZE_WORDS = {"": False, **_SWITCH_WORDS}
 
 
 def sanitize() -> bool:
@@ -101,6 +102,49 @@ def sanitize() -> bool:
         return _SANITIZE_WORDS[text.strip().lower()]
     except KeyError:
         raise AutosparseError(f"Expected {_SANITIZE_VAR} to be 1 or 0, but found {text!r}") from None
+
+
+_CONTRACT_VAR = "AUTOSPARSE_FP_CONTRACT"
+_CONTRACT_KEY = os.fsencode(_CONTRACT_VAR)
+
+_fp_contract: bool | None = None  # set by set_fp_contract; None: the environment's, else on
+
+
+def fp_contract() -> bool:
+    """Whether kernels compiled from now on fuse `a * b + c` into one multiply-add that rounds once
+    (`-ffp-contract=fast`): `set_fp_contract`'s choice, else $AUTOSPARSE_FP_CONTRACT, else on. On is
+    faster where a loop gathers and accumulates (MTTKRP, SpMM, TTM, SDDMM), rounds no worse, and is what
+    C compilers in their GNU modes, MKL and the bench's C references do; off gives the unfused loop's
+    results bit for bit, as two roundings in the source's order."""
+    if _fp_contract is not None:
+        return _fp_contract
+    text = _environment_value(_CONTRACT_KEY)
+    return True if text is None else _contract_from_text(text)
+
+
+def set_fp_contract(on: bool | None) -> None:
+    """Turn contraction on or off for kernels compiled from now on; `None` restores the default
+    ($AUTOSPARSE_FP_CONTRACT when set, else on). `compile` builds the new way; `evaluate` and the operators
+    keep the kernels they already built for an expression and its operands' kinds (their warm calls do not
+    read the setting), so set it before the kernels it is meant for are first used."""
+    global _fp_contract
+    if on is not None and not isinstance(on, bool):
+        raise AutosparseError(f"Expected True, False or None for floating-point contraction, but found {on!r}")
+    _fp_contract = on
+
+
+@functools.cache
+def _contract_from_text(raw: bytes) -> bool:
+    """The environment's choice: read when first needed (a mistake there is reported where a kernel is
+    compiled, not as a failed import); empty means the default."""
+    text = os.fsdecode(raw)
+    word = text.strip().lower()
+    if not word:
+        return True
+    try:
+        return _SWITCH_WORDS[word]
+    except KeyError:
+        raise AutosparseError(f"Expected {_CONTRACT_VAR} to be on or off (1 or 0), but found {text!r}") from None
 
 
 #: The most OpenMP threads a kernel may ask for: more than the cores of any machine it is built for,

@@ -19,6 +19,15 @@ class FormatError(AutosparseError, ValueError):
     """A format string, a level array or a tensor's storage breaks a rule of its format."""
 
 
+class CoordinateError(FormatError):
+    """A stored coordinate outside its tensor's shape, found by a kernel where it read it."""
+
+
+class OrderError(FormatError):
+    """Stored coordinates a kernel took as increasing, found decreasing where it read them: the caller
+    that assumed the order finds it in a pass instead, and runs the kernel for the order found."""
+
+
 class ShapeError(AutosparseError, ValueError):
     """Dimensions that do not agree (between tensors, or between a tensor and its coordinates)."""
 

@@ -17,9 +17,9 @@ loop adding into a row of the result that does not depend on the position:
 is loaded and stored once for several rows of B instead of once for each (SpMM's kernel 12-41% faster at
 64 columns, docs/notes/perf30-inner.md). A second shape, one dot product per position (SDDMM), is jammed
 into sums side by side in one dense loop (see `_Dots`). The sums are added in the order the plain loop
-adds them (`((c + t0) + t1) + ...`; kernels are built without floating-point contraction), so results are
-the same bit for bit. Any other loop is left as it is, and a block with nothing to rewrite is returned
-unchanged.
+adds them (`((c + t0) + t1) + ...`), so with floating-point contraction off (`set_fp_contract(False)`)
+results are the same bit for bit; with it on, the compiler fuses multiply-adds in either. Any other loop
+is left as it is, and a block with nothing to rewrite is returned unchanged.
 """
 
 from __future__ import annotations

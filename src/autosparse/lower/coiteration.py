@@ -16,11 +16,12 @@ from typing import Mapping
 from ..cin.ast import Access, Assign, Forall, Protocol, Race, Sequence, Where, accesses, assignments, results
 from ..cin.rewrite import without
 from ..codegen import names
-from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, eq, ge, gt, increment, lt, ne,
+from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, cast, eq, ge, gt, increment, lt, ne,
                              ternary)
 from ..errors import ScheduleError
 from ..format.level import Capability
 from ..notation.ast import Add, Div, IndexVar, Literal, Mul, Neg, Sub
+from ..runtime.abi import ReturnCode
 from . import finds
 from . import lattice as lat
 from .context import Lowering, Scope, count_iteration
@@ -143,11 +144,27 @@ def load(cx: Lowering, it: lat.Iterator, guard: bool, index: Expr | None = None)
     level = cx.plan.read_levels(it.access)[it.level]
     coordinate = level.coordinate(q)
     cx.b.decl("const int64_t", c.name, ternary(lt(q, end), coordinate, -1) if guard else coordinate)
+    if level.checked:  # one unsigned compare: a negative coordinate counts as too large
+        out = ge(cast("uint64_t", c), cast("uint64_t", Var(level.dim)))
+        cx.b.fail(and_(lt(q, end), out) if guard else out, ReturnCode.COORDINATE_OUT)
     if not level.unique:
         at = eq(c, c if index is None else index)
         cx.b.decl("int64_t", seg.name, q + at)
-        with cx.b.if_(at), cx.b.while_(and_(lt(seg, end), eq(level.coordinate(seg), c))):
-            cx.b.expr(increment(seg))
+        with cx.b.if_(at):
+            with cx.b.while_(and_(lt(seg, end), eq(level.coordinate(seg), c))):
+                cx.b.expr(increment(seg))
+            if level.checked and level.ordered:
+                _check_next_run(cx, level, seg, end, c)
+
+
+def _check_next_run(cx: Lowering, level: TensorLevel, seg: Var, end: Var, c: Var) -> None:
+    """Where a level that promises increasing runs (sorted COO's rows) has not been checked, compare the
+    run after the one just taken with it: a decrease fails the call (ReturnCode.OUT_OF_ORDER). A loop
+    stepping the level alone, or against a dense loop, takes runs from the first on, each after the one
+    before, up to one that goes wrong; a thread's share ends where the next one's starts, and the run
+    after it is compared all the same. So every pair of neighbours is compared, across threads' shares
+    too, and no entry is left behind unread (merges, which may stop early, refuse such levels)."""
+    cx.b.fail(and_(lt(seg, end), lt(level.coordinate(seg), c)), ReturnCode.OUT_OF_ORDER)
 
 
 def advance(cx: Lowering, it: lat.Iterator, index: Expr) -> None:
@@ -163,6 +180,8 @@ def require_ordered(cx: Lowering, iterators, loop: Loop, descending: bool = Fals
     merge of iterators that all decrease: `descending`)."""
     for it in iterators:
         level = cx.plan.read_levels(it.access)[it.level]
+        if level.unique:  # `load` compares only the runs of a non-unique level with the runs after them
+            level.searched(f"a dense loop over {loop.index}")
         if not (level.descending if descending else level.ordered):
             raise ScheduleError(f"Expected {'decreasing' if descending else 'increasing'} levels to co-iterate over "
                                 f"{loop.index}, but {it.access} is stepped through a level whose siblings are "
@@ -198,7 +217,7 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
             header = cx.b.for_(None, lt(q, end), increment(q)) if level.unique else cx.b.while_(lt(q, end))
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
-        with header, iteration(cx, stmt):
+        with header, iteration(cx, stmt, scope):
             cx.count(f"∀{loop.index} over {it.access}")
             vacant = level.vacant(q)
             if vacant:
@@ -211,6 +230,8 @@ def sparse_loop(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, po
                 cx.b.assign(q, seg)
         return
     descending = all(cx.plan.read_levels(it.access)[it.level].descending for it in iterators) and not loop.written
+    for it in iterators:  # a merge stops where one iterator ends: the others' rest would go unchecked
+        cx.plan.read_levels(it.access)[it.level].searched(f"a merge over {loop.index}")
     require_ordered(cx, iterators, loop, descending)
     running = and_(*(lt(Var(iterator_names(cx, it)[0]), Var(iterator_names(cx, it)[1])) for it in iterators))
     with cx.b.while_(running):

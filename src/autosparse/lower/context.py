@@ -109,6 +109,9 @@ class Scope:
     #: one runs once, there.
     fixed: Mapping[IndexVar, "Fixed"] = field(default_factory=dict)
     parallel: bool = False  # a parallel loop is around (its iterations share the kernel's own state)
+    #: the parallel loop around runs the running thread's own rows (`RowSplit`, no worksharing construct), so
+    #: a failure may leave it for its region's end
+    dealt: bool = False
     #: a loop around steps a non-unique unordered level (unsorted COO's rows): it may come back to a
     #: coordinate it left, so no store is the only one its position gets
     revisits: bool = False

@@ -54,7 +54,8 @@ def _derived_loop(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     with parallel as inner:
         if stmt.unroll:
             cx.b.pragma(Unroll(stmt.unroll))
-        with cx.b.for_(Decl("int64_t", var.name, Literal(0)), lt(var, upper), increment(var)), iteration(cx, stmt):
+        with cx.b.for_(Decl("int64_t", var.name, Literal(0)), lt(var, upper), increment(var)), \
+                iteration(cx, stmt, inner):
             cx.count(f"∀{index} {relation}")
             if recovered is None:
                 cx.lower(stmt.body, inner)
@@ -119,6 +120,7 @@ def _flush_row(cx: Lowering, collapsed: Collapse, access: Access, row: str, regi
                scope: Scope) -> None:
     """Add the row's register into the result at the row's coordinate."""
     first = cx.plan.read_levels(access)[0]
+    first.indexed_by(f"the result {body.lhs.tensor.name}")
     with cx.b.block():
         cx.b.decl("const int64_t", names.coordinate(collapsed.outer),
                   Var(row) if first.full else first.coordinate(Var(row)))

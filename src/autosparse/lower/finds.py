@@ -9,6 +9,13 @@ The strategies differ in what the finding costs and what it needs (coiterate/fin
     hash    a hash table of the segment, built once per segment       O(len(driver) + len(found))
     bitmap  a dense array, coordinate -> position, built likewise     O(len(driver) + len(found)), dim memory
 
+A bitmap is two arrays: one bit per coordinate saying whether the segment holds it (dim / 8 bytes, which
+stays in the first-level cache where the positions do not), and coordinate -> position, read only where
+the bit is set. Most lookups miss when the found operand is sparse (SpMSpV's x, 10% dense: 9 in 10), so
+they cost one cached load instead of one that misses the cache (uniform 200,000², 2M entries: 7.5 -> 5.0
+ms; docs/notes/perf30-spmspv-4.md). The bits decide; the positions are read only behind a set bit, so they are
+never cleared: a call allocates them without zeroing (uniform's 1.6 MB), and a segment's change clears bits.
+
 A segment's table is rebuilt only when the segment changes: keyed by its [begin, end) positions (two
 segments with the same bounds hold the same entries). The table of an operand's first level, whose one
 segment no loop moves (the vector of SpMSpV), is built once before the loops, so every thread of a
@@ -192,6 +199,8 @@ class Finder:
         """Declare and return (by name) a variable holding the position of coordinate `index` (-1 when
         absent)."""
         index, found, crd = Var(index), self._own("at").name, self.level.coordinate
+        if self.strategy not in (Strategy.HASH, Strategy.BITMAP):
+            self.level.searched(self.label)
         q = Var(self.position)
         if self.strategy is Strategy.MERGE:
             with b.while_(and_(self._inside(q), self._before(crd(q), index))):
@@ -203,7 +212,7 @@ class Finder:
             self._bisect(index, found, b)
             return found
         elif self.strategy is Strategy.BITMAP:
-            b.decl("const int64_t", found, Var(self.table)[index] - 1)
+            b.decl("const int64_t", found, ternary(_held(Var(self.table), index), Var(self.table)[index], -1))
             return found
         else:
             self._probe(index, found, b)
@@ -260,18 +269,21 @@ class Finder:
     def _build(self, lo: Var, end: Expr, b: CBuilder) -> None:
         """Make the table hold the segment [lo, end), unless it already does."""
         table, q = Var(self.table), Var("q")
+        if self.strategy is Strategy.BITMAP:
+            self.level.indexed_by("a bitmap")
         with b.if_(or_(ne(lo, self._table("lo")), ne(end, self._table("hi")))):
             if self.strategy is Strategy.BITMAP:  # clear the segment it held
                 with b.for_range(q.name, self._table("lo"), self._table("hi")):
                     self._skip_vacant(q, b)
-                    b.assign(table[self.level.coordinate(q)], 0)
+                    b.assign(_word(table, self.level.coordinate(q)), 0)
             else:
                 self._size_table(lo, end, b)
             with b.for_range(q.name, lo, end):
                 self._skip_vacant(q, b)
                 self.count("build", b)
                 if self.strategy is Strategy.BITMAP:
-                    b.assign(table[self.level.coordinate(q)], q + 1)
+                    b.assign(table[self.level.coordinate(q)], q)
+                    b.assign(_word(table, self.level.coordinate(q)), _bit(self.level.coordinate(q)), "|=")
                 else:
                     self._insert(q, b)
             b.assign(self._table("lo"), lo)
@@ -328,9 +340,14 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
     """The kernel's tables before its loops: empty (no segment held), or holding the segment no loop moves."""
     for name, (strategy, index, fixed) in tables.items():
         if strategy is Strategy.BITMAP:
-            table = b.decl("int64_t *restrict", name,
-                           call("calloc", cast("size_t", Var(names.extent(index))) + 1, SizeOf("int64_t")))
+            # one allocation: the positions (never cleared: read only where the bit is set), then the bits (one
+            # word each 64 coordinates), cleared
+            extent = cast("size_t", Var(names.extent(index)))
+            words = extent // 64 + 1
+            table = b.decl("int64_t *restrict", name, call("malloc", (extent + 1 + words) * SizeOf("int64_t")))
             b.fail(not_(table), ReturnCode.OUT_OF_MEMORY)
+            bits = b.decl("uint64_t *restrict", _bits(name).name, cast("uint64_t *", table + extent + 1))
+            b.expr(call("memset", bits, 0, words * SizeOf("uint64_t")))
         else:
             b.decl("int64_t *", name, Var("NULL"))
             b.decl("int64_t", names.part(name, "capacity"), 0)
@@ -345,3 +362,22 @@ def declare_tables(tables: Tables, b: CBuilder) -> None:
 def release_tables(tables: Tables, b: CBuilder) -> None:
     for name in tables:
         b.expr(call("free", Var(name)))
+
+
+def _bits(table: str) -> Var:
+    """A bitmap's presence bits, one per coordinate."""
+    return Var(names.part(table, "bits"))
+
+
+def _word(table: Var, coordinate: Expr) -> Expr:
+    """The word of a bitmap's presence bits that holds `coordinate`'s."""
+    return _bits(table.name)[coordinate >> 6]
+
+
+def _bit(coordinate: Expr) -> Expr:
+    return cast("uint64_t", 1) << (coordinate & 63)
+
+
+def _held(table: Var, coordinate: Expr) -> Expr:
+    """Whether a bitmap holds `coordinate` (its presence bit is set)."""
+    return ne(_word(table, coordinate) & _bit(coordinate), 0)

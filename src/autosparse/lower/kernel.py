@@ -66,7 +66,7 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                         bitmaps=tuple(index for strategy, index, _ in lowering.tables.values()
                                       if strategy is Strategy.BITMAP),
                         hashed=tuple(sorted({access.tensor.name for access in reads.keyed})),
-                        zeroes_result=lowering.zeroed_rows)
+                        zeroes_result=lowering.zeroed_rows, checked=tuple(sorted(types.checked)))
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ class _Reads:
         ident = self.survey.access_ids.get(access, names.access(name))
         return tuple(TensorLevel(level, {**{a: names.array(name, k, a) for a in level.array_names}, "@type": itype,
                                          "@dim": dims[k], "@base": names.part(names.position(ident, k), "base")},
-                                 dims[k], scattered[k])
+                                 dims[k], scattered[k], name in self.survey.types.checked)
                      for k, level in enumerate(levels))
 
     def scattered(self, access: Access) -> bool:

@@ -115,7 +115,7 @@ def _dense_for(cx: Lowering, stmt: Forall, loop: Loop, lattice: lat.Lattice, spa
                first: Expr, bound: Expr, zeroes: bool) -> None:
     index = Var(names.coordinate(loop.index))
     with cx.b.for_(Decl("int64_t", index.name, first), lt(index, bound), increment(index)), \
-            iteration(cx, stmt):
+            iteration(cx, stmt, scope):
         cx.count(f"∀{loop.index} dense")
         if zeroes:
             _zero_row(cx, index)

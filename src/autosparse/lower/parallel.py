@@ -154,6 +154,10 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
               ([Reduction("|", tuple(map(Var, flags)))] if flags else [])
     copied = [n for n in written if n not in registers and cx.plan.targets[n].reduction_size() is not None
               and race is Race.TEMPORARY]
+    checked = _loads_checked(cx, stmt)
+    if checked and (chunked or rows is None or unit is ParallelUnit.CPU_VECTOR):
+        raise ScheduleError(f"{command}: the loop reads coordinates it checks (`Types.checked`), which fail the "
+                            f"call from a thread only where it runs rows of its own")
     if unit is ParallelUnit.CPU_VECTOR:
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
             clauses.append(Reduction("+", tuple(Section(Var(names.vals(n)), cx.plan.targets[n].reduction_size())
@@ -161,7 +165,7 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         cx.b.pragma(OmpSimd(tuple(clauses)))
         yield replace(scope, parallel=True)
         return
-    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True)
+    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True, dealt=False)
     if chunked:  # inside the kernel's region, which made the temporaries and deals the rows once for all phases
         if rows is not None and not clauses and rows.whole_dimension:
             cx.logs.region_rows = rows
@@ -175,10 +179,20 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
             cx.b.pragma(OmpParallel(threads, schedule, tuple(clauses)))
             yield atomic
             return
-        cx.b.pragma(OmpParallel(threads, None, tuple(clauses)))
+        if not checked:
+            cx.b.pragma(OmpParallel(threads, None, tuple(clauses)))
+            with cx.b.block():
+                rows.deal(cx.b, call("omp_get_thread_num"), call("omp_get_num_threads"))
+                yield atomic
+            return
+        failed = cx.fresh("failed")  # a thread that finds a coordinate out leaves its rows, the call fails after
         with cx.b.block():
-            rows.deal(cx.b, call("omp_get_thread_num"), call("omp_get_num_threads"))
-            yield atomic
+            cx.b.decl("int", failed, 0)
+            cx.b.pragma(OmpParallel(threads, None, tuple(clauses)))
+            with cx.b.block(), cx.b.failing_to(failed, cx.fresh("done")):
+                rows.deal(cx.b, call("omp_get_thread_num"), call("omp_get_num_threads"))
+                yield replace(atomic, dealt=True)
+            cx.b.fail(Var(failed), Var(failed))
         return
     failed = cx.fresh("failed")
     with cx.b.block():
@@ -199,7 +213,7 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
             with thread_temporaries([cx.plan.targets[n] for n in threaded], failed, cx.fresh("allocated"), cx.b):
                 with cx.b.if_(cx.b.agreed(failed, cx.fresh("ready"))), cx.b.failing_to(failed, cx.fresh("done")):
                     _shared_loop(cx.b, rows, schedule, ())
-                    yield atomic
+                    yield replace(atomic, dealt=rows is not None)
                 if copied:
                     cx.b.pragma(OmpCritical())
                     with cx.b.block():
@@ -210,6 +224,13 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
         for name in copied:
             cx.b.expr(call("free", Var(_copies(name))))
         cx.b.fail(Var(failed), Var(failed))
+
+
+def _loads_checked(cx: Lowering, stmt: Forall) -> bool:
+    """Whether the loop, or one inside it, loads coordinates the kernel checks (`Types.checked`)."""
+    inside = {node.index for node in walk(stmt) if isinstance(node, Forall)}
+    return any(level.checked and index in inside for read in accesses(stmt) for level, index in
+               zip(cx.plan.read_levels(read), read.level_indices))
 
 
 def _shared_loop(b: CBuilder, rows: RowSplit | None, schedule: Schedule, clauses: tuple) -> None:
@@ -256,10 +277,13 @@ def temporaries_inside(stmt: Forall) -> tuple[str, ...]:
 
 
 @contextmanager
-def iteration(cx: Lowering, stmt: Forall) -> Iterator[None]:
+def iteration(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[None]:
     """The body of a loop's iteration; a failure in a parallel one skips to its end (no code may leave
-    an OpenMP region), the region's flag raised."""
-    if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or cx.b.failure_flag is None:
+    an OpenMP region, nor a worksharing loop), the region's flag raised. A thread running rows of its own
+    (`Scope.dealt`) leaves them for the region's end instead: a loop whose step is in its body (a run's end
+    in COO) would otherwise never end."""
+    if stmt.parallel is None or stmt.parallel.unit is not ParallelUnit.CPU_THREAD or cx.b.failure_flag is None \
+            or scope.dealt:
         yield
         return
     with cx.b.failing_to(cx.b.failure_flag, cx.fresh(names.generated(cx.plan.phase.value, "next"))):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..codegen.c_ast import Expr, Literal, as_expr, lt, ternary
+from ..errors import ScheduleError
 from ..format.level import Level
 
 
@@ -45,6 +46,7 @@ class ReadLevel(ABC):
     unique: bool
     descending: bool = False  # siblings decrease
     steppable: bool = True  # False: a view whose levels are only located (keyed.py)
+    checked: bool = False  # its coordinates are compared with `dim` where loaded (`Types.checked`)
 
     @abstractmethod
     def range(self, parent: Position) -> tuple[Expr, Expr]:
@@ -56,6 +58,19 @@ class ReadLevel(ABC):
 
     def vacant(self, q: Expr) -> Expr | None:
         return None
+
+    def indexed_by(self, what: str) -> None:
+        """Refuse to index `what` by this level's coordinates where the kernel has not compared them."""
+        if self.checked:
+            raise ScheduleError(f"Expected coordinates checked before they index {what}, but this level's are "
+                                f"checked only where loops load them")
+
+    def searched(self, what: str) -> None:
+        """Refuse to search this level's coordinates by their order (`what`: a merge, gallop or binary find)
+        where the kernel has not checked the order: a check reaches only the runs loops load."""
+        if self.checked and self.ordered:
+            raise ScheduleError(f"Expected coordinates checked before {what} searches them by their order, but "
+                                f"this level's are checked only where loops load them")
 
     def base(self, parent: Position) -> tuple[str, Expr] | None:
         """(name, value) of the variable a segment below `parent` declares for `coordinate` to read, if
@@ -81,6 +96,10 @@ class TensorLevel(ReadLevel):
     #: a non-unique unordered level above (unsorted COO's rows): the entries sharing a prefix here are
     #: not all neighbours, and those that are come in no order, whatever this level promises
     unsorted: bool = False
+    #: coordinates no one has checked: `load` compares each with `dim` (unsigned, so a negative one counts
+    #: as too large) and fails the call on one out of range; a lowering that would index with them
+    #: elsewhere (`indexed_by`) refuses, so the caller checks them first
+    checked: bool = False
 
     @property
     def full(self) -> bool:

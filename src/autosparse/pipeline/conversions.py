@@ -22,8 +22,10 @@ Tensor whose arrays its caller can still change) is not converted where the kern
 `coordinates_as_stored` gives it in its own storage, scipy's arrays without a copy, and the kernel computes
 with it in that format wherever the result is dense and linear in it (`linear_in`), so coordinates in any
 order, repeated ones included, add up to what the summed matrix gives (`pipeline.kernel`). A scipy
-matrix's coordinates are checked on every call (its owner may change them) in one native pass, which also
-finds whether its rows are in order (`coo`: threads split it at rows, and it merges) or not (`u~q`).
+matrix's coordinates are checked on every call (its owner may change them): by a kernel that takes its
+rows as in order (`coo`: threads split it at rows, and it merges) and checks the ranges and that order where
+it loads them (`Types.checked`); else, where they were not in order, in one native pass, which also finds
+whether they are now (`coo`) or not (`u~q`).
 """
 
 from __future__ import annotations
@@ -92,18 +94,19 @@ def ordered_where_merged(formats: Mapping[str, "Format | Layout"], result: str,
     return ordered
 
 
-def coordinates_as_stored(value, fmt: Format) -> Tensor | None:
+def coordinates_as_stored(value, fmt: Format, checked_by_kernel: bool = False) -> Tensor | None:
     """A matrix stored as coordinates, given to a kernel computing in another `fmt`, as a Tensor in its own
     storage where reading it so costs less than converting it: a scipy coo matrix (its arrays, converted
     on every call otherwise) or a coordinate Tensor that keeps no conversion. None for anything else: a
     Tensor that keeps its conversion pays it once, after which the compressed copy is the cheaper to read
-    (no row per entry)."""
+    (no row per entry). A scipy matrix for a kernel that checks its coordinates and its rows' order where
+    it reads them (`checked_by_kernel`) comes as `coo`, its arrays unread."""
     stored = _stored_format(value)
     if stored is None or stored == fmt or stored not in _COORDINATES:
         return None
     if isinstance(value, Tensor):
         return None if value.keeps_conversions else value
-    return _coordinates(value, rows_in_order_as_coo=True)
+    return _coordinates(value, rows_in_order_as_coo=True, checked_by_kernel=checked_by_kernel)
 
 
 def linear_in(expr, name: str) -> bool:
@@ -167,19 +170,21 @@ def _as_stored(value) -> Tensor | None:
     return _coordinates(value, rows_in_order_as_coo=False) if value.format == "coo" else Tensor.from_scipy(value)
 
 
-def _coordinates(matrix, rows_in_order_as_coo: bool) -> Tensor | None:
+def _coordinates(matrix, rows_in_order_as_coo: bool, checked_by_kernel: bool = False) -> Tensor | None:
     """A scipy coo matrix's arrays as a coordinate tensor, without a copy, once checked (dtypes, lengths,
     and in C each coordinate's range and the rows' order: `checked_coordinates`), as unsorted `u~q`; or,
     for a kernel that reads it linearly (`rows_in_order_as_coo`), as `coo` where its rows are in order,
     so that threads split it at rows without races. Its columns may still come in any order and repeat,
-    which such a kernel does not mind, but a conversion would: it is given `u~q`. None when anything is
+    which such a kernel does not mind, but a conversion would: it is given `u~q`. For a kernel that
+    compares each coordinate with its extent and each row with the one before it where it reads them
+    (`checked_by_kernel`), neither is read here: `coo`, the rows taken as in order. None when anything is
     off (the general path then reports it)."""
     row, col, data = (np.asarray(a) for a in (matrix.row, matrix.col, matrix.data))
     if row.dtype != col.dtype or row.dtype not in INDEX_DTYPES or promote_value_dtype(data.dtype) != data.dtype \
             or not row.ndim == col.ndim == data.ndim == 1 or not len(row) == len(col) == len(data):
         return None
     row, col = st.read_only(row), st.read_only(col)
-    in_order = checked_coordinates(matrix.shape, row, col)
+    in_order = checked_by_kernel or checked_coordinates(matrix.shape, row, col)
     if in_order is None:
         return None
     levels = ({"pos": np.array([0, len(row)], dtype=row.dtype), "crd": row}, {"crd": col})

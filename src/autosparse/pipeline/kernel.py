@@ -18,7 +18,7 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 from __future__ import annotations
 
 from math import prod
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..cin import Stmt, tensors
 from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
 from ..config import check_allocation, checked_thread_count, memory_limit, num_threads as default_threads
-from ..errors import AutosparseError, MemoryLimitError, ScheduleError
+from ..errors import AutosparseError, CoordinateError, MemoryLimitError, OrderError, ScheduleError
 from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
 from ..lower.kernel import generate
@@ -92,6 +92,9 @@ class Kernel:
         self._given = given
         self._reads_as_stored = schedule is None and not self._diagonals and self._dense_result
         self._as_stored_kernels: dict[tuple, Kernel | None] = {}
+        self._checked: frozenset[str] = frozenset()  # operands whose coordinates the C checks (`Types.checked`)
+        # a hint: the last call's scipy COO rows were out of order, so the next starts with the pass (`_as_stored`)
+        self._rows_out_of_order = False
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
         self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
@@ -168,12 +171,13 @@ class Kernel:
 
     def _threads_for(self, operands) -> int:
         """The threads the default schedule runs this call on: one for an instrumented kernel (its counters
-        are shared: counting stays sequential), else one unless the operands hold the work."""
+        are shared: counting stays sequential), else one unless the operands hold the work (a scipy matrix
+        its stored entries, a number one)."""
         if self.instrument:
             return 1
         if not self._sized_threads:
             return self.num_threads
-        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else value.size
+        return self._threads_for_work(sum(value.nnz if type(value) is Tensor else getattr(value, "size", 1)
                                           for value in operands.values()))
 
     def _threads_for_work(self, work: int) -> int:
@@ -182,7 +186,7 @@ class Kernel:
 
     def _default_types(self) -> Types:
         names = [n for n, v in tensors(self._cin).items() if not v.temporary]
-        return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names})
+        return Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names}, self._checked)
 
     def _specialise(self, cin: Stmt, types: Types):
         return specialise(cin, types, self.instrument, self.num_threads)
@@ -261,10 +265,14 @@ class Kernel:
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
-        as_stored = self._as_stored(operands)
-        if as_stored is not None:
-            kernel, operands = as_stored
-            outcome = kernel._run(operands)
+        for kernel, stored in self._as_stored(operands):
+            try:
+                outcome = kernel._run(stored)
+            except OrderError:  # rows taken as in order were not: the next reading finds their order first
+                self._rows_out_of_order = True
+                continue
+            except CoordinateError:  # found where the kernel read it: the general path names the entry
+                break
             self._bound.last, self.counts, self._chosen = kernel._bound.last, kernel.counts, kernel._chosen
             return outcome
         formats = self.formats
@@ -289,38 +297,69 @@ class Kernel:
         result, self.counts = outcome
         return bound, result
 
-    def _as_stored(self, operands) -> "tuple[Kernel, dict] | None":
-        """The kernel computing with the call's coordinate operands in their own formats, and the operands
-        for it, where that costs less than converting them (`coordinates_as_stored`: each conversion would
+    def _as_stored(self, operands) -> Iterator[tuple["Kernel", dict]]:
+        """The kernels computing with the call's coordinate operands in their own formats, and the operands
+        for them, where that costs less than converting them (`coordinates_as_stored`: each conversion would
         be paid on every call, and costs more than a product reading the coordinates, as scipy's `coo @ x`
-        does). Only under the default schedule (a given one names its formats' strategies) and for a dense
-        result that is linear in each (`linear_in`), written by adding each entry's term, so their order and
-        repeated coordinates do not matter; the kernel, built once per formats, must lower without
-        converting them (it refuses to merge unordered levels: `y = A x + z` converts a scipy matrix whose
-        rows come out of order, and reads one whose rows are in order as `coo`). None: convert."""
+        does), in the order to try them: the caller runs the next where one finds the rows it took as in
+        order are not (OrderError). Only under the default schedule (a given one names its formats'
+        strategies) and for a dense result that is linear in each (`linear_in`), written by adding each
+        entry's term, so their order and repeated coordinates do not matter; each kernel, built once per
+        formats, must lower without converting them (it refuses to merge unordered levels: `y = A x + z`
+        converts a scipy matrix whose rows come out of order). None: convert.
+
+        A scipy matrix is read first as `coo`, its rows taken as in order (as `coo_matrix(csr)` and most
+        files give them), by a kernel that checks each coordinate's range and each run's order where it
+        loads them: one read of its arrays, not two, on one thread as on several (whose threads split it
+        where one run of a row ends). Rows out of order fail that call (ReturnCode.OUT_OF_ORDER, its result
+        dropped), and the next reading runs the pass (`checked_coordinates`: the ranges, and the rows' order,
+        which picks `coo` or sequential `u~q`) and then the unchecked kernel: checking in the kernel costs
+        more than the pass where nearly every entry starts a run. A failure is remembered
+        (`_rows_out_of_order`): later calls start with the pass until it finds the rows in order again. The
+        hint is only ever a cost: each call's reading is checked on that call's own arrays. The pass comes
+        first too where the checked kernel does not lower (one that would index by the coordinates
+        elsewhere: `indexed_by`)."""
         if not self._reads_as_stored:
-            return None
+            return
+        reading = None if self._rows_out_of_order else self._reading_as_stored(operands, checked=True)
+        if reading is not None:
+            yield reading
+        reading = self._reading_as_stored(operands, checked=False)
+        if reading is not None:
+            yield reading
+
+    def _reading_as_stored(self, operands, checked: bool) -> "tuple[Kernel, dict] | None":
+        """`_as_stored`'s kernel and operands, a scipy matrix's coordinates and rows' order checked by the
+        kernel (`checked`), or by the pass before it, which notes on this Kernel whether the rows were in
+        order (`_rows_out_of_order`)."""
         stored = {}
         for name, value in operands.items():
-            tensor = coordinates_as_stored(value, self.formats[name])
+            tensor = coordinates_as_stored(value, self.formats[name], checked)
             if tensor is not None and linear_in(self.assignment.rhs, name):
                 stored[name] = tensor
+        scipy_operands = [name for name in stored if not isinstance(operands[name], Tensor)]
+        if not checked and scipy_operands:
+            self._rows_out_of_order = not all(stored[name].format.levels[0].properties.ordered
+                                              for name in scipy_operands)
         if not stored:
             return None
-        key = tuple((name, tensor.format) for name, tensor in stored.items())
+        key = (tuple((name, tensor.format) for name, tensor in stored.items()),
+               frozenset(scipy_operands) if checked else frozenset())
         if key not in self._as_stored_kernels:
-            self._as_stored_kernels[key] = self._computing_in(dict(key))
+            self._as_stored_kernels[key] = self._computing_in(dict(key[0]), key[1])
         kernel = self._as_stored_kernels[key]
         return None if kernel is None else (kernel, {**operands, **stored})
 
-    def _computing_in(self, stored: Mapping[str, Format]) -> "Kernel | None":
+    def _computing_in(self, stored: Mapping[str, Format], checked: frozenset[str]) -> "Kernel | None":
         """This kernel computing with the operands in `stored` in those formats (the result's format and the
-        rest as given), or None where it does not lower so or would convert them after all."""
+        rest as given), comparing the coordinates of those `checked` with their extents, or None where it
+        does not lower so or would convert them after all."""
         result = self.assignment.lhs.tensor
         formats = {**self._given, **stored, result: self.result_format}
-        if not _lowers(self.assignment, formats, self.temporary_formats, None, result):
+        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked, self.num_threads):
             return None
         kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
+        kernel._checked = checked
         return None if any(name in kernel.conversions for name in stored) else kernel
 
     def _check_dense_result(self, extents, value_dtype: np.dtype) -> None:
@@ -355,19 +394,24 @@ class Kernel:
             cin = cin or (self._scheduled(extents, threads) if self._per_call else self._cin)
             result = self.assignment.lhs.tensor
             types = Types({**{n: t.dtype for n, t in tensors_in.items()}, result: value_dtype},
-                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype})
+                          {**{n: t.index_dtype for n, t in tensors_in.items()}, result: index_dtype}, self._checked)
             call = self._calls[key] = KernelCall(self._specialise(cin, types), types, self.formats[result])
         return call
 
 
-def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str) -> bool:
-    """Whether a kernel computing in `formats` lowers (sequentially, for float64 and int32): asked only
-    of kernels reading an unordered operand, whose lowering refuses to merge it."""
+def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str,
+            checked: frozenset[str] = frozenset(), threads: int = 1) -> bool:
+    """Whether a kernel computing in `formats` (and checking the coordinates of those `checked`) lowers
+    (on `threads`, for float64 and int32): asked only of kernels reading an unordered operand, whose
+    lowering refuses to merge it, or an unchecked one, which it refuses to index by or search but where
+    loaded, and on threads reads only in loops that deal each thread its rows."""
     formats = {**formats, result: assembly_format(formats[result])}
     try:
-        cin = scheduled(assignment, formats, temporary_formats, schedule, {}, 1)
-        names = [n for n, v in tensors(cin).items() if not v.temporary]
-        generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names}))
+        for run_on in sorted({1, threads}):
+            cin = scheduled(assignment, formats, temporary_formats, schedule, {}, run_on)
+            names = [n for n, v in tensors(cin).items() if not v.temporary]
+            generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names},
+                                checked), num_threads=run_on)
     except ScheduleError:
         return False
     return True

@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..cin.provenance import Bound
-from ..errors import FormatError
+from ..errors import CoordinateError, FormatError, OrderError
 from ..notation.ast import IndexVar
 
 #: The name of the one function every kernel's shared object exports.
@@ -38,6 +38,8 @@ class ReturnCode(enum.IntEnum):
     OUT_OF_MEMORY = 1
     INDEX_OVERFLOW = 2  # a position outgrew the result's index type
     DUPLICATE = 3  # an operand found by hashing its whole coordinates holds one twice
+    COORDINATE_OUT = 4  # a coordinate the kernel checks (`Types.checked`) is negative or past its extent
+    OUT_OF_ORDER = 5  # a run of coordinates the kernel checks comes after a larger one (`Types.checked`)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class Types:
 
     values: Mapping[str, np.dtype]
     indices: Mapping[str, np.dtype]
+    #: operands whose coordinates no one has checked (a scipy coo_matrix's arrays, which its owner may
+    #: change between calls): the kernel compares each with its extent where it reads it, and where their
+    #: format promises increasing runs (sorted COO's rows), each run's first with the entry before it
+    checked: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,10 @@ class KernelSource:
     workspaces: tuple[WorkspaceSize, ...]
     bounds: tuple[Bound, ...]  # the extents the schedule promised (`bound`), which the kernel relies on
     openmp: bool = False  # whether a loop is parallel (built with -fopenmp)
-    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes an entry)
+    bitmaps: tuple[IndexVar, ...] = ()  # the dimension of each co-iteration bitmap (8 bytes and a bit an entry)
     hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
     zeroes_result: bool = False  # whether the kernel zeroes each row of its dense result (the caller need not)
+    checked: tuple[str, ...] = ()  # the operands whose coordinates it checks (`Types.checked`)
 
 
 def raise_failure(code: int, source: KernelSource) -> None:
@@ -96,5 +103,11 @@ def raise_failure(code: int, source: KernelSource) -> None:
         raise FormatError(f"Expected each coordinate once in {' or '.join(source.hashed)}, which the kernel finds "
                           f"by hashing whole coordinates, but one is stored twice: sum duplicates first "
                           f"(Tensor.from_coo does)")
+    if code == ReturnCode.COORDINATE_OUT:
+        raise CoordinateError(f"Expected every coordinate of {' and '.join(source.checked)} within its shape, but "
+                              f"one is negative or past its extent")
+    if code == ReturnCode.OUT_OF_ORDER:
+        raise OrderError(f"Expected the coordinates of {' and '.join(source.checked)} in increasing runs, as the "
+                         f"kernel read them, but one run comes after a larger one")
     if code not in (ReturnCode.OK, ReturnCode.INDEX_OVERFLOW):
         raise RuntimeError(f"the kernel for {source.result} returned {code}, which no ReturnCode names")

@@ -70,7 +70,8 @@ class KernelCall:
             check_allocation(prod(extents[i] for i in workspace.indices) * workspace.bytes_per_entry,
                              f"the dense workspace {workspace.name}({','.join(map(str, workspace.indices))})")
         for index in source.bitmaps:
-            check_allocation((extents[index] + 1) * 8, f"the co-iteration bitmap over {index}")
+            check_allocation((extents[index] + 1) * 8 + (extents[index] // 64 + 1) * 8,
+                             f"the co-iteration bitmap over {index}")
         shape = tuple(extents[i] for i in source.result_indices)
         if not source.assembled:
             check_allocation(prod(shape) * self.value_dtype.itemsize,

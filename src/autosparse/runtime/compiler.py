@@ -29,6 +29,9 @@ from .cache import remember_version, remembered_version
 
 #: -fwrapv: int64 values wrap on overflow, as numpy's int64 arrays do, where C would leave it undefined.
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fwrapv")
+#: Floating-point contraction (`config.fp_contract`), named either way: `-std=c11` turns it off in gcc,
+#: but clang contracts within a statement unless told `off`. An explicit flag wins over `-std`'s default.
+CONTRACT_FLAGS = {True: "-ffp-contract=fast", False: "-ffp-contract=off"}
 OPENMP_FLAGS = ("-fopenmp",)
 SANITIZER_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 LIBRARIES = ("-lm",)
@@ -48,8 +51,8 @@ class Compiler:
     version: str
 
 
-def compile_flags(openmp: bool, sanitize: bool) -> tuple[str, ...]:
-    return FLAGS + (OPENMP_FLAGS if openmp else ()) + (SANITIZER_FLAGS if sanitize else ())
+def compile_flags(openmp: bool, sanitize: bool, contract: bool) -> tuple[str, ...]:
+    return (*FLAGS, CONTRACT_FLAGS[contract], *(OPENMP_FLAGS if openmp else ()), *(SANITIZER_FLAGS if sanitize else ()))
 
 
 def sanitizer_runtime_problem(compiler: Compiler) -> str | None:

@@ -21,7 +21,7 @@ import os
 import warnings
 from pathlib import Path
 
-from ..config import prepare_openmp, sanitize
+from ..config import fp_contract, prepare_openmp, sanitize
 from ..errors import CacheWarning, CompileError
 from .cache import (PRIVATE_PROGRAM_MODE, Entry, cache_dir, check_entry, create_private, directory_problem, evict,
                     fallback_directory, record_checksum, temporary_path, touch)
@@ -36,11 +36,12 @@ _UNCACHED = ": kernels are compiled in a private temporary directory instead, an
 
 
 def load_library(source: str, *, openmp: bool = False) -> ctypes.CDLL:
-    """The shared object built from C `source` (with `-fopenmp` if `openmp`, and the sanitizers if
-    $AUTOSPARSE_SANITIZE is set); `CompileError` if it won't build or load."""
+    """The shared object built from C `source` (with `-fopenmp` if `openmp`, the sanitizers if
+    $AUTOSPARSE_SANITIZE is set, and contraction as `fp_contract` says); `CompileError` if it won't build
+    or load."""
     if openmp:
         prepare_openmp()
-    directory, flags = cache_dir(), compile_flags(openmp, sanitize())
+    directory, flags = cache_dir(), compile_flags(openmp, sanitize(), fp_contract())
     memo_key = (source, flags, os.environ.get("CC", ""), directory)
     library = _loaded.get(memo_key)
     if library is None:
