@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import autosparse as asp
 from autosparse.codegen import names
+from autosparse.notation.operators import FUNCTIONS, REDUCTIONS
 
 #: What the generator emits, today and before the namespaces were split (TACO's spelling included).
 GENERATED = """
@@ -37,8 +38,9 @@ LIBRARY = """
     omp_get_thread_num omp_get_max_threads __GNUC__ __GNUC _GNU_SOURCE _DEFAULT_SOURCE __x86_64__ bool true
     false self
 """.split()
-#: The notation's own word for a reduction's scope, which no tensor can take.
-NOT_NAMES = {"sum"}
+#: The notation's own words, for reductions (`sum(j, e)`, `min(j, e)`) and functions (`exp(e)`), which no
+#: tensor on the right can take (test_notation_functions checks the error that says so).
+NOT_NAMES = set(REDUCTIONS) | set(FUNCTIONS)
 
 POOL = sorted(set(GENERATED + C_KEYWORDS + LIBRARY) - NOT_NAMES)
 IDENTIFIERS = st.from_regex(re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,7}", re.ASCII), fullmatch=True).filter(
