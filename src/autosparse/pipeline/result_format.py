@@ -42,6 +42,17 @@ the result's own index order.
     CSR + CSC -> dcsr    CSR × CSC -> ds~     COO × COO -> ss~       sss tensor × c(k) over k -> ss
     ds~ + CSR -> ds~     ds~ * CSR -> csr (element-wise)     2 * ds~ -> ds~
     SpMV over CSR or CSC -> dense, over DCSR or COO -> "s"       A(i,j) * B(i,j), B dense -> A's format
+
+Other operators read their algebra (`notation.fills`) from the operands' fills (0 where not given): the
+`role` of an absent child decides. Where some child ANNIHILATES (its fill decides the node: `*` over 0,
+`A(i,j) + x(j)` over +inf, a mask `pattern(M)`), the node is an intersection, bounded by those children;
+otherwise a union (`+` over 0, `maximum(A, B)` over 0). A node with one child that reads operands (`-A`,
+`2 * A`, `A + 1`, `exp(A)`) keeps that child's pattern only where it keeps its fill (`2 * A`, `-A`), and
+is dense where it moves it (`A + 1`, `exp(A)` over 0: its value where A is absent is no longer A's fill);
+`pattern(M)` reads no value and keeps M's pattern whatever M's fill. A reduction projects the pattern only
+where its body's fill is the reduction's identity (`sum` over 0, `min` over +inf); over any other fill
+every slice reduces to a value, and the result is dense. The result's fill is its right-hand side's
+(`notation.fills.result_fill`): a min-plus SpMV over DCSR with +inf fills is sparse with fill +inf.
 """
 
 from __future__ import annotations
@@ -53,9 +64,12 @@ from typing import Mapping
 
 from ..format import Capability, Compressed, Dense, Format, Layout, Level
 from ..format.spec import as_format
+from ..errors import ScheduleError
 from ..notation import Assignment, accesses
 from ..notation import ast as notation
-from ..notation.ast import IndexVar
+from ..notation.ast import IndexVar, operator_of, reduction_of
+from ..notation.fills import Role, fill_of, role
+from ..notation.operators import Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,31 +88,36 @@ class _Mode:
 _UNBOUNDED = _Mode(False, None)
 
 
-def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
-    """The result's format by the rule of the module docstring (`formats` holds every operand's)."""
+def inferred_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
+                           fills: Mapping[str, Value] | None = None) -> Format:
+    """The result's format by the rule of the module docstring (`formats` holds every operand's; `fills`
+    the operands' fills, 0 where not given)."""
     names = {a.tensor for a in accesses(assignment.rhs)}
-    return _inferred(assignment, tuple(sorted((n, f) for n, f in formats.items() if n in names)))
+    fills = {} if fills is None else fills
+    return _inferred(assignment, tuple(sorted((n, f) for n, f in formats.items() if n in names)),
+                     tuple(sorted((n, f) for n, f in fills.items() if n in names and f != 0)))
 
 
 @functools.lru_cache(maxsize=1024)  # `evaluate` infers on every call: the walk is paid once per case
-def _inferred(assignment: Assignment, operand_formats: tuple) -> Format:
+def _inferred(assignment: Assignment, operand_formats: tuple, operand_fills: tuple) -> Format:
     formats = {name: in_increasing_order(fmt) for name, fmt in operand_formats}
     order = len(assignment.lhs.indices)
     reads = [formats[a.tensor] for a in accesses(assignment.rhs)]
     if any(isinstance(fmt, Layout) or not _in_increasing_order(fmt) for fmt in reads):
         return as_format("dense", order)
-    modes = _result_modes(assignment, dict(operand_formats))
+    modes = _result_modes(assignment, dict(operand_formats), dict(operand_fills))
     bounded = all(modes.get(index, _UNBOUNDED).bounded for index in assignment.lhs.indices)
     if not order or not bounded:
         return as_format("dense", order)
     fmt = _built(assignment, formats, modes)
-    return sparse_result_format(assignment, formats) if fmt.is_dense and order > 1 else fmt
+    return sparse_result_format(assignment, formats, dict(operand_fills)) if fmt.is_dense and order > 1 else fmt
 
 
-def sparse_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> Format:
+def sparse_result_format(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
+                         fills: Mapping[str, Value] | None = None) -> Format:
     """The format the rule builds for the result, its last level compressed where the rule makes every
     level dense: the sparse format to suggest in place of a dense result too large for memory."""
-    fmt = _built(assignment, formats, _result_modes(assignment, formats))
+    fmt = _built(assignment, formats, _result_modes(assignment, formats, {} if fills is None else fills))
     if not fmt.is_dense:
         return fmt
     return Format((*fmt.levels[:-1], Compressed()), mode_order=fmt.mode_order)
@@ -116,9 +135,14 @@ def _built(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
     return Format(tuple(levels), mode_order=tuple(assignment.lhs.indices.index(index) for index in indices))
 
 
-def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
-    """The pattern of the right-hand side over the result's indices, its implicit reductions projected."""
-    return _projected(_modes(assignment.rhs, formats), set(assignment.lhs.indices), assignment.rhs, formats)
+def _result_modes(assignment: Assignment, formats: Mapping[str, "Format | Layout"],
+                  fills: Mapping[str, Value]) -> dict[IndexVar, _Mode]:
+    """The pattern of the right-hand side over the result's indices, its implicit reductions (sums)
+    projected where its fill is 0."""
+    modes, kept = _modes(assignment.rhs, formats, fills), set(assignment.lhs.indices)
+    if assignment.reduction_indices and not _same(_fill(assignment.rhs, fills), 0):
+        return {index: _UNBOUNDED for index in modes if index in kept}
+    return _projected(modes, kept, assignment.rhs, formats)
 
 
 def _projected(modes: Mapping[IndexVar, _Mode], kept: set[IndexVar], expr,
@@ -135,21 +159,49 @@ def _is_sparse(fmt: "Format | Layout") -> bool:
     return isinstance(fmt, Format) and not fmt.is_dense
 
 
-def _modes(expr, formats: Mapping[str, "Format | Layout"]) -> dict[IndexVar, _Mode]:
-    """The pattern of `expr` over each of its free indices (its scoped sums projected)."""
+def _modes(expr, formats: Mapping[str, "Format | Layout"], fills: Mapping[str, Value]) -> dict[IndexVar, _Mode]:
+    """The pattern of `expr` over each of its free indices (its scoped reductions projected)."""
     if isinstance(expr, notation.Access):
         return _access_modes(expr, formats[expr.tensor])
     if isinstance(expr, notation.Literal):
         return {}
-    if isinstance(expr, notation.Neg):
-        return _modes(expr.operand, formats)
-    if isinstance(expr, notation.Sum):
-        body = _modes(expr.body, formats)
-        return _projected(body, set(body) - {expr.index}, expr.body, formats)
-    left, right = _modes(expr.left, formats), _modes(expr.right, formats)
-    combine = _union if isinstance(expr, (notation.Add, notation.Sub)) else _intersection
-    return {index: combine(left.get(index, _UNBOUNDED), right.get(index, _UNBOUNDED))
-            for index in dict.fromkeys((*left, *right))}
+    children = expr.children()
+    modes = [_modes(child, formats, fills) for child in children]
+    reduction = reduction_of(expr)
+    if reduction is not None:
+        body, fill = modes[0], _fill(children[0], fills)
+        if fill is None or not reduction.is_identity(fill):
+            return {index: _UNBOUNDED for index in body if index != expr.index}
+        return _projected(body, set(body) - {expr.index}, children[0], formats)
+    reading = [k for k, child in enumerate(children) if accesses(child)]
+    if len(reading) == 1:
+        kept = not operator_of(expr).reads_values or _same(_fill(expr, fills), _fill(children[reading[0]], fills))
+        return {index: mode if kept else _UNBOUNDED for index, mode in modes[reading[0]].items()}
+    bounding = [k for k in reading if role(expr, k, fills) is Role.ANNIHILATES]
+    indices = dict.fromkeys(index for child in modes for index in child)
+    if not bounding:
+        return {index: functools.reduce(_union, (child.get(index, _UNBOUNDED) for child in modes))
+                for index in indices}
+    return {index: _bounded_by(functools.reduce(_intersection, (child.get(index, _UNBOUNDED) for child in modes)),
+                               any(modes[k].get(index, _UNBOUNDED).bounded for k in bounding))
+            for index in indices}
+
+
+def _bounded_by(mode: _Mode, bounded: bool) -> _Mode:
+    """An intersection's mode, bounded only by its annihilating children (a quotient by its dividend)."""
+    return mode if mode.bounded == bounded else _Mode(bounded, mode.level, mode.above, mode.gathered, mode.unordered)
+
+
+def _fill(expr, fills: Mapping[str, Value]) -> Value | None:
+    """`expr`'s fill, or None where it has none (a sum over a fill that is not 0)."""
+    try:
+        return fill_of(expr, fills)
+    except ScheduleError:
+        return None
+
+
+def _same(fill: Value | None, other: Value | None) -> bool:
+    return fill is not None and other is not None and bool(fill == other)
 
 
 def _access_modes(access: notation.Access, fmt: "Format | Layout") -> dict[IndexVar, _Mode]:

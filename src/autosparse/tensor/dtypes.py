@@ -48,3 +48,27 @@ def check_index_dtype(dtype: np.dtype | type | None) -> np.dtype | None:
 def index_dtype_for(bound: int) -> np.dtype:
     """The narrowest supported index dtype that holds values up to `bound`."""
     return INDEX_DTYPES[0] if bound <= INT32_MAX else INDEX_DTYPES[1]
+
+
+def check_fill(fill, dtype: np.dtype):
+    """`fill` as a scalar of `dtype`: the value of every entry a tensor does not store. Refused (FormatError)
+    unless it is one real or complex scalar that `dtype` holds exactly (2.5 is no int64 fill, inf only a
+    float one), and never NaN: a fill is compared with ==, by `prune`, `from_numpy` and the operators' laws
+    (notation/operators.py), and NaN equals nothing, not even the entries it stands for."""
+    dtype = np.dtype(dtype)
+    value = np.asarray(fill)
+    if value.ndim or value.dtype.kind not in "biufc":
+        raise FormatError(f"Expected a fill that is one number (of at most 64 bits), but found {fill!r:.80}")
+    if np.isnan(value):
+        raise FormatError("Expected a fill that is not NaN (a fill is compared with ==, and NaN equals nothing): "
+                          "store NaN entries explicitly in a tensor of another fill")
+    if np.isinf(value) and dtype.kind != "f":
+        raise FormatError(f"Expected a finite fill for values of dtype {dtype} (inf only fills float tensors), "
+                          f"but found {fill!r}")
+    if value.dtype.kind == "c" and dtype.kind != "c":
+        raise FormatError(f"Expected a real fill for values of dtype {dtype}, but found {fill!r}")
+    with np.errstate(all="ignore"):
+        cast = value.astype(dtype)
+    if cast != value:
+        raise FormatError(f"Expected a fill that dtype {dtype} holds exactly, but found {fill!r}")
+    return cast[()]

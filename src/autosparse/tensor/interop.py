@@ -184,6 +184,11 @@ _UNSORTED = {"csr": Format("ds~"), "csc": Format("d1s0~")}
 def to_scipy(tensor: Tensor):
     import scipy.sparse as sp
 
+    if tensor.fill != 0:
+        raise FormatError(f"Expected a tensor of fill 0 for scipy.sparse, whose absent entries are zeros, but "
+                          f"found fill {tensor.fill} in {tensor!r}: use to_numpy(), or to_pydata() (which keeps "
+                          f"the fill)")
+
     if tensor.order == 1:
         coords, values = tensor.to_coo()
         return sp.coo_array((values, (coords[0],)), shape=tensor.shape)
@@ -218,5 +223,5 @@ def to_pydata(tensor: Tensor, kind: str):
     coords, values = tensor.to_coo()
     unique = all(level.properties.unique for level in tensor.format.levels)
     coo = sparse.COO(coords, values, shape=tensor.shape, has_duplicates=not unique, sorted=False,
-                     fill_value=values.dtype.type(0))
+                     fill_value=tensor.fill)
     return coo if kind == "coo" else coo.asformat("gcxs")

@@ -37,21 +37,23 @@ def cut(tensor: Tensor, mode: int, begin: int, end: int) -> Tensor:
         kept = (coords[mode] >= begin) & (coords[mode] < end)
         coords = coords[:, kept].astype(np.int64)
         coords[mode] -= begin
-        return Tensor._from_entries(tuple(coords), values[kept], shape, fmt, tensor.index_dtype)
+        return Tensor._from_entries(tuple(coords), values[kept], shape, fmt, tensor.index_dtype, tensor.fill)
     levels, a, b = [], begin, end
     for depth, (level, arrays, dim) in enumerate(zip(fmt.levels, tensor.levels, st.level_dims(fmt, tensor.shape))):
         piece, a, b = level.cut(arrays, a, b, dim, root=depth == 0)
         levels.append(piece)
-    return Tensor._trusted(shape, fmt, st.Storage(tuple(levels), tensor.vals[a:b]))
+    return Tensor._trusted(shape, fmt, st.Storage(tuple(levels), tensor.vals[a:b]), tensor.fill)
 
 
 def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
-    """The tensors one after another along `mode` (the inverse of `cut`): equal formats, and equal
+    """The tensors one after another along `mode` (the inverse of `cut`): equal formats and fills, and equal
     extents in every other mode."""
     if not tensors:
         raise ShapeError("Expected at least one tensor to join")
-    fmt, shape = tensors[0].format, list(tensors[0].shape)
+    fmt, shape, fill = tensors[0].format, list(tensors[0].shape), tensors[0].fill
     for t in tensors[1:]:
+        if t.fill != fill:
+            raise ShapeError(f"Expected tensors of one fill to join, but found fills {fill} and {t.fill}")
         if t.format != fmt or any(n != m for k, (n, m) in enumerate(zip(t.shape, shape)) if k != mode):
             raise ShapeError(f"Expected tensors of format {fmt} and shape {tuple(shape)} but for mode {mode} "
                              f"to join, but found {t.format} and {t.shape}")
@@ -59,20 +61,20 @@ def join(tensors: Sequence[Tensor], mode: int) -> Tensor:
     starts = np.cumsum([0, *(t.shape[mode] for t in tensors)])
     if fmt.is_dense:
         dense = np.concatenate([t.to_numpy() for t in tensors], axis=mode)
-        return Tensor.from_numpy(dense, fmt)
+        return Tensor.from_numpy(dense, fmt, fill=fill)
     if not _runs_are_ranges(fmt, mode):
         parts = [t.to_coo() for t in tensors]
         coords = np.concatenate([c.astype(np.int64) for c, _ in parts], axis=1)
         coords[mode] += np.repeat(starts[:-1], [len(v) for _, v in parts])
         values = np.concatenate([v for _, v in parts])
-        return Tensor._from_entries(tuple(coords), values, shape, fmt)
+        return Tensor._from_entries(tuple(coords), values, shape, fmt, fill=fill)
     index_dtype = _joined_index_dtype(tensors, max(shape))
     levels = []
     for depth, level in enumerate(fmt.levels):
         shifts = starts[:-1] if depth == 0 else [0] * len(tensors)
         levels.append(level.join([t.levels[depth] for t in tensors], shifts, index_dtype, root=depth == 0))
     vals = np.concatenate([t.vals for t in tensors])
-    return Tensor._trusted(tuple(shape), fmt, st.Storage(tuple(levels), vals))
+    return Tensor._trusted(tuple(shape), fmt, st.Storage(tuple(levels), vals), fill)
 
 
 def _runs_are_ranges(fmt: Format | Layout, mode: int) -> bool:

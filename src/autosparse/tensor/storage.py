@@ -64,8 +64,9 @@ def choose_index_dtype(fmt: Format, shape: Sequence[int], nentries: int, request
     return index_dtype_for(bound)
 
 
-def pack(fmt: Format, shape: Sequence[int], entries: Entries, index_dtype: np.dtype) -> Storage:
-    """Level arrays holding canonical `entries` (paths in the format's level order)."""
+def pack(fmt: Format, shape: Sequence[int], entries: Entries, index_dtype: np.dtype, fill=0) -> Storage:
+    """Level arrays holding canonical `entries` (paths in the format's level order); the positions a dense
+    level holds for coordinates with no entry take the `fill`."""
     parent, nparents = np.zeros(len(entries), dtype=np.int64), 1
     paths, values = list(entries.paths), entries.values
     levels, in_order = [], True
@@ -81,7 +82,7 @@ def pack(fmt: Format, shape: Sequence[int], entries: Entries, index_dtype: np.dt
             in_order = False
     if in_order and nparents == len(values):
         return Storage(tuple(levels), np.ascontiguousarray(values))
-    vals = np.zeros(nparents, dtype=values.dtype)
+    vals = np.full(nparents, fill, dtype=values.dtype)
     vals[parent] = values
     return Storage(tuple(levels), vals)
 
@@ -100,13 +101,13 @@ def leaves(fmt: Format, shape: Sequence[int], levels: Sequence[LevelArrays]) -> 
     return paths, parents
 
 
-def unpack(fmt: Format, shape: Sequence[int], storage: Storage) -> Entries:
-    """The tensor's entries in storage order: stored coordinates, except zeros that a dense innermost
-    level holds only because it stores every coordinate."""
+def unpack(fmt: Format, shape: Sequence[int], storage: Storage, fill=0) -> Entries:
+    """The tensor's entries in storage order: stored coordinates, except fills (zeros by default) that a
+    dense innermost level holds only because it stores every coordinate."""
     paths, positions = leaves(fmt, shape, storage.levels)
     values = storage.vals if len(positions) == len(storage.vals) else storage.vals[positions]
     if fmt.levels and (fmt.levels[-1].properties.full or fmt.levels[-1].properties.filled):
-        kept = values != 0
+        kept = values != fill
         return Entries(tuple(p[kept] for p in paths), values[kept])
     return Entries(paths, values)
 

@@ -17,7 +17,7 @@ from ..errors import AutosparseError, FormatError, ShapeError
 from ..format import Format, Layout, as_format
 from . import native, operations
 from . import storage as st
-from .dtypes import check_index_dtype, check_value_dtype, promote_value_dtype
+from .dtypes import check_fill, check_index_dtype, check_value_dtype, promote_value_dtype
 from .entries import Entries, canonical
 
 
@@ -88,47 +88,57 @@ class Tensor:
 
     `Tensor(shape, "csr", [{}, {"pos": indptr, "crd": indices}], vals)` checks the arrays against the
     format and raises `FormatError` naming any broken rule.
+
+    Every entry it does not store is its `fill`: 0 by default, +inf for the distances of a min-plus
+    program (`from_numpy(d, "csr", fill=np.inf)`). A fill other than 0 has no scipy counterpart.
     """
 
-    __slots__ = ("_shape", "_format", "_storage", "_nnz", "_kind", "_addresses", "_conversions")
+    __slots__ = ("_shape", "_format", "_storage", "_fill", "_nnz", "_kind", "_addresses", "_conversions")
 
     def __init__(self, shape: Sequence[int], format: "str | Format | Layout", levels: Sequence[Mapping[str, object]],
-                 vals: object):
+                 vals: object, fill=0):
         self._shape = _check_shape(shape)
         self._format = as_format(format, len(self._shape))
         self._storage = st.validate(self._format, self._shape, levels, vals)
+        self._fill = check_fill(fill, self._storage.vals.dtype)
         self._nnz: int | None = None
         self._kind: tuple | None = None
         self._addresses: dict[tuple[int, str], int] | None = None
         self._conversions: dict[tuple, Tensor] | None = None
 
     @classmethod
-    def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
-        """A tensor from storage autosparse built itself (no validation)."""
+    def _trusted(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage, fill=0) -> "Tensor":
+        """A tensor from storage autosparse built itself (no validation; `fill` already of its dtype)."""
         storage = st.Storage(tuple({k: st.read_only(a) for k, a in level.items()} for level in storage.levels),
                              st.read_only(storage.vals))
-        return cls.from_read_only_storage(shape, fmt, storage)
+        return cls.from_read_only_storage(shape, fmt, storage, fill)
 
     @classmethod
-    def from_read_only_storage(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage) -> "Tensor":
+    def from_read_only_storage(cls, shape: tuple[int, ...], fmt: Format, storage: st.Storage, fill=0) -> "Tensor":
         """A tensor around storage that is already read-only, contiguous and valid for `fmt` (a kernel's
         result), adopted as it is: checking or copying it would cost more than the call that made it."""
         tensor = cls.__new__(cls)
         tensor._shape, tensor._format, tensor._storage = shape, fmt, storage
+        tensor._fill = storage.vals.dtype.type(fill)
         tensor._nnz = tensor._kind = tensor._addresses = tensor._conversions = None
         return tensor
 
     def __reduce__(self):
         # Another process gets the arrays, not this one's cached addresses of them.
-        return Tensor._trusted, (self._shape, self._format, self._storage)
+        return Tensor._trusted, (self._shape, self._format, self._storage, self._fill)
 
     @property
     def kind(self) -> tuple:
-        """(format, shape, dtype, index dtype): what a kernel specialised for this tensor depends on
+        """(format, shape, dtype, index dtype, fill): what a kernel specialised for this tensor depends on
         (computed once: tensors never change)."""
         if self._kind is None:
-            self._kind = (self._format, self._shape, self.dtype, self.index_dtype)
+            self._kind = (self._format, self._shape, self.dtype, self.index_dtype, self._fill)
         return self._kind
+
+    @property
+    def fill(self):
+        """The value of every entry not stored (a numpy scalar of the tensor's dtype; 0 by default)."""
+        return self._fill
 
     def address(self, level: int, array: str) -> int:
         """The address of an index array of `level` (level -1: the values), for kernels. Tensors never
@@ -202,26 +212,28 @@ class Tensor:
 
     @classmethod
     def _from_entries(cls, coords: Sequence[np.ndarray], values: np.ndarray, shape: Sequence[int],
-                     format: "str | Format | Layout", index_dtype=None) -> "Tensor":
+                     format: "str | Format | Layout", index_dtype=None, fill=0) -> "Tensor":
         """From in-range coordinates per mode (any order, duplicates summed): the common path of every
         constructor once the input has been checked."""
         shape = tuple(shape)
         fmt = as_format(format, len(shape))
         entries = canonical(Entries(st.level_paths(fmt, coords), values), st.level_dims(fmt, shape))
         index_dtype = st.choose_index_dtype(fmt, shape, len(entries), check_index_dtype(index_dtype))
-        return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype))
+        return cls._trusted(shape, fmt, st.pack(fmt, shape, entries, index_dtype, fill), fill)
 
     @classmethod
-    def from_numpy(cls, array, format: "str | Format | Layout" = "dense", index_dtype=None) -> "Tensor":
-        """From an array-like; zeros are not stored unless the format is dense."""
+    def from_numpy(cls, array, format: "str | Format | Layout" = "dense", index_dtype=None, fill=0) -> "Tensor":
+        """From an array-like; entries equal to `fill` (0 by default; never NaN, see `check_fill`) are not
+        stored unless the format is dense."""
         array = np.asarray(array)
         array = array.astype(promote_value_dtype(array.dtype), copy=False)
+        fill = check_fill(fill, array.dtype)
         fmt = as_format(format, array.ndim)
         if fmt.is_dense:
             vals = np.ascontiguousarray(array.transpose(fmt.mode_order)).reshape(-1)
-            return cls._trusted(array.shape, fmt, st.Storage(tuple({} for _ in fmt.levels), vals))
-        coords = np.nonzero(array)
-        return cls._from_entries(coords, array[coords], array.shape, fmt, index_dtype)
+            return cls._trusted(array.shape, fmt, st.Storage(tuple({} for _ in fmt.levels), vals), fill)
+        coords = np.nonzero(array != fill)
+        return cls._from_entries(coords, array[coords], array.shape, fmt, index_dtype, fill)
 
     @classmethod
     def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format | Layout" = "coo",
@@ -272,7 +284,7 @@ class Tensor:
     def to_coo(self) -> tuple[np.ndarray, np.ndarray]:
         """(coords of shape (order, nnz), values) in storage order, explicit zeros included; both are
         the caller's own arrays."""
-        entries = st.unpack(self._format, self._shape, self._storage)
+        entries = st.unpack(self._format, self._shape, self._storage, self._fill)
         coords = np.empty((self.order, len(entries)), dtype=self.index_dtype)
         coords[:] = st.mode_coords(self._format, entries.paths) if len(entries.paths) else coords
         values = entries.values
@@ -284,10 +296,11 @@ class Tensor:
             stored = self._storage.vals.reshape(st.level_dims(self._format, self._shape))
             return np.array(stored.transpose(np.argsort(self._format.mode_order)), order="C")
         coords, values = self.to_coo()
-        dense = np.zeros(self._shape, dtype=self.dtype)
+        dense = np.full(self._shape, self._fill, dtype=self.dtype)
         if all(level.properties.unique for level in self._format.levels):
             dense[tuple(coords)] = values
-        else:
+        else:  # repeated coordinates sum their values, not the fill
+            dense[tuple(coords)] = 0
             np.add.at(dense, tuple(coords), values)
         return dense
 
@@ -348,22 +361,23 @@ class Tensor:
         return st.unchangeable(self._storage)
 
     def _converted(self, fmt: "Format | Layout", index_dtype) -> "Tensor":
-        if index_dtype in (None, self.index_dtype):
-            compiled = native.converted(self, fmt)  # a counting sort in C, where one applies
+        if index_dtype in (None, self.index_dtype) and self._fill == 0:
+            compiled = native.converted(self, fmt)  # a counting sort in C, where one applies (it pads with 0)
             if compiled is not None:
                 return compiled
         if fmt.is_dense:
-            return Tensor.from_numpy(self.to_numpy(), fmt)
+            return Tensor.from_numpy(self.to_numpy(), fmt, fill=self._fill)
         coords, values = self.to_coo()
-        return Tensor._from_entries(coords, values, self._shape, fmt, index_dtype)
+        return Tensor._from_entries(coords, values, self._shape, fmt, index_dtype, self._fill)
 
     def prune(self) -> "Tensor":
-        """A copy without explicitly stored zeros."""
+        """A copy without explicitly stored entries equal to the fill (zeros, by default)."""
         if self._format.is_dense:
             return self
         coords, values = self.to_coo()
-        kept = values != 0
-        return Tensor._from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype)
+        kept = values != self._fill
+        return Tensor._from_entries(coords[:, kept], values[kept], self._shape, self._format, self.index_dtype,
+                                    self._fill)
 
     # ----- an array: numpy's operators, each one compiled kernel (operations.py) ------------------------
 
@@ -394,15 +408,17 @@ class Tensor:
                               f"{self._format}: convert it with to_format first")
         permutation = _permutation(axes, self.order)
         fmt = Format(self._format.levels, mode_order=[permutation.index(m) for m in self._format.mode_order])
-        return Tensor.from_read_only_storage(tuple(self._shape[a] for a in permutation), fmt, self._storage)
+        return Tensor.from_read_only_storage(tuple(self._shape[a] for a in permutation), fmt, self._storage, self._fill)
 
     def astype(self, dtype) -> "Tensor":
-        """The same entries with their values cast as numpy's astype casts them; the index arrays are shared."""
+        """The same entries with their values cast as numpy's astype casts them; the index arrays are shared.
+        The fill must survive the cast exactly (an inf fill has no int64 counterpart: FormatError)."""
         dtype = check_value_dtype(dtype)
         if dtype == self.dtype:
             return self
+        fill = check_fill(self._fill, dtype)
         vals = st.read_only(self._storage.vals.astype(dtype))
-        return Tensor.from_read_only_storage(self._shape, self._format, st.Storage(self._storage.levels, vals))
+        return Tensor.from_read_only_storage(self._shape, self._format, st.Storage(self._storage.levels, vals), fill)
 
     def __bool__(self) -> bool:
         if self.order:
