@@ -15,7 +15,7 @@ from ..format import Format
 from ..notation import Assignment, accesses, einsum_assignment, operand_name
 from ..pipeline.conversions import stored_entries
 from ..pipeline.lastfirst import LastFirst
-from ..pipeline.operands import as_assignment, infer_format
+from ..pipeline.operands import as_assignment, infer_format, operand_fills, refuse_fills
 from ..pipeline.result_format import inferred_result_format
 from ..tensor import Tensor
 from ..tensor.operations import install as install_array_operations
@@ -62,6 +62,7 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
             return kernel(**(named if operands is None else operands))
     assignment = as_assignment(expression)
     operands = _operands(assignment, operands, named)
+    refuse_fills(assignment, operand_fills(operands))  # before an autoscheduler searches for them
     formats = _formats(assignment, operands, format)
     if isinstance(schedule, str) and schedule.strip() == "auto":  # the search needs the result's format
         if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
@@ -80,7 +81,7 @@ def _warm_key(expression, format, schedule, instrument: bool, num_threads: int |
               mapping, named: Mapping[str, object]) -> tuple | None:
     """What evaluate's choice of a kernel depends on, for a call `_warm` answers without parsing, checking
     the operands' names or building `_kernel`'s key: the text, the options, the threads, and each operand's
-    name and kind — a Tensor's format and the magnitude of its stored entries (`_kernel` keeps kernels per
+    name and kind — a Tensor's format, fill and the magnitude of its stored entries (`_kernel` keeps kernels per
     it), or a numpy array. A key is kept only once a call with it got past those checks, so finding one
     proves them. None for a call that must take the general path: an expression that is not text, an
     autoscheduled or non-text schedule, a format that is neither text nor a Format, operands both in
@@ -99,7 +100,7 @@ def _warm_key(expression, format, schedule, instrument: bool, num_threads: int |
     for name, value in values.items():
         kind = type(value)
         if kind is Tensor:
-            kinds.append((name, value.format, value.nnz.bit_length()))
+            kinds.append((name, value.format, value.fill, value.nnz.bit_length()))
         elif kind is np.ndarray:
             kinds.append((name, kind))
         else:
@@ -121,17 +122,20 @@ def einsum(subscripts: str, *operands, format: "str | Format | None" = None, sch
 
 def _kernel(assignment: Assignment, formats: dict, schedule, num_threads: int | None, instrument: bool,
             operands: Mapping[str, object], coiteration: str | None = None) -> Kernel:
-    """The Kernel for these formats and options, built once (`KERNELS_KEPT`). The operands' stored
-    entries choose which to convert when their storage orders disagree: kernels are kept per their
-    rounded sizes, so operands twice as large may convert the other one."""
+    """The Kernel for these formats, the operands' fills and options, built once (`KERNELS_KEPT`). The
+    operands' stored entries choose which to convert when their storage orders disagree: kernels are kept
+    per their rounded sizes, so operands twice as large may convert the other one."""
     stored = stored_entries(operands)
+    fills = {name: fill for name, fill in operand_fills(operands).items() if fill != 0}
     threads = default_threads() if num_threads is None else num_threads
     # a candidate by identity: its fields (a sketch, a cost's queries) hash deeply, on every warm call; the
     # Kernel kept holds it, so its id names it while the key is kept
     schedule_key = ("candidate", id(schedule)) if isinstance(schedule, ScheduleCandidate) else schedule
     key = (assignment, tuple(sorted(formats.items(), key=lambda item: item[0])), schedule_key, threads, instrument,
-           tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())), coiteration)
-    build = lambda: Kernel(assignment, formats, schedule, num_threads, instrument, coiteration, stored)  # noqa: E731
+           tuple(sorted((name, int(count).bit_length()) for name, count in stored.items())), coiteration,
+           tuple(sorted(fills.items())))
+    build = lambda: Kernel(assignment, formats, schedule, num_threads, instrument, coiteration, stored,  # noqa: E731
+                           fills)
     try:
         kernel = _kernels.get(key)
     except TypeError:  # a schedule that is not a value (a candidate's CIN is): built for this call only

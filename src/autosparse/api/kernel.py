@@ -20,10 +20,10 @@ class Kernel(PipelineKernel):
 
     def __init__(self, expression, formats: Mapping[str, "str | Format"] | None = None, schedule=None,
                  num_threads: int | None = None, instrument: bool = False, coiteration: str | None = None,
-                 stored: Mapping[str, int] | None = None):
+                 stored: Mapping[str, int] | None = None, fills: Mapping[str, object] | None = None):
         schedule, needed = unwrap_candidate(schedule)
         super().__init__(expression, {**format_mapping(formats), **needed}, schedule, num_threads, instrument,
-                         coiteration, stored)
+                         coiteration, stored, fills)
 
 
 def unwrap_candidate(schedule) -> tuple[object, dict[str, Format]]:

@@ -37,7 +37,7 @@ from ..tensor import Tensor
 from ..tensor.dtypes import promote_value_dtype
 from .conversions import coordinates_as_stored, linear_in, operand_in, ordered_where_merged
 from .diagonals import identity_formats, with_identities
-from .operands import as_assignment, result_index_dtype, result_value_dtype
+from .operands import as_assignment, operand_fills, refuse_fills, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
 from .lastfirst import LastFirst
 from .schedules import assembly_format, derived_indices, parallel_by_default, scheduled, written_as_cin
@@ -54,13 +54,16 @@ class Kernel:
 
     def __init__(self, expression: "str | Assignment", formats: Mapping[str, "str | Format"] | None = None,
                  schedule=None, num_threads: int | None = None, instrument: bool = False,
-                 coiteration: str | None = None, stored: Mapping[str, int] | None = None):
+                 coiteration: str | None = None, stored: Mapping[str, int] | None = None,
+                 fills: Mapping[str, object] | None = None):
         """`coiteration="auto"` marks every loop of the schedule that says nothing of its co-iteration
         `coiterate(i, auto)` (the operands of each call choose). Without the result in `formats`, its
         format is inferred from the operands' (see `result_format`), or dense under CIN written by hand.
         Under the default schedule, operands whose storage orders disagree are computed in concordant
-        formats (`conversions`), chosen by their `stored` entries where known."""
+        formats (`conversions`), chosen by their `stored` entries where known. `fills`: the operands' fills
+        (0 where not given); a fill other than 0 is refused (`refuse_fills`)."""
         self.assignment, self._diagonals = split_diagonals(as_assignment(expression))
+        refuse_fills(self.assignment, {} if fills is None else fills)
         formats = format_mapping(formats)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
         self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
@@ -265,6 +268,7 @@ class Kernel:
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
+        refuse_fills(self.assignment, operand_fills(operands))  # a warm call's signature holds its fills
         for kernel, stored in self._as_stored(operands):
             try:
                 outcome = kernel._run(stored)

@@ -1,5 +1,6 @@
-"""User values: their formats when none is given, the assignment they are evaluated for, and the dtypes
-that specialise a kernel for them (`tensor.as_tensor` stores them in the formats it was compiled for)."""
+"""User values: their formats when none is given, their fills, the assignment they are evaluated for, and
+the dtypes that specialise a kernel for them (`tensor.as_tensor` stores them in the formats it was compiled
+for)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..format import Format
 from ..format.spec import as_format
 from ..errors import ScheduleError
 from ..notation import Apply, Assignment, Reduce, parse, walk
+from ..notation.operators import Value
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 from ..tensor.dtypes import INT32_MAX
@@ -40,6 +42,22 @@ def compilable(assignment: Assignment) -> Assignment:
                                 f"in {assignment}: the pipeline (concretize, lowering) does not compile the "
                                 f"operator {node.op} yet")
     return assignment
+
+
+def operand_fills(operands: Mapping[str, object]) -> dict[str, Value]:
+    """Each Tensor operand's fill (arrays, scipy matrices and numbers have none but 0)."""
+    return {name: value.fill for name, value in operands.items() if isinstance(value, Tensor)}
+
+
+def refuse_fills(assignment: Assignment, fills: Mapping[str, Value]) -> None:
+    """A ScheduleError naming the first operand whose fill is not 0: the kernels compute an absent entry
+    as 0 (their zero elimination, lattices and zeroed results), and lowering reads no fill yet, so such an
+    operand is refused before any schedule or C is made rather than computed as if its fill were 0."""
+    for name, fill in sorted(fills.items()):
+        if fill != 0:
+            raise ScheduleError(f"Expected operands of fill 0 in {assignment}, but {name} has fill {fill}: the "
+                                f"kernels compute its absent entries as 0 and lowering a fill into C is not "
+                                f"supported yet; pass {name} with fill 0 (or its to_numpy() copy)")
 
 
 def infer_format(value, order: int) -> Format:

@@ -432,7 +432,8 @@ class Tensor:
         if not _is_operand(other):
             return NotImplemented
         raise AutosparseError(f"Expected no element-wise comparison of a tensor ({self!r}), but found one: compare "
-                              f"to_numpy() copies, or look at the values of A - B")
+                              f"to_numpy() copies, or look at the values of A - B (logical programs run on 0/1 "
+                              f"values: logical_or is maximum, logical_and minimum)")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse_comparison
     __hash__ = object.__hash__  # equality is refused, never value-based: identity hashing stays consistent
