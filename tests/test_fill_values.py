@@ -256,3 +256,13 @@ def test_the_cache_keys_tell_fills_apart():
     key = lambda A: api._warm_key("y(i) = A(i,j)", None, None, False, None, None, {"A": A})  # noqa: E731
     assert key(zeros) != key(ones)
     assert zeros.kind != ones.kind
+
+
+def test_from_coo_takes_a_fill():
+    tensor = asp.Tensor.from_coo([[0, 2], [1, 0]], [5.0, 0.0], (3, 2), "csr", fill=np.inf)
+    expected = np.full((3, 2), np.inf)
+    expected[0, 1], expected[2, 0] = 5.0, 0.0
+    assert tensor.fill == np.inf and tensor.nnz == 2
+    np.testing.assert_array_equal(tensor.to_numpy(), expected)
+    with pytest.raises(FormatError, match="inf only fills float"):
+        asp.Tensor.from_coo([[0], [0]], [1], (1, 1), "csr", fill=np.inf)

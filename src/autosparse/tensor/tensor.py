@@ -237,11 +237,12 @@ class Tensor:
 
     @classmethod
     def from_coo(cls, coords, values, shape: Sequence[int], format: "str | Format | Layout" = "coo",
-                 index_dtype=None) -> "Tensor":
-        """From coordinates of shape (order, nnz) and their values (or one value for all); duplicates are
-        summed, the order of the entries does not matter. Entries already in the format's order, without
-        repeats, are not copied: the Tensor views the values (and coordinates of a fitting dtype)
-        read-only, as `from_scipy` views a canonical matrix, so writing into them afterwards changes it."""
+                 index_dtype=None, fill=0) -> "Tensor":
+        """From coordinates of shape (order, nnz) and their values (or one value for all), every other
+        entry the `fill`; duplicates are summed, the order of the entries does not matter. Entries already
+        in the format's order, without repeats, are not copied: the Tensor views the values (and
+        coordinates of a fitting dtype) read-only, as `from_scipy` views a canonical matrix, so writing into
+        them afterwards changes it."""
         shape = _check_shape(shape)
         coords = np.asarray(coords)
         if coords.size == 0:  # [] or an empty array of any dtype: no entries
@@ -260,10 +261,11 @@ class Tensor:
             raise ShapeError(f"Expected {coords.shape[1]} values, one per coordinate, but found shape {values.shape}")
         _check_coordinates(coords, shape)
         fmt, index_dtype = as_format(format, len(shape)), check_index_dtype(index_dtype)
-        compiled = _sorted_natively(coords, values, shape, fmt, index_dtype)
+        fill = check_fill(fill, values.dtype)
+        compiled = _sorted_natively(coords, values, shape, fmt, index_dtype) if fill == 0 else None
         if compiled is not None:
             return compiled
-        return cls._from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, fmt, index_dtype)
+        return cls._from_entries(tuple(coords.astype(np.int64, copy=False)), values, shape, fmt, index_dtype, fill)
 
     @classmethod
     def from_scipy(cls, matrix, format: "str | Format | Layout | None" = None, index_dtype=None) -> "Tensor":
