@@ -266,3 +266,10 @@ def test_from_coo_takes_a_fill():
     np.testing.assert_array_equal(tensor.to_numpy(), expected)
     with pytest.raises(FormatError, match="inf only fills float"):
         asp.Tensor.from_coo([[0], [0]], [1], (1, 1), "csr", fill=np.inf)
+
+
+def test_files_and_repr_say_the_fill(tmp_path):
+    tensor = asp.Tensor.from_numpy(np.eye(2), "csr", fill=np.inf)
+    assert "fill=inf" in repr(tensor) and "fill" not in repr(asp.Tensor.from_numpy(np.eye(2), "csr"))
+    with pytest.raises(FormatError, match="fill 0 to write"):
+        asp.io.write(tmp_path / "a.mtx", tensor)

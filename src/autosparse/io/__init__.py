@@ -57,10 +57,14 @@ def check_writable(path: "str | os.PathLike", order: int) -> None:
 
 
 def write(path: "str | os.PathLike", tensor: Tensor) -> None:
-    """Write a tensor's stored entries (explicit zeros included); `.gz` names are compressed."""
+    """Write a tensor's stored entries (explicit zeros included); `.gz` names are compressed. The files
+    have no fill (what they do not list is 0): a tensor of another fill is refused."""
     path = Path(path)
     if not isinstance(tensor, Tensor):
         raise FormatError(f"Expected an autosparse Tensor to write, but found {type(tensor).__name__}")
+    if tensor.fill != 0:
+        raise FormatError(f"Expected a tensor of fill 0 to write to {path.name}, whose absent entries are zeros, "
+                          f"but found fill {tensor.fill}")
     check_writable(path, tensor.order)
     if _kind(path) == ".mtx":
         write_mtx(path, tensor)

@@ -205,8 +205,9 @@ class Tensor:
     def __repr__(self) -> str:
         name = self._format.name
         fmt = f"{name} ({self._format})" if name and name != str(self._format) else str(self._format)
+        fill = f", fill={self._fill}" if self._fill != 0 else ""
         return (f"Tensor(shape={self._shape}, format={fmt!r}, nnz={self.nnz}, dtype={self.dtype}, "
-                f"index_dtype={self.index_dtype})")
+                f"index_dtype={self.index_dtype}{fill})")
 
     # ----- building ---------------------------------------------------------------------------------
 
