@@ -15,10 +15,13 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Union
 
+import numpy as np
+
 from ..errors import ScheduleError
 from ..format import Capability, Format
 from ..format.level import Level
-from ..notation.ast import Add, IndexVar, Literal, Mul, Neg, Sub, walk
+from ..notation.ast import Add, Apply, IndexVar, Literal, Mul, Neg, Sub, walk
+from ..notation.operators import REGISTRY, Value
 
 
 class Protocol(enum.Enum):
@@ -60,11 +63,14 @@ def default_protocol(level: Level, write: bool, temporary: bool = False) -> Prot
 
 @dataclass(frozen=True, slots=True)
 class TensorVar:
-    """A tensor of a kernel: an operand, the result, or a temporary introduced by a `where`."""
+    """A tensor of a kernel: an operand, the result, or a temporary introduced by a `where`. `fill` is the
+    value of every entry it does not store (notation/fills.py): an absent operand reads it, the result
+    starts at it, and a temporary starts at the identity of the reduction that produces it."""
 
     name: str
     format: Format
     temporary: bool = False
+    fill: Value = 0
 
     @property
     def order(self) -> int:
@@ -120,14 +126,18 @@ class Access:
         return f"{self.tensor.name}({','.join(mode_text(m) for m in range(len(self.indices)))})"
 
 
-Expr = Union[Access, Literal, Neg, Add, Sub, Mul]
+Expr = Union[Access, Literal, Neg, Add, Sub, Mul, Apply]
 
 
 @dataclass(frozen=True, slots=True)
 class Assign:
+    """`lhs = rhs`, or, when `accumulate`, `lhs` combined with `rhs` by the operator `reduce` (a name in the
+    registry with a reduction): `y(i) += e` for add, `y(i) min= e` for minimum (its reduction's word)."""
+
     lhs: Access
     rhs: Expr
     accumulate: bool = False
+    reduce: str = "add"
 
     def children(self) -> tuple:
         return (self.rhs,)
@@ -136,7 +146,20 @@ class Assign:
         return self if children == (self.rhs,) else replace(self, rhs=children[0])
 
     def __str__(self) -> str:
-        return f"{self.lhs} {'+=' if self.accumulate else '='} {self.rhs}"
+        return f"{self.lhs} {self.operator} {self.rhs}"
+
+    @property
+    def operator(self) -> str:
+        """How the assignment is written: `=`, `+=`, or the reduction's word and `=` (`min=`, `any=`)."""
+        if not self.accumulate:
+            return "="
+        return "+=" if self.reduce == "add" else f"{REGISTRY[self.reduce].reduction}="
+
+
+def identity(reduce: str) -> Value:
+    """The value a reduction by the operator `reduce` starts from (0 for add, +inf for minimum, False for
+    logical_or), as a float64 or bool kernel has it; the C of a value type spells it (`lower/outputs.py`)."""
+    return REGISTRY[reduce].identity.value(np.dtype(np.float64))
 
 
 class ParallelUnit(enum.Enum):

@@ -31,9 +31,11 @@ from typing import Mapping
 from ..errors import ScheduleError
 from ..format import Format
 from ..notation import ast as notation
-from ..notation.ast import IndexVar, Sum, peeled, unbound_indices
+from ..notation.ast import IndexVar, Reduce, Sum, peeled, unbound_indices
+from ..notation.fills import result_fill
+from ..notation.operators import Value
 from .ast import (Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, accesses, assignments,
-                  default_access, nest, tensors)
+                  default_access, identity, nest, tensors)
 from .provenance import Provenance, attach, split_relations
 from .rewrite import fresh_name, prewalk, rebuild_expr
 
@@ -42,24 +44,29 @@ DENSE_WORKSPACE_LIMIT = 1 << 24
 
 
 def concretize(assignment: notation.Assignment, formats: Mapping[str, Format],
-               extents: Mapping[IndexVar, int] | None = None) -> Stmt:
+               extents: Mapping[IndexVar, int] | None = None, fills: Mapping[str, Value] | None = None) -> Stmt:
     """The default schedule of `assignment`, with each tensor stored in `formats[name]`, legalised.
 
     `extents` (when known) decide whether a workspace that legalisation needs can be a dense array.
+    `fills`: the operands' fills (0 where not given); the result's is folded from them (`result_fill`).
     """
-    return legalise(default_loops(assignment, formats, extents), extents or {})
+    return legalise(default_loops(assignment, formats, extents, fills), extents or {})
 
 
 def default_loops(assignment: notation.Assignment, formats: Mapping[str, Format],
-                  extents: Mapping[IndexVar, int] | None = None) -> Stmt:
+                  extents: Mapping[IndexVar, int] | None = None, fills: Mapping[str, Value] | None = None) -> Stmt:
     """The default schedule before legalisation: what scheduling commands rewrite."""
-    variables = {name: TensorVar(name, fmt) for name, fmt in formats.items()}
+    fills = {} if fills is None else fills
+    result = assignment.lhs.tensor
+    variables = {name: TensorVar(name, fmt, fill=result_fill(assignment, fills) if name == result else
+                                 fills.get(name, 0)) for name, fmt in formats.items()}
     return _loops(assignment, variables, (), extents or {})
 
 
 def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bound: tuple[IndexVar, ...],
-           extents: Mapping[IndexVar, int]) -> Stmt:
-    """The loops of `assignment` inside loops over `bound`, each scoped sum a `where` producer."""
+           extents: Mapping[IndexVar, int], reduce: str = "add") -> Stmt:
+    """The loops of `assignment` inside loops over `bound`, each scoped reduction a `where` producer whose
+    temporary starts at the reduction's identity; the assignment accumulates by `reduce`."""
     rhs, sums = _lifted(assignment.rhs, set(variables))
     outer = notation.Assignment(assignment.lhs, rhs, assignment.accumulate)
     formats = {name: v.format for name, v in variables.items()}
@@ -67,27 +74,41 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     around = {name: (*bound, *order[:_depth(order, bound, summed, formats)]) for name, summed in sums.items()}
     kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
             for name, summed in sums.items()}
-    temporaries = {name: _workspace(name, kept[name], extents) for name in sums}
+    temporaries = {name: _workspace(name, kept[name], extents, identity(_reduced_by(summed)))
+                   for name, summed in sums.items()}
 
     def read(access: notation.Access) -> Access:
         if access.tensor in temporaries:
             return default_access(temporaries[access.tensor], kept[access.tensor], write=False)
         return _access(access, variables, write=False)
     accumulate = assignment.accumulate or any(i not in bound for i in outer.reduction_indices)
-    stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate))
+    stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate,
+                              reduce))
     for name, summed in sums.items():
-        produced = notation.Assignment(notation.Access(name, kept[name]), peeled(summed)[1], accumulate=True)
-        producer = _loops(produced, {**variables, **temporaries}, around[name], extents)
+        produced = notation.Assignment(notation.Access(name, kept[name]), _reduced_body(summed), accumulate=True)
+        producer = _loops(produced, {**variables, **temporaries}, around[name], extents, _reduced_by(summed))
         stmt = _within(stmt, len(around[name]) - len(bound), name, producer)
     return stmt
 
 
-def _lifted(expr, taken: set[str]) -> tuple[object, dict[str, Sum]]:
-    """`expr` with each outermost `Sum` replaced by a read of a fresh temporary at the indices it keeps."""
-    sums: dict[str, Sum] = {}
+def _reduced_by(node) -> str:
+    """The operator a lifted reduction (`Sum` or `Reduce`) combines its terms with."""
+    return "add" if isinstance(node, Sum) else node.op
+
+
+def _reduced_body(node):
+    """What a lifted reduction's producer assigns: a `Sum`'s body below all its directly nested sums (one
+    producer loops over all their indices), a `Reduce`'s own body."""
+    return peeled(node)[1] if isinstance(node, Sum) else node.body
+
+
+def _lifted(expr, taken: set[str]) -> tuple[object, dict[str, Sum | Reduce]]:
+    """`expr` with each outermost `Sum` or `Reduce` replaced by a read of a fresh temporary at the indices
+    it keeps."""
+    sums: dict[str, Sum | Reduce] = {}
 
     def lift(node):
-        if not isinstance(node, Sum):
+        if not isinstance(node, (Sum, Reduce)):
             return node
         name = fresh_name("t", taken)
         sums[name] = node
@@ -339,7 +360,8 @@ def legalise(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
         return stmt
     outer = recovered[:at]
     inner = tuple(i for i in assign.lhs.level_indices if i not in outer)
-    workspace = _workspace(fresh_name("w", set(tensors(body))), inner, extents)  # in the output's storage order
+    # in the output's storage order, starting at the output's fill, which its consumer copies where it is absent
+    workspace = _workspace(fresh_name("w", set(tensors(body))), inner, extents, assign.lhs.tensor.fill)
     write, read = default_access(workspace, inner, write=True), default_access(workspace, inner, write=False)
     consumer = nest(inner, Assign(assign.lhs, read, accumulate=False))
     split = lambda below: Where(consumer, _into(below, write))
@@ -359,7 +381,8 @@ def unordered_merges(stmt: Stmt, extents: Mapping[IndexVar, int]) -> Stmt:
     if assign is None or not headers or headers[-1].body is not assign or headers[-1].coiterate is not None:
         return stmt
     index = headers[-1].index
-    if assign.accumulate or assign.lhs.level_indices[-1:] != (index,) or _level_at(assign.lhs, index).properties.full:
+    if assign.accumulate or assign.lhs.level_indices[-1:] != (index,) or _level_at(assign.lhs, index).properties.full \
+            or assign.lhs.tensor.fill != 0:  # its terms are added into a workspace that starts at 0
         return stmt
     sparse = [a for a in accesses(assign.rhs) if index in a.level_indices and not _level_at(a, index).properties.full]
     unordered = [a for a in sparse if not _level_at(a, index).properties.ordered]
@@ -420,7 +443,7 @@ def _at_depth(stmt: Stmt, depth: int, rewrite) -> Stmt:
 def _into(stmt: Stmt, write: Access) -> Stmt:
     """`stmt` with the result's assignment (down the consumers of its wheres) writing `write` instead."""
     if isinstance(stmt, Assign):
-        return Assign(write, stmt.rhs, stmt.accumulate)
+        return replace(stmt, lhs=write)
     if isinstance(stmt, Where):
         return replace(stmt, consumer=_into(stmt.consumer, write))
     return replace(stmt, body=_into(stmt.body, write))
@@ -460,11 +483,11 @@ def _first_disorder(loops: tuple[IndexVar, ...], lhs: Access) -> int | None:
     return first
 
 
-def _workspace(name: str, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int]) -> TensorVar:
+def _workspace(name: str, indices: tuple[IndexVar, ...], extents: Mapping[IndexVar, int], fill: Value = 0) -> TensorVar:
     """A scalar for no index, a dense array (with a list of touched coordinates) for one when small
-    enough, else a hashed table."""
+    enough, else a hashed table; it starts at `fill`."""
     size = 1
     for index in indices:
         size *= extents.get(index, 1)
     letter = "d" if len(indices) == 1 and size <= DENSE_WORKSPACE_LIMIT else "h"
-    return TensorVar(name, Format(letter * len(indices)), temporary=True)
+    return TensorVar(name, Format(letter * len(indices)), temporary=True, fill=fill)

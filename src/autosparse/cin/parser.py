@@ -3,7 +3,7 @@
     stmt   := ("∀" | "forall") NAME mark* stmt
             | "where" "(" stmt "," stmt ")"          (consumer, producer)
             | "sequence" "(" stmt "," stmt ")"
-            | access ("=" | "+=") expr
+            | access ("=" | "+=" | REDUCTION "=") expr       (REDUCTION: min, max, prod, any, all)
     access := NAME "(" [index ("," index)*] ")"      index := NAME ["@" ("step"|"locate"|"append"|"insert")]
     mark   := "@" "parallel" "(" UNIT "," RACE ")" | "@" "unroll" "(" NUMBER ")"
             | "@" "coiterate" "(" STRATEGY ("," NAME "=" STRATEGY)* ")"
@@ -22,18 +22,20 @@ from ..errors import ParseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format
 from ..notation.ast import IndexVar
+from ..notation.operators import REDUCTIONS, Value
 from ..notation.parser import ExpressionParser
 from .ast import (MAX_UNROLL, Access, Assign, Coiteration, Forall, Parallel, ParallelUnit, Protocol, Race, Sequence,
-                  Stmt, Strategy, TensorVar, Where, default_protocol, walk)
+                  Stmt, Strategy, TensorVar, Where, default_protocol, identity, walk)
 from .rewrite import sums_to_wheres
 
 _KEYWORDS = {"forall", "where", "sequence"}
 
 
 class _CinParser(ExpressionParser):
-    def __init__(self, text: str, formats: Mapping[str, Format], temporaries: frozenset[str]):
+    def __init__(self, text: str, formats: Mapping[str, Format], temporaries: Mapping[str, Value],
+                 fills: Mapping[str, Value] = {}):
         super().__init__(text)
-        self.formats, self.temporaries = formats, temporaries
+        self.formats, self.temporaries, self.fills = formats, temporaries, fills
         self.writing = False
 
     def statement(self) -> Stmt:
@@ -72,6 +74,10 @@ class _CinParser(ExpressionParser):
         self.writing = True
         lhs = self.access(self.take("name"))
         self.writing = False
+        if self.peek().text in REDUCTIONS:  # `y(i) min= e`: the reduction's word, then `=`
+            reduce = REDUCTIONS[self.take().text].name
+            self.take("=")
+            return Assign(lhs, self.expr(), accumulate=True, reduce=reduce)
         operator = self.take("=", "+=")
         return Assign(lhs, self.expr(), accumulate=operator.text == "+=")
 
@@ -129,29 +135,32 @@ class _CinParser(ExpressionParser):
         except Exception as error:
             raise ParseError(f"Expected a format of order {order} for {name.text}: {error}", self.text,
                              name.column) from None
-        return TensorVar(name.text, fmt, temporary)
+        fill = self.temporaries[name.text] if temporary else self.fills.get(name.text, 0)
+        return TensorVar(name.text, fmt, temporary, fill)
 
 
-def parse_cin(text: str, formats: Mapping[str, "str | Format"]) -> Stmt:
-    """Parse a CIN statement; the tensors not in `formats` must be temporaries. A sum in an assignment
-    (`∑j e` or `sum(j, e)`) is computed by a `where` producer into a scalar temporary."""
-    first = _CinParser(text, {}, frozenset())
-    temporaries = frozenset(_written_in_producers(text, first))
-    parser = _CinParser(text, formats, temporaries)
+def parse_cin(text: str, formats: Mapping[str, "str | Format"], fills: Mapping[str, Value] = {}) -> Stmt:
+    """Parse a CIN statement; the tensors not in `formats` must be temporaries, each starting at the
+    identity of the reduction its producer writes it with (0 for `+=` and `=`). `fills`: the operands' and
+    the result's fills (0 where not given). A sum in an assignment (`∑j e` or `sum(j, e)`) is computed by
+    a `where` producer into a scalar temporary."""
+    first = _CinParser(text, {}, {})
+    temporaries = _written_in_producers(text, first)
+    parser = _CinParser(text, formats, temporaries, fills)
     stmt = parser.statement()
     parser.take("end")
     return sums_to_wheres(stmt, {*formats, *temporaries})
 
 
-def _written_in_producers(text: str, scout: _CinParser) -> set[str]:
-    """The names assigned inside a where's producer, found by a first pass that treats every tensor as a
-    dense temporary (formats do not matter for finding them)."""
+def _written_in_producers(text: str, scout: _CinParser) -> dict[str, Value]:
+    """The names assigned inside a where's producer, with the value each starts at, found by a first pass
+    that treats every tensor as a dense temporary (formats do not matter for finding them)."""
     scout.formats = _AnyDense()
     stmt = scout.statement()
-    names: set[str] = set()
+    names: dict[str, Value] = {}
     for node in walk(stmt):
         if isinstance(node, Where):
-            names |= {n.lhs.tensor.name for n in walk(node.producer) if isinstance(n, Assign)}
+            names.update((n.lhs.tensor.name, identity(n.reduce) if n.accumulate else 0) for n in walk(node.producer) if isinstance(n, Assign))
     return names
 
 

@@ -12,8 +12,9 @@ from functools import singledispatch
 from typing import Callable, Collection
 
 from ..format import Format
-from ..notation.ast import Add, Div, Literal, Neg, Sub, Sum
-from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where, walk
+from ..notation.ast import Add, Apply, Div, Literal, Neg, Reduce, Sub, Sum, operator_of
+from ..notation.operators import fold
+from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where, identity, walk
 
 
 def fresh_name(stem: str, taken: set[str]) -> str:
@@ -65,28 +66,74 @@ def _(node) -> bool:
 
 
 def without(node, absent: Collection):
-    """`node` where the accesses in `absent` read zero and zeros are folded away: assignments of nothing
-    disappear (outputs and temporaries start at zero), and so do loops and statements left empty, and
-    the temporaries of a `where` whose producer is left empty are read as zero. None when all of it
-    goes. This is where an absent operand's NaN or Inf is taken to be 0 (the contract). It serves any
-    node family with `children()`/`with_children()` whose leaves are accesses and literals."""
+    """`node` where the accesses in `absent` read their tensor's fill, folded away through the operators'
+    laws (notation/operators.py): an annihilating fill decides its parent, an identity drops out of it,
+    a fill that does neither stays as a literal, and a node of constants is folded. None stands for 0:
+    assignments of nothing disappear, and so do assignments of the value their target already holds
+    (its fill: outputs start at theirs, temporaries at their reduction's identity), loops and statements
+    left empty, and the temporaries of a `where` whose producer is left empty are read as their fill.
+    None when all of it goes. This is where an absent operand's NaN or Inf is taken to be its fill (the
+    contract). It serves any node family with `children()`/`with_children()` whose leaves are accesses
+    and literals."""
     children = node.children()
     if not children:
-        return None if node in absent or is_zero(node) else node
+        if node in absent:
+            return _literal(_fill(node))
+        return None if is_zero(node) else node
     if isinstance(node, Where):
         return _where_without(node, absent)
     kept = tuple(without(child, absent) for child in children)
+    if all(k is c for k, c in zip(kept, children)):
+        return node
+    op = operator_of(node)
+    if op is not None:
+        return _folded(node, op, children, kept)
+    if isinstance(node, Assign) and isinstance(kept[0], Literal) and _same(kept[0].value, node.lhs.tensor.fill):
+        return None  # writes what the target holds already
     if None not in kept:
         return node.with_children(kept)
-    if isinstance(node, Sub):
-        left, right = kept
-        return left if right is None else Neg(right)
-    if isinstance(node, Div) and kept[0] is not None:  # a zero divisor still divides: x / 0 is inf or nan
-        return node.with_children((kept[0], node.right))
     present = tuple(child for child in kept if child is not None)
     if not adds(node) or not present:
         return None
     return present[0] if len(present) == 1 else node.with_children(present)
+
+
+def _folded(node, op, children: tuple, kept: tuple):
+    """An operator's node whose children became `kept` (None: 0) once absent accesses read their fills: a
+    child turned constant that annihilates decides it, one that is the identity leaves the other child;
+    constants alone fold into one. `a - absent` keeps its sign as `-a`, and a divisor that reads 0 still
+    divides (x / 0 is inf or nan)."""
+    values = tuple(Literal(0) if k is None else k for k in kept)
+    turned = [side for side, (k, c) in enumerate(zip(kept, children)) if k is not c and isinstance(values[side], Literal)]
+    for side in turned:
+        if op.is_annihilator(values[side].value, side):
+            return kept[side]
+    for side in turned:
+        if len(values) == 2 and op.is_identity(values[side].value, side):
+            return kept[1 - side]
+    if isinstance(node, Sub) and kept[0] is None:
+        return Neg(kept[1])
+    if isinstance(node, Div) and kept[0] is not None and kept[1] is None:
+        return node.with_children((kept[0], node.right))
+    if isinstance(node, Apply) and node.op == "where" and isinstance(values[0], Literal):
+        return kept[1] if values[0].value else kept[2]
+    if all(isinstance(value, Literal) for value in values):
+        return _literal(fold(op, *(value.value for value in values)))
+    return node.with_children(values)
+
+
+def _fill(leaf):
+    """An absent access's fill: its tensor's (a CIN TensorVar's); 0 for node families without fills."""
+    return getattr(getattr(leaf, "tensor", None), "fill", 0)
+
+
+def _literal(value):
+    """The literal of a value, None for 0 (the zero that folds away)."""
+    return None if _same(value, 0) else Literal(value)
+
+
+def _same(value, other) -> bool:
+    return bool(value == other)
 
 
 def _where_without(node: Where, absent: Collection):
@@ -101,8 +148,8 @@ def _where_without(node: Where, absent: Collection):
 
 
 def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
-    """`stmt` with each `∑j e` in an assignment computed first into a scalar temporary by a `where`
-    producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i), ∀j t() +=
+    """`stmt` with each `∑j e` (or other reduction, `min(j, e)`) in an assignment computed first into a scalar
+    temporary by a `where` producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i), ∀j t() +=
     A(i,j) * x(j))`), as TACO lowers reduction nodes; `taken` are the names the temporaries avoid."""
     taken = set(taken)
 
@@ -112,10 +159,11 @@ def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
         producers = []
 
         def lift(expr):
-            if not isinstance(expr, Sum):
+            if not isinstance(expr, (Sum, Reduce)):
                 return expr
-            temporary = TensorVar(fresh_name("t", taken), Format(""), temporary=True)  # sums in the body: rewrite() below
-            producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, accumulate=True)))
+            reduce = "add" if isinstance(expr, Sum) else expr.op  # sums in the body: rewrite() below
+            temporary = TensorVar(fresh_name("t", taken), Format(""), temporary=True, fill=identity(reduce))
+            producers.append(Forall(expr.index, Assign(Access(temporary, (), ()), expr.body, True, reduce)))
             return Access(temporary, (), ())
         out: Stmt = node.with_children((prewalk(node.rhs, lift),))
         for producer in producers:

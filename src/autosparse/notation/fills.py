@@ -21,7 +21,7 @@ from typing import Mapping
 
 from ..errors import ScheduleError
 from .ast import Access, Apply, Assignment, Expr, Literal, Sum, accesses, operator_of, reduction_of
-from .operators import Value, fold
+from .operators import Operator, Value, fold
 
 
 class Role(Enum):
@@ -47,7 +47,15 @@ def fill_of(expr: Expr, fills: Mapping[str, Value]) -> Value:
                                 f"identity) or repeats (an idempotent reduction), but its fill is {body!r}: "
                                 f"the reduction would depend on the extent of {expr.index}")
         return body
-    return fold(operator_of(expr), *(fill_of(child, fills) for child in expr.children()))
+    op = operator_of(expr)
+    values = tuple(fill_of(child, fills) for child in expr.children())
+    return annihilated(op, values) if annihilated(op, values) is not None else fold(op, *values)
+
+
+def annihilated(op: Operator, values: tuple) -> Value | None:
+    """The annihilator among `values` (the operands' fills, at their sides), which is then the result: the
+    laws come before numpy's fold, as in a kernel, where 0 / b is 0 without reading b (its caveat)."""
+    return next((value for side, value in enumerate(values) if op.is_annihilator(value, side)), None)
 
 
 def result_fill(assignment: Assignment, fills: Mapping[str, Value]) -> Value:
