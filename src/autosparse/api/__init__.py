@@ -15,7 +15,7 @@ from ..format import Format
 from ..notation import Assignment, accesses, einsum_assignment, operand_name
 from ..pipeline.conversions import stored_entries
 from ..pipeline.lastfirst import LastFirst
-from ..pipeline.operands import as_assignment, infer_format, operand_fills, refuse_fills
+from ..pipeline.operands import as_assignment, infer_format, operand_fills, symbolic
 from ..pipeline.result_format import inferred_result_format
 from ..tensor import Tensor
 from ..tensor.operations import install as install_array_operations
@@ -62,9 +62,9 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
             return kernel(**(named if operands is None else operands))
     assignment = as_assignment(expression)
     operands = _operands(assignment, operands, named)
-    refuse_fills(assignment, operand_fills(operands))  # before an autoscheduler searches for them
     formats = _formats(assignment, operands, format)
     if isinstance(schedule, str) and schedule.strip() == "auto":  # the search needs the result's format
+        symbolic(assignment, operand_fills(operands))
         if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
             formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
         return evaluated(assignment, formats, operands, model, lambda candidate: _kernel(

@@ -18,7 +18,7 @@ from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
 from ..notation import Div, accesses, parse, split_diagonals, walk
-from ..pipeline.operands import compilable
+from ..pipeline.operands import symbolic
 from .asymptotic.pipeline import search
 from .candidate import Candidates, JointFront, KernelFactory
 from .front import Candidate, Front
@@ -57,7 +57,7 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     searches together (SparseAuto's runs first, with at most half of it)."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
-    assignment = compilable(parse(expression))
+    assignment = symbolic(parse(expression))
     if any(isinstance(node, Div) for node in walk(assignment.rhs)) or split_diagonals(assignment)[1]:
         raise ScheduleError(f"Expected an expression the autoschedulers cost (+, - and * of accesses with "
                             f"distinct indices), but {assignment} divides or reads a diagonal: use "

@@ -66,7 +66,8 @@ def generate(stmt: Stmt, types: Types, instrument: bool = False, num_threads: in
                         bitmaps=tuple(index for strategy, index, _ in lowering.tables.values()
                                       if strategy is Strategy.BITMAP),
                         hashed=tuple(sorted({access.tensor.name for access in reads.keyed})),
-                        zeroes_result=lowering.zeroed_rows, checked=tuple(sorted(types.checked)))
+                        zeroes_result=lowering.zeroed_rows, checked=tuple(sorted(types.checked)),
+                        result_fill=survey.result.fill)
 
 
 @dataclass(frozen=True)
@@ -344,7 +345,8 @@ def _row_owner(stmt: Stmt, target: Target) -> IndexVar | None:
     rows. A result summed into from an outer reduction (SpMV over CSC's columns) has no such loop and
     keeps the caller's zeroes; so does one whose loop turns out not to visit every row (lowering says)."""
     loop = split_relations(stmt)[0]
-    if not isinstance(target, DenseResult) or not target.levels or not isinstance(loop, Forall):
+    if not isinstance(target, DenseResult) or not target.levels or not isinstance(loop, Forall) \
+            or any(a.lhs.tensor.fill != 0 for a in assignments(loop)):  # the caller fills a result of another fill
         return None
     if loop.parallel is not None and (loop.parallel.unit is not ParallelUnit.CPU_THREAD
                                       or loop.parallel.race not in (Race.NO_RACES, Race.IGNORE_RACES)):
@@ -518,12 +520,15 @@ def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value
     fmt = var.format
     if fmt.is_dense and fmt.order == 1:
         located = any(a.tensor.name == var.name and Protocol.LOCATE in a.level_protocols for a in accesses(stmt))
-        return ListWorkspace(var.name, dims[0], value_c, located)
+        return ListWorkspace(var.name, dims[0], value_c, located, var.fill)
     if fmt.order == 0:
-        return ScalarWorkspace(var.name, dims, value_c)
+        return ScalarWorkspace(var.name, dims, value_c, var.fill)
     if fmt.is_dense:
-        return DenseWorkspace(var.name, dims, value_c)
+        return DenseWorkspace(var.name, dims, value_c, var.fill)
     if all(level.inserts_sparsely for level in fmt.levels):
+        if var.fill != 0:
+            raise ScheduleError(f"Expected a hashed temporary to start at 0, but {var.name} starts at {var.fill}: "
+                                f"a hashed workspace of another start value is not supported yet; use a dense one")
         return HashedWorkspace(var.name, dims, value_c)
     raise ScheduleError(f"Expected a dense or hashed temporary, but {var.name} has format {fmt}")
 

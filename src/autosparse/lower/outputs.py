@@ -13,14 +13,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Stmt, Where, assignments, nest, results, unnest, unnest_loops
+from ..cin.ast import (Access, Assign, Forall, Protocol, Stmt, Where, assignments, identity, nest, results, unnest,
+                      unnest_loops)
 from ..cin.provenance import Provenance
 from ..codegen import names
 from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, cast, increment, lt, ternary
 from ..codegen.literals import c_literal
-from ..notation.ast import Add, Div, Literal, Mul, Neg, Sub, factors, product
+from ..errors import ScheduleError
+from ..notation.ast import Add, Apply, Div, Literal, Mul, Neg, Sub, factors, product
+from ..notation.operators import REGISTRY
 from .context import Lowering, Phase, Scope
 from .reads import ROOT, Position
+from .writes import Combine, combine, start_value
 
 
 def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
@@ -69,9 +73,11 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         register, stored = scope.accumulators[name]
         if not cx.plan.counting:
             value = _expr(cx, stmt.rhs, scope)
+            op = _combine(cx, stmt.reduce)
             if scope.atomic:
+                _atomic(op, stmt)
                 cx.b.pragma(OmpAtomic())
-            cx.b.assign(Var(register), value, "+=")
+            combine(cx.b, Var(register), value, op)
         if stored:
             cx.b.assign(Var(stored), 1)
         return
@@ -80,25 +86,45 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
         cx.plan.targets[name].mark(position, cx.b)
     else:
         value = _expr(cx, stmt.rhs, scope)
-        store(cx, name, position, _operator(cx, stmt.lhs, stmt.accumulate, scope), value, scope)
+        store(cx, name, position, _operator(cx, stmt, scope), value, scope, stmt)
     if scope.flags.get(name):
         cx.b.assign(Var(scope.flags[name]), 1)
 
 
-def store(cx: Lowering, name: str, position: Position, op: str, value: Expr, scope: Scope) -> None:
+def store(cx: Lowering, name: str, position: Position, op: Combine, value: Expr, scope: Scope,
+          stmt: Assign | None = None) -> None:
     """A store, atomic when iterations of a parallel loop add into the same position."""
-    if scope.atomic and op == "+=":
+    if scope.atomic and op != "=":
+        _atomic(op, stmt)
         cx.b.pragma(OmpAtomic())
     cx.plan.targets[name].store(position, op, value, cx.b)
 
 
-def _operator(cx: Lowering, lhs: Access, accumulate: bool, scope: Scope) -> str:
-    """`+=` for a store that adds, unless it is the only one its position will get (no enclosing loop
-    leaves the position unchanged, and the target is not written elsewhere): then `=`, which writes a
-    fresh page without reading it first (LOWERING.md §4)."""
+def _atomic(op: Combine, stmt: Assign | None) -> None:
+    """Refuse an atomic update other than `+=`: OpenMP's `atomic` has no minimum or logical or (OpenMP 5.1's
+    `atomic compare` would), so such a reduction on threads needs `race=temporary` or no race."""
+    if op != "+=":
+        raise ScheduleError(f"Expected race=atomics only for sums, but {stmt} reduces by {stmt.reduce}: OpenMP has "
+                            f"no atomic {stmt.reduce}; use race=temporary or a loop without races")
+
+
+def _operator(cx: Lowering, stmt: Assign, scope: Scope) -> Combine:
+    """How the assignment's store combines (`+=` for a sum, the reduction's operator otherwise), unless it
+    is the only store its position will get (no enclosing loop leaves the position unchanged, and the
+    target is not written elsewhere): then `=`, which writes a fresh page without reading it first
+    (LOWERING.md §4)."""
+    lhs = stmt.lhs
     around = {root for index in scope.loops for root in scope.provenance.roots(index)}
     once = cx.plan.targets[lhs.tensor.name].overwrites and around <= set(lhs.indices) and not scope.revisits
-    return "+=" if accumulate and not once else "="
+    return _combine(cx, stmt.reduce) if stmt.accumulate and not once else "="
+
+
+def _combine(cx: Lowering, reduce: str) -> Combine:
+    """`+=` for a sum; for another reduction, its operator's C applied to the position and the value."""
+    if reduce == "add":
+        return "+="
+    spell, value_type = REGISTRY[reduce].c, cx.plan.value_type
+    return lambda target, value: spell(value_type, target, value)
 
 
 def target_position(cx: Lowering, lhs: Access, scope: Scope) -> Position:
@@ -120,6 +146,11 @@ def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
         return _read(cx, expr, scope)
     if isinstance(expr, Literal):
         return c_literal(expr.value, cx.plan.value_type)
+    if isinstance(expr, Apply):
+        op = REGISTRY[expr.op]
+        if not op.reads_values:  # pattern(M): 1 wherever M is stored, its value never loaded
+            return c_literal(1, cx.plan.value_type)
+        return op.c(cx.plan.value_type, *(_expr(cx, arg, scope) for arg in expr.args))
     if isinstance(expr, Neg):
         return -_expr(cx, expr.operand, scope)
     if isinstance(expr, Div):  # numpy's true division: int64 operands divide as the result's double
@@ -151,8 +182,9 @@ def _read(cx: Lowering, access: Access, scope: Scope) -> Expr:
         with cx.b.for_(Decl("int64_t", q.name, begin), lt(q, position.end), increment(q)):
             cx.b.assign(total, vals[q], "+=")
         return total
-    if position.may_miss:
-        return ternary(lt(begin, 0), 0, vals[begin])
+    if position.may_miss:  # a located entry that is not stored is the tensor's fill
+        fill = access.tensor.fill
+        return ternary(lt(begin, 0), 0 if fill == 0 else start_value(fill, cx.plan.value_type), vals[begin])
     return vals[begin]
 
 
@@ -172,9 +204,11 @@ def hoisting(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[tuple[Forall,
         yield stmt, scope
         return
     name, register, stored = hoisted
-    stmt, invariant = _split_invariant(stmt, scope.provenance)
-    if not cx.plan.counting:
-        cx.b.decl(cx.plan.value_types[name], register, 0)
+    reduce = next(a.reduce for a in assignments(stmt) if a.lhs.tensor.name == name)
+    stmt, invariant = _split_invariant(stmt, scope.provenance) if reduce == "add" else (stmt, [])
+    if not cx.plan.counting:  # the reduction's identity
+        cx.b.decl(cx.plan.value_types[name], register, 0 if reduce == "add" else
+                  start_value(identity(reduce), cx.plan.value_types[name]))
     if stored:
         cx.b.decl("int", stored, 0)
     # the register is this block's own: only iterations of this very loop can race on it
@@ -227,12 +261,13 @@ def _split_invariant(stmt: Forall, provenance: Provenance) -> tuple[Forall, list
 
 
 def _store_hoisted(cx: Lowering, stmt: Forall, name: str, total, stored: str | None, scope: Scope) -> None:
-    lhs = next(a.lhs for a in assignments(stmt) if a.lhs.tensor.name == name)
-    position = target_position(cx, lhs, scope)
+    assign = next(a for a in assignments(stmt) if a.lhs.tensor.name == name)
+    position = target_position(cx, assign.lhs, scope)
     with cx.b.when(Var(stored) if stored else None):
         if cx.plan.counting:
             cx.plan.targets[name].mark(position, cx.b)
         else:
-            store(cx, name, position, _operator(cx, lhs, True, scope), _expr(cx, total, scope), scope)
+            store(cx, name, position, _operator(cx, replace(assign, accumulate=True), scope), _expr(cx, total, scope),
+                  scope, assign)
         if scope.flags.get(name):
             cx.b.assign(Var(scope.flags[name]), 1)

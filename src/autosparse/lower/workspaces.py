@@ -23,7 +23,7 @@ from ..errors import ScheduleError
 from ..format.dense import Dense
 from ..runtime.abi import ReturnCode
 from .reads import Position, ReadLevel, TensorLevel
-from .writes import Target, block_size, free_arrays, located
+from .writes import Combine, Target, block_size, combine, free_arrays, located, start_value
 
 
 class Workspace(Target):
@@ -63,14 +63,21 @@ class DenseWorkspace(Workspace):
     name: str
     dims: tuple[str, ...]
     value_type: CType
+    start: object = 0  # the value each entry starts at: the identity of the reduction producing it
 
     def _size(self) -> Expr:
         return cast("size_t", block_size(self.dims))
 
     def allocate(self, b: CBuilder) -> None:
+        if self.start == 0:
+            vals = b.decl(self.value_type.pointer(), names.vals(self.name),
+                          call("calloc", self._size(), SizeOf(self.value_type)))
+            b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
+            return
         vals = b.decl(self.value_type.pointer(), names.vals(self.name),
-                      call("calloc", self._size(), SizeOf(self.value_type)))
+                      call("malloc", self._size() * SizeOf(self.value_type)))
         b.fail(not_(vals), ReturnCode.OUT_OF_MEMORY)
+        self.reset(b)
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return located(Dense(), parent, coordinate, self.dims[level])
@@ -79,8 +86,11 @@ class DenseWorkspace(Workspace):
         return TensorLevel(Dense(), {}, self.dims[level])
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
-        if values:
+        if values and self.start == 0:
             b.expr(call("memset", Var(names.vals(self.name)), 0, self._size() * SizeOf(self.value_type)))
+        elif values:  # memset writes bytes: +inf needs a loop
+            with b.for_range("q", 0, self._size()):
+                b.assign(Var(names.vals(self.name))[Var("q")], start_value(self.start, self.value_type))
 
     def release(self, b: CBuilder) -> None:
         free_arrays(b, names.vals(self.name))
@@ -92,11 +102,12 @@ class ScalarWorkspace(DenseWorkspace):
     compiler keeps in a register; private to each thread of a parallel region it is declared in."""
 
     def allocate(self, b: CBuilder) -> None:
-        b.decl(self.value_type, names.vals(self.name), Initializer((Literal(0),)), length=1)
+        start = Literal(0) if self.start == 0 else start_value(self.start, self.value_type)
+        b.decl(self.value_type, names.vals(self.name), Initializer((start,)), length=1)
 
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if values:
-            b.assign(Var(names.vals(self.name))[0], 0)
+            b.assign(Var(names.vals(self.name))[0], 0 if self.start == 0 else start_value(self.start, self.value_type))
 
     def release(self, b: CBuilder) -> None:
         pass
@@ -140,7 +151,8 @@ class ListWorkspace(Workspace):
     name: str
     dim: str
     value_type: CType
-    located: bool = False  # the consumer locates: untouched values are kept zero
+    located: bool = False  # the consumer locates: untouched values are kept at `start`
+    start: object = 0  # the value an untouched entry holds (read only where the consumer locates)
 
     @property
     def list(self) -> str:
@@ -151,8 +163,8 @@ class ListWorkspace(Workspace):
 
     def allocate(self, b: CBuilder) -> None:
         vt, dim = self.value_type, cast("size_t", as_expr(self.dim))
-        vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located
-                     else call("malloc", dim * SizeOf(vt) + 1))
+        vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located and self.start == 0
+                     else call("malloc", (dim + 1) * SizeOf(vt)) if self.located else call("malloc", dim * SizeOf(vt) + 1))
         arrays = (b.decl(vt.pointer(), names.vals(self.name), vals_size),
                   b.decl("int64_t *", self._ident("mark"), call("calloc", dim + 1, SizeOf("int64_t"))),
                   b.decl("int64_t *", self.list, call("malloc", (dim + 1) * SizeOf("int64_t"))),
@@ -162,6 +174,9 @@ class ListWorkspace(Workspace):
         b.decl("int64_t", self.count, 0)
         b.decl("int64_t", self._ident("gen"), 1)
         b.fail(or_(*(not_(array) for array in arrays)), ReturnCode.OUT_OF_MEMORY)
+        if self.located and self.start != 0:
+            with b.for_range("q", 0, as_expr(self.dim)):
+                b.assign(arrays[0][Var("q")], start_value(self.start, vt))
 
     def enter(self, level, coordinate, parent, reads, b) -> Position:
         return Position(coordinate)
@@ -178,7 +193,7 @@ class ListWorkspace(Workspace):
         with b.if_(not_(self.touched(position.begin))):
             self._first_touch(position.begin, b)
 
-    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
+    def store(self, position: Position, op: Combine, value, b: CBuilder) -> None:
         j, vals = position.begin, Var(names.vals(self.name))
         with b.block():
             v = b.decl(self.value_type.constant(), self._ident("v"), value)
@@ -186,7 +201,7 @@ class ListWorkspace(Workspace):
                 self._first_touch(j, b)
                 b.assign(vals[j], v)
             with b.else_():
-                b.assign(vals[j], v, op)
+                combine(b, vals[j], v, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _ListLevel(self)
@@ -199,7 +214,8 @@ class ListWorkspace(Workspace):
     def reset(self, b: CBuilder, values: bool = True) -> None:
         if self.located and values:
             with b.for_range("q", 0, Var(self.count)):
-                b.assign(Var(names.vals(self.name))[Var(self.list)[Var("q")]], 0)
+                b.assign(Var(names.vals(self.name))[Var(self.list)[Var("q")]],
+                         0 if self.start == 0 else start_value(self.start, self.value_type))
         b.expr(increment(self._var("gen")))
         b.assign(Var(self.count), 0)
 
@@ -286,10 +302,10 @@ class HashedWorkspace(Workspace):
         with b.block():
             self._insert(position, b)
 
-    def store(self, position: Position, op: str, value, b: CBuilder) -> None:
+    def store(self, position: Position, op: Combine, value, b: CBuilder) -> None:
         with b.block():
             slot = self._insert(position, b)
-            b.assign(self._var("table")[slot].field("val"), value, op)
+            combine(b, self._var("table")[slot].field("val"), value, op)
 
     def read_level(self, level: int) -> ReadLevel:
         return _SortedLevel(self, level)

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping, Union
+
+import numpy as np
 
 from ..cin.ast import Access
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..codegen.c_ast import (CType, Decl, Expr, Literal, Prelude, SizeOf, Var, and_, as_expr, call, cast, gt,
                              increment, le, lt, ne, not_, or_)
+from ..codegen.literals import c_literal
 from ..format.level import Level
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
@@ -38,6 +41,27 @@ Reads = Mapping[tuple[Access, int], Position]
 
 #: The helpers every kernel defines (min64, resultarray), in codegen's prelude.
 HELPERS = Prelude("result_arrays")
+
+
+#: How a store combines with what its position holds: `=` or `+=`, or a reduction's operator as a function
+#: of the position's C and the value's C (`lower/outputs.py`: `x = x < v || x != x ? x : v` for a minimum).
+Combine = Union[str, Callable[[Expr, Expr], Expr]]
+
+
+def combine(b: CBuilder, target: Expr, value: Expr, op: Combine) -> None:
+    """`target (op)= value`."""
+    if isinstance(op, str):
+        b.assign(target, value, op)
+    else:
+        b.assign(target, op(target, value))
+
+
+def start_value(value, value_type: CType) -> Expr:
+    """A fill or a reduction's identity as C of the value type: an infinite one of an integer kernel is the
+    type's bound (+inf is INT64_MAX, as `operators._top` has it)."""
+    if value_type.base == "int64_t" and value in (np.inf, -np.inf):
+        return Var("INT64_MAX" if value > 0 else "INT64_MIN")
+    return c_literal(value, value_type)
 
 
 def _allocation(length: Expr, ctype: str, zeroed: bool) -> Expr:
@@ -112,8 +136,8 @@ class Target(ABC):
         """The flag a store below a tentative position at `level` sets; None when positions are final."""
         return None
 
-    def store(self, position: Position, op: str, value: Expr, b: CBuilder) -> None:
-        b.assign(Var(names.vals(self.name))[position.begin], value, op)
+    def store(self, position: Position, op: Combine, value: Expr, b: CBuilder) -> None:
+        combine(b, Var(names.vals(self.name))[position.begin], value, op)
 
     def mark(self, position: Position, b: CBuilder) -> None:
         """What a store does in the count phase of a two-phase assembly, where no value is computed."""
@@ -550,10 +574,10 @@ class SharedPatternResult(AssembledResult):
             b.assign(Var(self._array(below, "pos"))[position.begin + 1], end - begin)
         return position
 
-    def store(self, position: Position, op: str, value: Expr, b: CBuilder) -> None:
+    def store(self, position: Position, op: Combine, value: Expr, b: CBuilder) -> None:
         """A shared position is stored once (a reduction below it is summed in a register first); a
         position of the dense levels below may take a sum."""
-        b.assign(Var(names.vals(self.name))[position.begin], value, op if self._suffix else "=")
+        combine(b, Var(names.vals(self.name))[position.begin], value, op if self._suffix else "=")
 
     def finish(self, b: CBuilder) -> None:
         for level in range(len(self.levels)):

@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..codegen import functions as c
 from ..errors import AutosparseError
 
 Value = object  # a Python or numpy scalar
@@ -65,6 +66,7 @@ class Operator:
     reduction: str | None = None
     function: bool = True
     reads_values: bool = True
+    c: Callable | None = None  # (value type, *operands' C) -> C (codegen/functions.py); None: a symbol lowering prints
 
     def result_dtype(self, *dtypes) -> np.dtype:
         """numpy's result type for operands of `dtypes` (comparisons and logicals give bool, division and
@@ -147,28 +149,28 @@ _OPERATORS = (
     Operator("negative", 1, np.negative, **_SYMBOLS),
     Operator("minimum", 2, np.minimum, Law(_top, caveat=f"{_NAN}; {_ORDERED}"), Law(_bottom, caveat=_NAN),
              idempotent=True, commutative=True, associative=True, distributes_over=frozenset({"maximum"}),
-             reduction="min"),
+             reduction="min", c=c.minimum),
     Operator("maximum", 2, np.maximum, Law(_bottom, caveat=f"{_NAN}; {_ORDERED}"), Law(_top, caveat=_NAN),
              idempotent=True, commutative=True, associative=True, distributes_over=frozenset({"minimum"}),
-             reduction="max"),
+             reduction="max", c=c.maximum),
     Operator("logical_and", 2, np.logical_and, Law(_constant(True), caveat="the result is bool: x and True is bool(x)"),
              Law(_constant(False)), idempotent=True, commutative=True, associative=True,
-             distributes_over=frozenset({"logical_or"}), reduction="all"),
+             distributes_over=frozenset({"logical_or"}), reduction="all", c=c.logical_and),
     Operator("logical_or", 2, np.logical_or, Law(_constant(False), caveat="the result is bool: x or False is bool(x)"),
              Law(_constant(True)), idempotent=True, commutative=True, associative=True,
-             distributes_over=frozenset({"logical_and"}), reduction="any"),
-    Operator("logical_not", 1, np.logical_not),
-    Operator("abs", 1, np.abs),
-    Operator("sqrt", 1, np.sqrt),
-    Operator("exp", 1, np.exp),
-    Operator("log", 1, np.log),
-    Operator("less", 2, np.less),
-    Operator("less_equal", 2, np.less_equal),
-    Operator("greater", 2, np.greater),
-    Operator("greater_equal", 2, np.greater_equal),
-    Operator("equal", 2, np.equal, commutative=True),
-    Operator("not_equal", 2, np.not_equal, commutative=True),
-    Operator("where", 3, np.where),
+             distributes_over=frozenset({"logical_and"}), reduction="any", c=c.logical_or),
+    Operator("logical_not", 1, np.logical_not, c=c.logical_not),
+    Operator("abs", 1, np.abs, c=c.absolute),
+    Operator("sqrt", 1, np.sqrt, c=c.libm("sqrt")),
+    Operator("exp", 1, np.exp, c=c.libm("exp")),
+    Operator("log", 1, np.log, c=c.libm("log")),
+    Operator("less", 2, np.less, c=c.binary("<")),
+    Operator("less_equal", 2, np.less_equal, c=c.binary("<=")),
+    Operator("greater", 2, np.greater, c=c.binary(">")),
+    Operator("greater_equal", 2, np.greater_equal, c=c.binary(">=")),
+    Operator("equal", 2, np.equal, commutative=True, c=c.binary("==")),
+    Operator("not_equal", 2, np.not_equal, commutative=True, c=c.binary("!=")),
+    Operator("where", 3, np.where, c=c.where),
     Operator("pattern", 1, _pattern, reads_values=False),
 )
 

@@ -37,7 +37,7 @@ from ..tensor import Tensor
 from ..tensor.dtypes import promote_value_dtype
 from .conversions import coordinates_as_stored, linear_in, operand_in, ordered_where_merged
 from .diagonals import identity_formats, with_identities
-from .operands import as_assignment, operand_fills, refuse_fills, result_index_dtype, result_value_dtype
+from .operands import as_assignment, check_fills, operand_fills, result_index_dtype, result_value_dtype
 from .result_format import inferred_result_format, sparse_result_format
 from .lastfirst import LastFirst
 from .schedules import assembly_format, derived_indices, parallel_by_default, scheduled, written_as_cin
@@ -61,9 +61,9 @@ class Kernel:
         format is inferred from the operands' (see `result_format`), or dense under CIN written by hand.
         Under the default schedule, operands whose storage orders disagree are computed in concordant
         formats (`conversions`), chosen by their `stored` entries where known. `fills`: the operands' fills
-        (0 where not given); a fill other than 0 is refused (`refuse_fills`)."""
+        (0 where not given), folded into the C; each call's operands must have them (`check_fills`)."""
         self.assignment, self._diagonals = split_diagonals(as_assignment(expression))
-        refuse_fills(self.assignment, {} if fills is None else fills)
+        self.fills = {name: fill for name, fill in (fills or {}).items() if fill != 0}
         formats = format_mapping(formats)
         orders = {a.tensor: len(a.indices) for a in (*accesses(self.assignment.rhs), self.assignment.lhs)}
         self.temporary_formats = {n: formats.pop(n) for n in list(formats) if n not in orders}
@@ -78,12 +78,12 @@ class Kernel:
             self.formats = concordant_formats(self.assignment, self.formats, stored)
         if result not in formats and not written_as_cin(schedule):
             # from the formats computed in (CSR + CSC -> CSR), then the operands' order checked against it
-            self.formats[result] = inferred_result_format(self.assignment, self.formats)
+            self.formats[result] = inferred_result_format(self.assignment, self.formats, self.fills)
             if schedule is None:
                 self.formats = concordant_formats(self.assignment, self.formats, stored)
         if schedule is None:  # ds~ sorted where the default merges it (a schedule given names its strategies)
             self.formats = ordered_where_merged(self.formats, result, lambda formats: _lowers(
-                self.assignment, formats, self.temporary_formats, schedule, result))
+                self.assignment, formats, self.temporary_formats, schedule, result, fills=self.fills))
         self.conversions = {n: (given[n], fmt) for n, fmt in self.formats.items() if n != result and fmt != given[n]}
         self.result_format = self.formats[result]
         self.formats[result] = assembly_format(self.result_format)
@@ -158,7 +158,8 @@ class Kernel:
     def _scheduled(self, extents, threads: int | None = None) -> Stmt:
         if threads is None:
             threads = 1 if self.instrument else self.num_threads  # counters are shared: counting stays sequential
-        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads)
+        return scheduled(self.assignment, self.formats, self.temporary_formats, self.schedule, extents, threads,
+                         self.fills)
 
     def _marked(self, cin: Stmt) -> Stmt:
         """`cin` with every loop's co-iteration chosen per call where the kernel was built so."""
@@ -268,7 +269,7 @@ class Kernel:
     def _call_general(self, operands):
         if operands.keys() != self._operand_names:
             raise AutosparseError(f"Expected operands {sorted(self._operand_names)}, but found {sorted(operands)}")
-        refuse_fills(self.assignment, operand_fills(operands))  # a warm call's signature holds its fills
+        check_fills(self.assignment, self.fills, operand_fills(operands))  # a warm call's signature holds its fills
         for kernel, stored in self._as_stored(operands):
             try:
                 outcome = kernel._run(stored)
@@ -360,7 +361,8 @@ class Kernel:
         does not lower so or would convert them after all."""
         result = self.assignment.lhs.tensor
         formats = {**self._given, **stored, result: self.result_format}
-        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked, self.num_threads):
+        if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked, self.num_threads,
+                       self.fills):
             return None
         kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
         kernel._checked = checked
@@ -404,7 +406,7 @@ class Kernel:
 
 
 def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result: str,
-            checked: frozenset[str] = frozenset(), threads: int = 1) -> bool:
+            checked: frozenset[str] = frozenset(), threads: int = 1, fills: Mapping[str, object] = {}) -> bool:
     """Whether a kernel computing in `formats` (and checking the coordinates of those `checked`) lowers
     (on `threads`, for float64 and int32): asked only of kernels reading an unordered operand, whose
     lowering refuses to merge it, or an unchecked one, which it refuses to index by or search but where
@@ -412,7 +414,7 @@ def _lowers(assignment: Assignment, formats, temporary_formats, schedule, result
     formats = {**formats, result: assembly_format(formats[result])}
     try:
         for run_on in sorted({1, threads}):
-            cin = scheduled(assignment, formats, temporary_formats, schedule, {}, run_on)
+            cin = scheduled(assignment, formats, temporary_formats, schedule, {}, run_on, fills)
             names = [n for n, v in tensors(cin).items() if not v.temporary]
             generate(cin, Types({n: np.dtype(np.float64) for n in names}, {n: np.dtype(np.int32) for n in names},
                                 checked), num_threads=run_on)

@@ -23,24 +23,30 @@ from ..tensor.dtypes import INT32_MAX
 def as_assignment(expression) -> Assignment:
     """An assignment from its text (parsed and checked: anything but text is a ParseError) or as it is."""
     if isinstance(expression, Assignment):
-        return compilable(expression)
+        return expression
     return _parsed(expression) if type(expression) is str else parse(expression)
 
 
 @functools.lru_cache(maxsize=1024)  # `evaluate` and the operators parse on every call: once per text
 def _parsed(text: str) -> Assignment:
-    return compilable(parse(text))
+    return parse(text)
 
 
-def compilable(assignment: Assignment) -> Assignment:
-    """`assignment`, or a ScheduleError naming the first function or non-sum reduction in it: the notation
-    reads them (notation/operators.py), but concretize and lowering compile only `+ - * /` and `sum` so
-    far, and are refused here, before any schedule or C is made."""
+def symbolic(assignment: Assignment, fills: Mapping[str, Value] = {}) -> Assignment:
+    """`assignment`, or a ScheduleError naming the first function, non-sum reduction or operand of a fill
+    other than 0 in it: the default schedule and lowering compile them, but the autoschedulers cost only
+    `+ - * /` and sums over fill 0 so far (they assume `x * 0 = 0` and `x + 0 = x`), so they are refused
+    here, before any search."""
     for node in walk(assignment.rhs):
         if isinstance(node, (Apply, Reduce)):
-            raise ScheduleError(f"Expected only + - * / and sum in an assignment to compile, but found {node} "
-                                f"in {assignment}: the pipeline (concretize, lowering) does not compile the "
-                                f"operator {node.op} yet")
+            raise ScheduleError(f"Expected only + - * / and sum in an assignment to autoschedule, but found {node} "
+                                f"in {assignment}: the autoschedulers do not read the operator {node.op} yet; use "
+                                f"schedule=None (the default schedule) or write one")
+    for name, fill in sorted(fills.items()):
+        if fill != 0:
+            raise ScheduleError(f"Expected operands of fill 0 in {assignment} to autoschedule, but {name} has fill "
+                                f"{fill}: the autoschedulers cost absent entries as 0; use schedule=None (the "
+                                f"default schedule) or write one")
     return assignment
 
 
@@ -49,15 +55,19 @@ def operand_fills(operands: Mapping[str, object]) -> dict[str, Value]:
     return {name: value.fill for name, value in operands.items() if isinstance(value, Tensor)}
 
 
-def refuse_fills(assignment: Assignment, fills: Mapping[str, Value]) -> None:
-    """A ScheduleError naming the first operand whose fill is not 0: the kernels compute an absent entry
-    as 0 (their zero elimination, lattices and zeroed results), and lowering reads no fill yet, so such an
-    operand is refused before any schedule or C is made rather than computed as if its fill were 0."""
-    for name, fill in sorted(fills.items()):
-        if fill != 0:
-            raise ScheduleError(f"Expected operands of fill 0 in {assignment}, but {name} has fill {fill}: the "
-                                f"kernels compute its absent entries as 0 and lowering a fill into C is not "
-                                f"supported yet; pass {name} with fill 0 (or its to_numpy() copy)")
+def check_fills(assignment: Assignment, compiled: Mapping[str, Value], given: Mapping[str, Value]) -> None:
+    """A ScheduleError naming the first operand whose fill differs from the one the kernel was compiled
+    for (0 where not given): its absent entries are folded into the C (zero elimination, lattices, the
+    result's start)."""
+    for name in sorted({*compiled, *given}):
+        if not _same(compiled.get(name, 0), given.get(name, 0)):
+            raise ScheduleError(f"Expected {name} of fill {compiled.get(name, 0)} in {assignment}, as the kernel "
+                                f"was compiled for, but it has fill {given.get(name, 0)}: build a kernel for "
+                                f"these fills (Kernel(..., fills=...))")
+
+
+def _same(fill: Value, other: Value) -> bool:
+    return bool(fill == other)
 
 
 def infer_format(value, order: int) -> Format:

@@ -22,6 +22,8 @@ from ..errors import ScheduleError
 from ..format import Capability, Compressed, Format, Layout
 from ..notation import Assignment, accesses
 from ..notation.ast import IndexVar
+from ..notation.fills import result_fill
+from ..notation.operators import Value
 from ..schedule import Schedule, blocked
 from ..schedule.autoparallel import parallelized
 
@@ -40,14 +42,15 @@ class Chosen:
 
 
 def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_formats: Mapping[str, Format],
-              schedule, extents: Mapping[IndexVar, int], threads: int) -> Stmt:
+              schedule, extents: Mapping[IndexVar, int], threads: int, fills: Mapping[str, Value] = {}) -> Stmt:
     """The kernel's CIN for `schedule`, checked to compute `assignment` (`formats` holds every tensor of
-    the assignment; `temporary_formats` those of CIN text's temporaries), for a kernel of `threads`."""
+    the assignment; `temporary_formats` those of CIN text's temporaries), for a kernel of `threads` whose
+    operands have `fills` (0 where not given)."""
     blocked_operands = sorted(name for name, fmt in formats.items() if isinstance(fmt, Layout))
     if schedule is None:
-        return parallelized(legalise(unscheduled(assignment, formats), extents), threads)
+        return parallelized(legalise(unscheduled(assignment, formats, fills), extents), threads)
     if isinstance(schedule, Chosen):
-        return parallelized(scheduled(assignment, formats, temporary_formats, schedule.cin, extents, threads),
+        return parallelized(scheduled(assignment, formats, temporary_formats, schedule.cin, extents, threads, fills),
                             threads)
     if isinstance(schedule, str):
         text = schedule.strip()
@@ -58,12 +61,13 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
             if blocked_operands:
                 raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
                                     f"{blocked_operands}, but found CIN: their block views are the kernel's own")
-            stmt = parse_cin(text, {**formats, **temporary_formats})
+            result = assignment.lhs.tensor
+            stmt = parse_cin(text, {**formats, **temporary_formats}, {**fills, result: result_fill(assignment, fills)})
             check_computes(stmt, assignment)
             return stmt
         schedule = Schedule.parse(text)
     if isinstance(schedule, Schedule):
-        stmt = legalise(schedule.apply(unscheduled(assignment, formats)), extents)
+        stmt = legalise(schedule.apply(unscheduled(assignment, formats, fills)), extents)
         if strategies_only(schedule):
             return parallelized(stmt, threads)
     elif hasattr(schedule, "children") and not blocked_operands:
@@ -117,13 +121,13 @@ def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:
     return stmt.with_children(tuple(_assembling(child, result, fmt) for child in stmt.children()))
 
 
-def unscheduled(assignment: Assignment, formats: Mapping[str, Format]) -> Stmt:
+def unscheduled(assignment: Assignment, formats: Mapping[str, Format], fills: Mapping[str, Value] = {}) -> Stmt:
     """The default schedule before legalisation; blocked operands read through their block views."""
     blocks = {name: fmt for name, fmt in formats.items() if isinstance(fmt, Layout)}
     if not blocks:
-        return default_loops(assignment, formats)
+        return default_loops(assignment, formats, fills=fills)
     ordering = {name: blocked.stand_in(fmt) if isinstance(fmt, Layout) else fmt for name, fmt in formats.items()}
-    return blocked.unblock(default_loops(assignment, ordering), blocks)
+    return blocked.unblock(default_loops(assignment, ordering, fills=fills), blocks)
 
 
 def derived_indices(cin: Stmt, assignment: Assignment) -> dict[IndexVar, tuple[str, int]]:

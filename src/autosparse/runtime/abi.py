@@ -92,6 +92,7 @@ class KernelSource:
     hashed: tuple[str, ...] = ()  # the operands hashed by their whole coordinates (keyed.py)
     zeroes_result: bool = False  # whether the kernel zeroes each row of its dense result (the caller need not)
     checked: tuple[str, ...] = ()  # the operands whose coordinates it checks (`Types.checked`)
+    result_fill: object = 0  # the result's fill: a dense result's values start at it, a sparse result keeps it
 
 
 def raise_failure(code: int, source: KernelSource) -> None:

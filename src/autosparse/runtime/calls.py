@@ -109,7 +109,9 @@ class BoundCall:
             args[k] = value.address(level, array) if type(value) is Tensor else address(value)
         assembled = source.assembled
         if not assembled:
-            result_vals = (np.empty if source.zeroes_result else np.zeros)(self.stored_shape, dtype=call.value_dtype)
+            result_vals = np.empty(self.stored_shape, dtype=call.value_dtype) if source.zeroes_result else \
+                np.full(self.stored_shape, source.result_fill, dtype=call.value_dtype) if source.result_fill != 0 else \
+                np.zeros(self.stored_shape, dtype=call.value_dtype)
             args[call.outputs[0][0]] = address(result_vals)
         sizes = (ctypes.c_int64 * call.slot_count)() if assembled else self.shared_sizes
         counters = self.shared_counters if source.counters is None else (ctypes.c_int64 * call.counter_count)()
@@ -121,14 +123,14 @@ class BoundCall:
         counts = None if source.counters is None else _counts(source.counters, counters)
         if not assembled:
             return result_vals, counts
-        return Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes)), counts
+        return Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes), source.result_fill), counts
 
     def dense_tensor(self, values: np.ndarray) -> Tensor:
         """A dense result's values, as `run` returns them, as the result Tensor (read-only from now on)."""
         values = values.reshape(-1)
         values.flags.writeable = False
         storage = st.Storage(tuple({} for _ in self.call.fmt.levels), values)
-        return Tensor.from_read_only_storage(self.shape, self.call.fmt, storage)
+        return Tensor.from_read_only_storage(self.shape, self.call.fmt, storage, self.call.source.result_fill)
 
 
 def _adopted(call: KernelCall, args, sizes) -> st.Storage:
