@@ -55,11 +55,11 @@ def _definitions(stmt: Stmt, found: dict, loops: tuple[IndexVar, ...], provenanc
     over the indices of the `loops` around it (since the producer it is in began) that it does not write."""
     if isinstance(stmt, Assign):
         name = stmt.lhs.tensor.name
-        rhs = notation.summed([i for i in dict.fromkeys(r for loop in loops for r in provenance.roots(loop))
-                               if i not in stmt.lhs.indices], stmt.rhs)
+        rhs = _reduced(stmt.reduce, [i for i in dict.fromkeys(r for loop in loops for r in provenance.roots(loop))
+                                     if i not in stmt.lhs.indices], stmt.rhs)
         if name in found:
             lhs, earlier = found[name]
-            if lhs.indices != stmt.lhs.indices or not stmt.accumulate:
+            if lhs.indices != stmt.lhs.indices or not stmt.accumulate or stmt.reduce != "add":
                 raise ScheduleError(f"Expected later writes of {name} to add to it with the same indices, but "
                                     f"found {stmt}")
             found[name] = (lhs, notation.Add(earlier, rhs))
@@ -74,6 +74,15 @@ def _definitions(stmt: Stmt, found: dict, loops: tuple[IndexVar, ...], provenanc
         for child in stmt.children():
             _definitions(child, found, loops, provenance)
     return found
+
+
+def _reduced(reduce: str, indices: list[IndexVar], expr):
+    """`expr` reduced over each of `indices` (the first outermost) by the operator `reduce`: `Sum`s for add."""
+    if reduce == "add":
+        return notation.summed(indices, expr)
+    for index in reversed(indices):
+        expr = notation.Reduce(reduce, index, expr)
+    return expr
 
 
 def _inline(expr, definitions: dict):

@@ -88,8 +88,11 @@ def without(node, absent: Collection):
     op = operator_of(node)
     if op is not None:
         return _folded(node, op, children, kept)
-    if isinstance(node, Assign) and isinstance(kept[0], Literal) and _same(kept[0].value, node.lhs.tensor.fill):
-        return None  # writes what the target holds already
+    if isinstance(node, Assign) and (kept[0] is None or isinstance(kept[0], Literal)):
+        value = 0 if kept[0] is None else kept[0].value
+        if _same(value, node.lhs.tensor.fill):
+            return None  # writes what the target holds already
+        return node.with_children((Literal(value),))
     if None not in kept:
         return node.with_children(kept)
     present = tuple(child for child in kept if child is not None)

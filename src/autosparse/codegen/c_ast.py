@@ -493,13 +493,14 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Reduction:
-    """`reduction(op: items)`: each thread's (or lane's) own zeroed copies of `items`, combined by `op`."""
+    """`reduction(op: items)`: each thread's (or lane's) own copies of `items`, starting at `op`'s identity
+    (0 for `+`, the type's largest value for `min`), combined by `op`."""
 
     op: str
     items: tuple[Var | Section, ...]
 
     def __post_init__(self):
-        _one_of(self.op, ("+", "|"), "a reduction operator")
+        _one_of(self.op, ("+", "*", "|", "min", "max", "&&", "||"), "a reduction operator")
         if not self.items or not all(isinstance(item, (Var, Section)) for item in self.items):
             raise ValueError(f"Expected variables or array sections to reduce, but found {self.items!r}")
 

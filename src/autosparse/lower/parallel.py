@@ -106,6 +106,11 @@ def _rows_and_entries(cx: Lowering, read: Access, stmt: Forall) -> tuple[ReadLev
     return levels[0], levels[1]
 
 
+#: The OpenMP reduction of each reduction operator: each thread's copy starts at the identity.
+OMP_REDUCTIONS = {"add": "+", "multiply": "*", "minimum": "min", "maximum": "max", "logical_and": "&&",
+                  "logical_or": "||"}
+
+
 @contextmanager
 def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
                     schedule: Schedule = Schedule(), rows: RowSplit | None = None) -> Iterator[Scope]:
@@ -148,12 +153,18 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
                             f"a sum), so they would race: use atomics or temporary (ignore_races accepts a wrong sum)")
     # a count phase sums no values: its registers are not even declared
     summing = race is Race.TEMPORARY and not cx.plan.counting
-    summed = [registers[n] for n in written if n in registers] if summing else []
+    reduces = {a.lhs.tensor.name: a.reduce for a in assignments(stmt.body)}
+    summed = [n for n in written if n in registers] if summing else []
     flags = [scope.accumulators[n][1] for n in written if n in registers and scope.accumulators[n][1]]
-    clauses = ([Reduction("+", tuple(map(Var, summed)))] if summed else []) + \
+    clauses = [Reduction(OMP_REDUCTIONS[op], tuple(Var(registers[n]) for n in summed if reduces[n] == op))
+               for op in dict.fromkeys(reduces[n] for n in summed)] + \
               ([Reduction("|", tuple(map(Var, flags)))] if flags else [])
     copied = [n for n in written if n not in registers and cx.plan.targets[n].reduction_size() is not None
               and race is Race.TEMPORARY]
+    if any(reduces[n] != "add" for n in copied):
+        raise ScheduleError(f"{command}: per-thread copies of a result are added up, but "
+                            f"{next(n for n in copied if reduces[n] != 'add')} is reduced by "
+                            f"{next(reduces[n] for n in copied if reduces[n] != 'add')}: use no_races over its rows")
     checked = _loads_checked(cx, stmt)
     if checked and (chunked or rows is None or unit is ParallelUnit.CPU_VECTOR):
         raise ScheduleError(f"{command}: the loop reads coordinates it checks (`Types.checked`), which fail the "

@@ -1,0 +1,164 @@
+"""Kernels of functions, non-sum reductions and fills (min-plus, max-times, masks), against numpy on dense
+copies built with the operands' fills: `np.where(stored, values, fill)`."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import autosparse as asp
+from autosparse.errors import ScheduleError
+
+INF = np.inf
+MIN_PLUS = "y(i) = min(j, A(i,j) + x(j))"
+
+
+def _filled(rng, shape, density, fill, low=-2.0, high=3.0):
+    """A dense array of `fill` with about `density` of its entries random values."""
+    stored = rng.random(shape) < density
+    return np.where(stored, rng.uniform(low, high, shape).round(2), fill)
+
+
+def _dense(result):
+    return result.to_numpy() if isinstance(result, asp.Tensor) else np.asarray(result)
+
+
+def _check(text, expected, num_threads=1, **operands):
+    result = asp.evaluate(text, num_threads=num_threads, **operands)
+    np.testing.assert_allclose(_dense(result), expected)
+    return result
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csc", "dcsr", "coo"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_min_plus_spmv(fmt, threads):
+    rng = np.random.default_rng(1)
+    A, x = _filled(rng, (7, 5), 0.4, INF), rng.uniform(0, 2, 5)
+    A[2] = INF  # a row of fills only: its minimum is the fill
+    _check(MIN_PLUS, np.min(A + x, axis=1), threads, A=asp.Tensor.from_numpy(A, fmt, fill=INF), x=x)
+
+
+def test_min_plus_spmv_with_a_sparse_vector_of_fill_inf():
+    rng = np.random.default_rng(2)
+    A, x = _filled(rng, (6, 8), 0.5, INF), _filled(rng, 8, 0.5, INF)
+    result = _check(MIN_PLUS, np.min(A + x, axis=1), A=asp.Tensor.from_numpy(A, "csr", fill=INF),
+                    x=asp.Tensor.from_numpy(x, "s", fill=INF))
+    assert not isinstance(result, asp.Tensor) or result.fill == INF
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 4), (0, 3), (3, 0)])
+def test_min_plus_spmv_of_size_one_and_empty_dimensions(shape):
+    rng = np.random.default_rng(3)
+    A, x = _filled(rng, shape, 0.5, INF), rng.uniform(0, 2, shape[1])
+    expected = np.min(A + x, axis=1) if shape[1] else np.full(shape[0], INF)
+    _check(MIN_PLUS, expected, A=asp.Tensor.from_numpy(A, "csr", fill=INF), x=x)
+
+
+@pytest.mark.parametrize("entries", [[], [(1, 2, -1.5)]])
+def test_min_plus_spmv_of_no_entry_and_of_one(entries):
+    A = np.full((3, 4), INF)
+    for i, j, v in entries:
+        A[i, j] = v
+    x = np.arange(4.0)
+    _check(MIN_PLUS, np.min(A + x, axis=1), A=asp.Tensor.from_numpy(A, "dcsr", fill=INF), x=x)
+
+
+def test_min_plus_spmv_reads_a_stored_fill_as_its_value():
+    A = asp.Tensor.from_coo([[0, 0, 1], [0, 1, 1]], [INF, 2.0, INF], (2, 3), "csr", fill=INF)
+    assert A.nnz == 3
+    _check(MIN_PLUS, [3.0, INF], A=A, x=np.ones(3))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.floats(0, 1), st.integers(0, 2**32 - 1),
+       st.sampled_from(["csr", "dcsr", "coo"]), st.sampled_from([np.int32, np.int64]))
+def test_min_plus_spmv_on_random_inputs(m, n, density, seed, fmt, index_dtype):
+    rng = np.random.default_rng(seed)
+    A, x = _filled(rng, (m, n), density, INF), rng.uniform(-1, 1, n)
+    _check(MIN_PLUS, np.min(A + x, axis=1), A=asp.Tensor.from_numpy(A, fmt, index_dtype, fill=INF), x=x)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "dcsr", "dense"])
+def test_max_times_spmv_counts_the_absent_zeros(fmt):
+    rng = np.random.default_rng(4)
+    A, x = _filled(rng, (6, 5), 0.5, 0.0, -3.0, -1.0), rng.uniform(1, 2, 5)
+    A[1] = -1.0  # a full row of negative products: its maximum is below the fill
+    _check("y(i) = max(j, A(i,j) * x(j))", np.max(A * x, axis=1), A=asp.Tensor.from_numpy(A, fmt), x=x)
+
+
+@pytest.mark.parametrize("fmts", [("csr", "csr"), ("dcsr", "coo"), ("csr", "dense")])
+def test_element_wise_maximum_over_fill_0_is_a_union(fmts):
+    rng = np.random.default_rng(5)
+    A, B = _filled(rng, (5, 4), 0.4, 0.0), _filled(rng, (5, 4), 0.4, 0.0)
+    result = _check("C(i,j) = maximum(A(i,j), B(i,j))", np.maximum(A, B), A=asp.Tensor.from_numpy(A, fmts[0]),
+                    B=asp.Tensor.from_numpy(B, fmts[1]))
+    assert not isinstance(result, asp.Tensor) or result.fill == 0
+
+
+def test_element_wise_minimum_over_fill_inf_keeps_it():
+    rng = np.random.default_rng(6)
+    A, B = _filled(rng, (4, 6), 0.4, INF), _filled(rng, (4, 6), 0.4, INF)
+    result = _check("C(i,j) = minimum(A(i,j), B(i,j))", np.minimum(A, B),
+                    A=asp.Tensor.from_numpy(A, "csr", fill=INF), B=asp.Tensor.from_numpy(B, "csr", fill=INF))
+    assert isinstance(result, asp.Tensor) and result.fill == INF
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
+def test_abs(fmt):
+    rng = np.random.default_rng(7)
+    A = _filled(rng, (4, 5), 0.5, 0.0)
+    _check("C(i,j) = abs(A(i,j))", np.abs(A), A=asp.Tensor.from_numpy(A, fmt))
+
+
+def test_where_picks_by_a_condition_of_fill_0():
+    rng = np.random.default_rng(8)
+    M, A, B = (_filled(rng, (5, 5), 0.5, 0.0) for _ in range(3))
+    _check("C(i,j) = where(M(i,j), A(i,j), B(i,j))", np.where(M != 0, A, B),
+           M=asp.Tensor.from_numpy(M, "csr"), A=asp.Tensor.from_numpy(A, "csr"), B=asp.Tensor.from_numpy(B, "csr"))
+
+
+@pytest.mark.parametrize("fmts", [("csr", "csr", "csr"), ("dcsr", "csr", "dense"), ("csr", "dense", "csr")])
+def test_masked_spgemm(fmts):
+    rng = np.random.default_rng(9)
+    M, A, B = _filled(rng, (5, 6), 0.3, 0.0), _filled(rng, (5, 4), 0.5, 0.0), _filled(rng, (4, 6), 0.5, 0.0)
+    M[0, 0] = 0.5  # a stored entry counts whatever its value: the mask is M's pattern
+    _check("C(i,j) = pattern(M(i,j)) * A(i,k) * B(k,j)", (M != 0) * (A @ B), M=asp.Tensor.from_numpy(M, fmts[0]),
+           A=asp.Tensor.from_numpy(A, fmts[1]), B=asp.Tensor.from_numpy(B, fmts[2]))
+
+
+def test_complemented_mask():
+    rng = np.random.default_rng(10)
+    M, A = _filled(rng, (5, 6), 0.5, 0.0), _filled(rng, (5, 6), 0.6, 0.0)
+    _check("C(i,j) = logical_not(pattern(M(i,j))) * A(i,j)", (M == 0) * A, M=asp.Tensor.from_numpy(M, "csr"),
+           A=asp.Tensor.from_numpy(A, "csr"))
+
+
+def test_hand_written_min_cin_compiles():
+    rng = np.random.default_rng(11)
+    A, x = _filled(rng, (5, 4), 0.5, INF), rng.uniform(0, 1, 4)
+    kernel = asp.Kernel(MIN_PLUS, {"A": "csr", "x": "d", "y": "d"}, schedule="∀i ∀j y(i) min= A(i,j) + x(j)",
+                        fills={"A": INF})
+    assert "min=" in str(kernel.cin)
+    np.testing.assert_allclose(_dense(kernel(A=asp.Tensor.from_numpy(A, "csr", fill=INF), x=x)), np.min(A + x, 1))
+
+
+def test_atomics_with_a_minimum_are_refused_naming_the_rule():
+    kernel = asp.Kernel(MIN_PLUS, {"A": "csc", "x": "d", "y": "d"}, fills={"A": INF},
+                        schedule="∀j @parallel(cpu_thread, atomics) ∀i y(i) min= A(i,j) + x(j)")
+    with pytest.raises(ScheduleError, match="race=atomics only for sums.*minimum"):
+        kernel.source
+
+
+def test_a_sum_over_a_fill_it_does_not_drop_is_refused():
+    A = asp.Tensor.from_numpy(np.array([[1.0, INF]]), "csr", fill=INF)
+    with pytest.raises(ScheduleError, match="would depend on the extent of j"):
+        asp.evaluate("y(i) = sum(j, A(i,j))", A=A)
+
+
+@pytest.mark.parametrize("schedule, fmt", [("parallelize(i, cpu_thread, no_races)", "csr"),
+                                           ("parallelize(j, cpu_thread, temporary)", "dense")])
+def test_min_plus_spmv_on_two_threads(schedule, fmt):
+    rng = np.random.default_rng(12)
+    A, x = _filled(rng, (9, 40), 0.3, INF), rng.uniform(0, 2, 40)
+    kernel = asp.Kernel(MIN_PLUS, {"A": fmt, "x": "d"}, schedule=schedule, num_threads=2, fills={"A": INF})
+    assert "omp" in kernel.source
+    np.testing.assert_allclose(_dense(kernel(A=asp.Tensor.from_numpy(A, fmt, fill=INF), x=x)), np.min(A + x, 1))
