@@ -6,10 +6,35 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import autosparse as asp
+from autosparse.cin import parse_cin
+from autosparse.cin.ast import accesses, assignments
+from autosparse.cin.rewrite import without
 from autosparse.errors import ScheduleError
 
 INF = np.inf
 MIN_PLUS = "y(i) = min(j, A(i,j) + x(j))"
+
+
+def test_a_min_assignment_prints_and_parses_back_with_its_fills():
+    text = "∀i ∀j y(i) min= A(i,j) + x(j)"
+    stmt = parse_cin(text, {"y": "d", "A": "csr", "x": "d"}, {"A": INF, "y": INF})
+    (assign,) = assignments(stmt)
+    assert str(stmt) == text
+    assert (assign.reduce, assign.accumulate, assign.lhs.tensor.fill) == ("minimum", True, INF)
+    assert accesses(assign.rhs)[0].tensor.fill == INF
+
+
+def test_without_folds_absent_fills_through_the_laws():
+    formats = {"y": "s", "A": "s", "B": "s"}
+    (plus,) = assignments(parse_cin("∀i y(i) = A(i) + B(i)", formats, {"A": INF, "B": INF, "y": INF}))
+    a, b = accesses(plus.rhs)
+    assert without(plus, [a]) is None  # +inf annihilates +: the result keeps its fill
+    (most,) = assignments(parse_cin("∀i y(i) = maximum(A(i), B(i))", formats))
+    a, b = accesses(most.rhs)
+    assert str(without(most, [a])) == "y(i) = maximum(0, B(i))"  # 0 is no identity of maximum
+    assert without(most, [a, b]) is None
+    (shifted,) = assignments(parse_cin("∀i y(i) = exp(A(i))", formats))
+    assert str(without(shifted, accesses(shifted.rhs))) == "y(i) = 1.0"  # exp(0) is not y's fill
 
 
 def _filled(rng, shape, density, fill, low=-2.0, high=3.0):

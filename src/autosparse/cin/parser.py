@@ -160,7 +160,8 @@ def _written_in_producers(text: str, scout: _CinParser) -> dict[str, Value]:
     names: dict[str, Value] = {}
     for node in walk(stmt):
         if isinstance(node, Where):
-            names.update((n.lhs.tensor.name, identity(n.reduce) if n.accumulate else 0) for n in walk(node.producer) if isinstance(n, Assign))
+            names.update((n.lhs.tensor.name, identity(n.reduce) if n.accumulate else 0)
+                         for n in walk(node.producer) if isinstance(n, Assign))
     return names
 
 

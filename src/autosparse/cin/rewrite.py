@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Callable, Collection
 
+import numpy as np
+
 from ..format import Format
 from ..notation.ast import Add, Apply, Div, Literal, Neg, Reduce, Sub, Sum, operator_of
 from ..notation.operators import fold
@@ -90,7 +92,7 @@ def without(node, absent: Collection):
         return _folded(node, op, children, kept)
     if isinstance(node, Assign) and (kept[0] is None or isinstance(kept[0], Literal)):
         value = 0 if kept[0] is None else kept[0].value
-        if _same(value, node.lhs.tensor.fill):
+        if _same(value, _fill(node.lhs)):
             return None  # writes what the target holds already
         return node.with_children((Literal(value),))
     if None not in kept:
@@ -107,7 +109,8 @@ def _folded(node, op, children: tuple, kept: tuple):
     constants alone fold into one. `a - absent` keeps its sign as `-a`, and a divisor that reads 0 still
     divides (x / 0 is inf or nan)."""
     values = tuple(Literal(0) if k is None else k for k in kept)
-    turned = [side for side, (k, c) in enumerate(zip(kept, children)) if k is not c and isinstance(values[side], Literal)]
+    turned = [side for side, (k, c) in enumerate(zip(kept, children))
+              if k is not c and isinstance(values[side], Literal)]
     for side in turned:
         if op.is_annihilator(values[side].value, side):
             return kept[side]
@@ -126,13 +129,14 @@ def _folded(node, op, children: tuple, kept: tuple):
 
 
 def _fill(leaf):
-    """An absent access's fill: its tensor's (a CIN TensorVar's); 0 for node families without fills."""
+    """An access's fill: its tensor's (a CIN TensorVar's); 0 for node families without fills (the autoschedulers')."""
     return getattr(getattr(leaf, "tensor", None), "fill", 0)
 
 
 def _literal(value):
-    """The literal of a value, None for 0 (the zero that folds away)."""
-    return None if _same(value, 0) else Literal(value)
+    """The literal of a value (a numpy scalar as Python's, as the notation's literals are), None for 0 (the
+    zero that folds away)."""
+    return None if _same(value, 0) else Literal(value.item() if isinstance(value, np.generic) else value)
 
 
 def _same(value, other) -> bool:
@@ -152,8 +156,8 @@ def _where_without(node: Where, absent: Collection):
 
 def sums_to_wheres(stmt: Stmt, taken: Collection[str]) -> Stmt:
     """`stmt` with each `∑j e` (or other reduction, `min(j, e)`) in an assignment computed first into a scalar
-    temporary by a `where` producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i), ∀j t() +=
-    A(i,j) * x(j))`), as TACO lowers reduction nodes; `taken` are the names the temporaries avoid."""
+    temporary by a `where` producer looping over j (`y(i) = ∑j A(i,j) * x(j) + z(i)` -> `where(y(i) = t() + z(i),
+    ∀j t() += A(i,j) * x(j))`), as TACO lowers reduction nodes; `taken` are the names the temporaries avoid."""
     taken = set(taken)
 
     def rewrite(node: Stmt) -> Stmt:

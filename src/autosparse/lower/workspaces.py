@@ -163,8 +163,9 @@ class ListWorkspace(Workspace):
 
     def allocate(self, b: CBuilder) -> None:
         vt, dim = self.value_type, cast("size_t", as_expr(self.dim))
-        vals_size = (call("calloc", dim + 1, SizeOf(vt)) if self.located and self.start == 0
-                     else call("malloc", (dim + 1) * SizeOf(vt)) if self.located else call("malloc", dim * SizeOf(vt) + 1))
+        vals_size = (call("malloc", dim * SizeOf(vt) + 1) if not self.located
+                     else call("calloc", dim + 1, SizeOf(vt)) if self.start == 0
+                     else call("malloc", (dim + 1) * SizeOf(vt)))
         arrays = (b.decl(vt.pointer(), names.vals(self.name), vals_size),
                   b.decl("int64_t *", self._ident("mark"), call("calloc", dim + 1, SizeOf("int64_t"))),
                   b.decl("int64_t *", self.list, call("malloc", (dim + 1) * SizeOf("int64_t"))),

@@ -123,7 +123,8 @@ class BoundCall:
         counts = None if source.counters is None else _counts(source.counters, counters)
         if not assembled:
             return result_vals, counts
-        return Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes), source.result_fill), counts
+        result = Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes), source.result_fill)
+        return result, counts
 
     def dense_tensor(self, values: np.ndarray) -> Tensor:
         """A dense result's values, as `run` returns them, as the result Tensor (read-only from now on)."""
