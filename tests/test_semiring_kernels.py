@@ -187,3 +187,21 @@ def test_min_plus_spmv_on_two_threads(schedule, fmt):
     kernel = asp.Kernel(MIN_PLUS, {"A": fmt, "x": "d"}, schedule=schedule, num_threads=2, fills={"A": INF})
     assert "omp" in kernel.source
     np.testing.assert_allclose(_dense(kernel(A=asp.Tensor.from_numpy(A, fmt, fill=INF), x=x)), np.min(A + x, 1))
+
+
+def test_prod_over_a_fill_of_1_and_the_logical_reductions():
+    rng = np.random.default_rng(13)
+    A = _filled(rng, (5, 6), 0.5, 1.0, 0.5, 2.0)
+    _check("y(i) = prod(j, A(i,j))", np.prod(A, 1), A=asp.Tensor.from_numpy(A, "csr", fill=1.0))
+    M, q = (rng.random((5, 6)) < 0.3) * 1.0, (rng.random(6) < 0.5) * 1.0
+    M[4] = 1.0  # a full row: all() holds there
+    operands = dict(A=asp.Tensor.from_numpy(M, "csr"), q=asp.Tensor.from_numpy(q, "s"))
+    _check("y(i) = any(j, logical_and(A(i,j), q(j)))", np.any(np.logical_and(M, q), 1), **operands)
+    _check("y(i) = all(j, A(i,j))", np.all(M, 1), A=operands["A"])
+
+
+def test_a_loop_skips_the_fills_that_annihilate_and_visits_those_that_do_not():
+    """min-plus over +inf steps A's entries; max-times over 0 must see the absent zeros: a dense j loop."""
+    sparse = asp.Kernel(MIN_PLUS, {"A": "csr", "x": "d"}, fills={"A": INF}, num_threads=1).source
+    dense = asp.Kernel("y(i) = max(j, A(i,j) * x(j))", {"A": "csr", "x": "d"}, num_threads=1).source
+    assert "j_ < j_dim" not in sparse and "j_ < j_dim" in dense

@@ -119,10 +119,15 @@ def _operator(cx: Lowering, stmt: Assign, scope: Scope) -> Combine:
     return _combine(cx, stmt.reduce) if stmt.accumulate and not once else "="
 
 
+#: The reductions C writes as a compound assignment.
+_COMPOUND = {"add": "+=", "multiply": "*="}
+
+
 def _combine(cx: Lowering, reduce: str) -> Combine:
-    """`+=` for a sum; for another reduction, its operator's C applied to the position and the value."""
-    if reduce == "add":
-        return "+="
+    """`+=` for a sum, `*=` for a product; for another reduction, its operator's C applied to the position
+    and the value."""
+    if reduce in _COMPOUND:
+        return _COMPOUND[reduce]
     spell, value_type = REGISTRY[reduce].c, cx.plan.value_type
     return lambda target, value: spell(value_type, target, value)
 
@@ -144,8 +149,8 @@ def _expr(cx: Lowering, expr, scope: Scope) -> Expr:
         return Var(expr.name)
     if isinstance(expr, Access):
         return _read(cx, expr, scope)
-    if isinstance(expr, Literal):
-        return c_literal(expr.value, cx.plan.value_type)
+    if isinstance(expr, Literal):  # an infinite fill of an integer kernel is its type's bound
+        return start_value(expr.value, cx.plan.value_type)
     if isinstance(expr, Apply):
         op = REGISTRY[expr.op]
         if not op.reads_values:  # pattern(M): 1 wherever M is stored, its value never loaded
