@@ -205,3 +205,11 @@ def test_a_loop_skips_the_fills_that_annihilate_and_visits_those_that_do_not():
     sparse = asp.Kernel(MIN_PLUS, {"A": "csr", "x": "d"}, fills={"A": INF}, num_threads=1).source
     dense = asp.Kernel("y(i) = max(j, A(i,j) * x(j))", {"A": "csr", "x": "d"}, num_threads=1).source
     assert "j_ < j_dim" not in sparse and "j_ < j_dim" in dense
+
+
+@pytest.mark.parametrize("fmts", [("csr", "csr"), ("dcsr", "dcsr"), ("csr", "dense")])
+def test_min_plus_spgemm_through_a_workspace_of_fill_inf(fmts):
+    rng = np.random.default_rng(14)
+    A, B = _filled(rng, (6, 5), 0.4, INF), _filled(rng, (5, 7), 0.4, INF)
+    _check("C(i,j) = min(k, A(i,k) + B(k,j))", np.min(A[:, :, None] + B[None, :, :], axis=1),
+           A=asp.Tensor.from_numpy(A, fmts[0], fill=INF), B=asp.Tensor.from_numpy(B, fmts[1], fill=INF))
