@@ -213,3 +213,11 @@ def test_min_plus_spgemm_through_a_workspace_of_fill_inf(fmts):
     A, B = _filled(rng, (6, 5), 0.4, INF), _filled(rng, (5, 7), 0.4, INF)
     _check("C(i,j) = min(k, A(i,k) + B(k,j))", np.min(A[:, :, None] + B[None, :, :], axis=1),
            A=asp.Tensor.from_numpy(A, fmts[0], fill=INF), B=asp.Tensor.from_numpy(B, fmts[1], fill=INF))
+
+
+def test_minimum_and_maximum_propagate_nan_as_numpy_does():
+    A = np.array([[np.nan, 1.0, INF], [2.0, INF, np.nan]])
+    B = np.array([[0.5, np.nan, INF], [INF, 3.0, 1.0]])
+    operands = dict(A=asp.Tensor.from_numpy(A, "csr", fill=INF), B=asp.Tensor.from_numpy(B, "csr", fill=INF))
+    _check("C(i,j) = minimum(A(i,j), B(i,j))", np.minimum(A, B), **operands)
+    _check("C(i,j) = maximum(A(i,j), B(i,j))", np.maximum(A, B), **operands)
