@@ -221,3 +221,16 @@ def test_minimum_and_maximum_propagate_nan_as_numpy_does():
     operands = dict(A=asp.Tensor.from_numpy(A, "csr", fill=INF), B=asp.Tensor.from_numpy(B, "csr", fill=INF))
     _check("C(i,j) = minimum(A(i,j), B(i,j))", np.minimum(A, B), **operands)
     _check("C(i,j) = maximum(A(i,j), B(i,j))", np.maximum(A, B), **operands)
+
+
+@pytest.mark.parametrize("fmt", ["csc", "coo"])
+def test_min_plus_spmv_on_threads_with_copies_of_the_result(fmt):
+    """Columns (or entries) dealt to threads write every row: each thread's copy starts at +inf, the
+    copies are combined by the minimum."""
+    rng = np.random.default_rng(15)
+    A, x = _filled(rng, (12, 30), 0.3, INF), rng.uniform(0, 2, 30)
+    loop = "j" if fmt == "csc" else "i"
+    cin = f"∀{loop} @parallel(cpu_thread, temporary) ∀{'i' if loop == 'j' else 'j'} y(i) min= A(i,j) + x(j)"
+    kernel = asp.Kernel(MIN_PLUS, {"A": fmt, "x": "d", "y": "d"}, schedule=cin, num_threads=2, fills={"A": INF})
+    assert "omp critical" in kernel.source
+    np.testing.assert_allclose(_dense(kernel(A=asp.Tensor.from_numpy(A, fmt, fill=INF), x=x)), np.min(A + x, 1))

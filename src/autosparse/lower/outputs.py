@@ -24,7 +24,7 @@ from ..notation.ast import Add, Apply, Div, Literal, Mul, Neg, Sub, factors, pro
 from ..notation.operators import REGISTRY
 from .context import Lowering, Phase, Scope
 from .reads import ROOT, Position
-from .writes import Combine, combine, start_value
+from .writes import Combine, combine, combiner, start_value
 
 
 def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
@@ -119,17 +119,8 @@ def _operator(cx: Lowering, stmt: Assign, scope: Scope) -> Combine:
     return _combine(cx, stmt.reduce) if stmt.accumulate and not once else "="
 
 
-#: The reductions C writes as a compound assignment.
-_COMPOUND = {"add": "+=", "multiply": "*="}
-
-
 def _combine(cx: Lowering, reduce: str) -> Combine:
-    """`+=` for a sum, `*=` for a product; for another reduction, its operator's C applied to the position
-    and the value."""
-    if reduce in _COMPOUND:
-        return _COMPOUND[reduce]
-    spell, value_type = REGISTRY[reduce].c, cx.plan.value_type
-    return lambda target, value: spell(value_type, target, value)
+    return combiner(reduce, cx.plan.value_type)
 
 
 def target_position(cx: Lowering, lhs: Access, scope: Scope) -> Position:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from ..cin.ast import Access, Forall, ParallelUnit, Race, Where, accesses, assignments, walk
+from ..cin.ast import Access, Forall, ParallelUnit, Race, Where, accesses, assignments, identity, walk
 from ..codegen import names
 from ..codegen.builder import CBuilder
 from ..codegen.c_ast import (Decl, Expr, Literal, OmpCritical, OmpFor, OmpParallel, OmpSimd, Reduction, Schedule,
@@ -23,7 +23,7 @@ from ..notation.ast import IndexVar
 from ..runtime.abi import ReturnCode
 from .context import Lowering, Scope
 from .reads import ROOT, ReadLevel
-from .writes import Target
+from .writes import Target, combine, combiner, start_value
 
 
 @dataclass(frozen=True)
@@ -120,9 +120,11 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
     Iterations share what is declared outside the loop: the results, and the registers of reductions
     around it (this loop's own, when it is the reduction). `no_races` promises they do not race, so a
     register that every iteration adds into is refused; `ignore_races` leaves them alone;
-    `atomics` makes every sum into them atomic; `temporary` gives each thread (or SIMD lane) zeroed
-    copies, added up after the loop: registers by OpenMP (`reduction(+: ...)`), a dense result through
-    one heap copy per thread, added into the result one thread at a time. The temporaries of `where`s
+    `atomics` makes every sum into them atomic (a reduction other than the sum is refused); `temporary`
+    gives each thread (or SIMD lane) copies starting at the reduction's identity (zeroed for a sum),
+    combined by its operator after the loop: registers by OpenMP (`reduction(+: ...)`, `reduction(min:
+    ...)`), a dense result through one heap copy per thread, combined into the result one thread at a
+    time. The temporaries of `where`s
     inside are each thread's own, allocated when its region begins. A result assembled by appending is
     written in parallel only by the loop whose threads assemble it in chunks (`cx.plan.region`; the kernel
     opens the region around all phases). Loops co-iterating a sparse operand (its position carries from iteration
@@ -161,18 +163,15 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
               ([Reduction("|", tuple(map(Var, flags)))] if flags else [])
     copied = [n for n in written if n not in registers and cx.plan.targets[n].reduction_size() is not None
               and race is Race.TEMPORARY]
-    if any(reduces[n] != "add" for n in copied):
-        raise ScheduleError(f"{command}: per-thread copies of a result are added up, but "
-                            f"{next(n for n in copied if reduces[n] != 'add')} is reduced by "
-                            f"{next(reduces[n] for n in copied if reduces[n] != 'add')}: use no_races over its rows")
     checked = _loads_checked(cx, stmt)
     if checked and (chunked or rows is None or unit is ParallelUnit.CPU_VECTOR):
         raise ScheduleError(f"{command}: the loop reads coordinates it checks (`Types.checked`), which fail the "
                             f"call from a thread only where it runs rows of its own")
     if unit is ParallelUnit.CPU_VECTOR:
         if copied:  # lanes, not threads: a copy per lane is OpenMP's to make
-            clauses.append(Reduction("+", tuple(Section(Var(names.vals(n)), cx.plan.targets[n].reduction_size())
-                                                for n in copied)))
+            sections = {n: Section(Var(names.vals(n)), cx.plan.targets[n].reduction_size()) for n in copied}
+            clauses += [Reduction(OMP_REDUCTIONS[op], tuple(sections[n] for n in copied if reduces[n] == op))
+                        for op in dict.fromkeys(reduces[n] for n in copied)]
         cx.b.pragma(OmpSimd(tuple(clauses)))
         yield replace(scope, parallel=True)
         return
@@ -209,11 +208,15 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
     with cx.b.block():
         threads = cx.b.decl("const int", "threads", cx.plan.num_threads or call("omp_get_max_threads"))
         cx.b.decl("int", failed, 0)
-        for name in copied:
+        for name in copied:  # each thread's copy starts at the reduction's identity: zeroed for a sum
             ctype, size = cx.plan.value_types[name], cx.plan.targets[name].reduction_size()
-            copies = cx.b.decl(ctype.pointer(), _copies(name),
-                               call("calloc", cast("size_t", threads) * size, SizeOf(ctype)))
+            length = cast("size_t", threads) * size
+            copies = cx.b.decl(ctype.pointer(), _copies(name), call("calloc", length, SizeOf(ctype))
+                               if reduces[name] == "add" else call("malloc", length * SizeOf(ctype)))
             cx.b.fail(not_(copies), ReturnCode.OUT_OF_MEMORY)
+            if reduces[name] != "add":
+                with cx.b.for_range("p", 0, length):
+                    cx.b.assign(copies[Var("p")], start_value(identity(reduces[name]), ctype))
             cx.b.decl(ctype.pointer(restrict=True), _shared(name), Var(names.vals(name)))
         cx.b.pragma(OmpParallel(threads, None, tuple(clauses)))
         with cx.b.block():
@@ -231,7 +234,8 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
                         for name in copied:
                             p, size = Var("p"), cx.plan.targets[name].reduction_size()
                             with cx.b.for_(Decl("int64_t", p.name, Literal(0)), lt(p, size), increment(p)):
-                                cx.b.assign(Var(_shared(name))[p], Var(names.vals(name))[p], "+=")
+                                combine(cx.b, Var(_shared(name))[p], Var(names.vals(name))[p],
+                                        combiner(reduces[name], cx.plan.value_types[name]))
         for name in copied:
             cx.b.expr(call("free", Var(_copies(name))))
         cx.b.fail(Var(failed), Var(failed))

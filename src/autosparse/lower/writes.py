@@ -32,6 +32,7 @@ from ..codegen.c_ast import (CType, Decl, Expr, Literal, Prelude, SizeOf, Var, a
                              increment, le, lt, ne, not_, or_)
 from ..codegen.literals import c_literal
 from ..format.level import Level
+from ..notation.operators import REGISTRY
 from ..runtime.abi import Slot
 from ..runtime.abi import ReturnCode
 from .reads import Position
@@ -46,6 +47,19 @@ HELPERS = Prelude("result_arrays")
 #: How a store combines with what its position holds: `=` or `+=`, or a reduction's operator as a function
 #: of the position's C and the value's C (`lower/outputs.py`: `x = x < v || x != x ? x : v` for a minimum).
 Combine = Union[str, Callable[[Expr, Expr], Expr]]
+
+
+#: The reductions C writes as a compound assignment.
+_COMPOUND = {"add": "+=", "multiply": "*="}
+
+
+def combiner(reduce: str, value_type: CType) -> Combine:
+    """How a reduction by the operator `reduce` stores: `+=` for a sum, `*=` for a product, otherwise its
+    operator's C (`codegen/functions.py`) applied to the position and the value."""
+    if reduce in _COMPOUND:
+        return _COMPOUND[reduce]
+    spell = REGISTRY[reduce].c
+    return lambda target, value: spell(value_type, target, value)
 
 
 def combine(b: CBuilder, target: Expr, value: Expr, op: Combine) -> None:
