@@ -150,11 +150,14 @@ def test_masked_spgemm(fmts):
            A=asp.Tensor.from_numpy(A, fmts[1]), B=asp.Tensor.from_numpy(B, fmts[2]))
 
 
-def test_complemented_mask():
+def test_complemented_masks():
+    """`logical_not(pattern(M))` has fill 1: M does not bound the loops, its entries only cancel terms."""
     rng = np.random.default_rng(10)
-    M, A = _filled(rng, (5, 6), 0.5, 0.0), _filled(rng, (5, 6), 0.6, 0.0)
-    _check("C(i,j) = logical_not(pattern(M(i,j))) * A(i,j)", (M == 0) * A, M=asp.Tensor.from_numpy(M, "csr"),
-           A=asp.Tensor.from_numpy(A, "csr"))
+    M, A, B = _filled(rng, (5, 6), 0.5, 0.0), _filled(rng, (5, 6), 0.6, 0.0), _filled(rng, (6, 6), 0.5, 0.0)
+    mask = asp.Tensor.from_numpy(M, "csr")
+    _check("C(i,j) = logical_not(pattern(M(i,j))) * A(i,j)", (M == 0) * A, M=mask, A=asp.Tensor.from_numpy(A, "csr"))
+    _check("C(i,j) = logical_not(pattern(M(i,j))) * A(i,k) * B(k,j)", (M == 0) * (A @ B), M=mask,
+           A=asp.Tensor.from_numpy(A, "csr"), B=asp.Tensor.from_numpy(B, "csr"))
 
 
 def test_hand_written_min_cin_compiles():
