@@ -237,3 +237,11 @@ def test_min_plus_spmv_on_threads_with_copies_of_the_result(fmt):
     kernel = asp.Kernel(MIN_PLUS, {"A": fmt, "x": "d", "y": "d"}, schedule=cin, num_threads=2, fills={"A": INF})
     assert "omp critical" in kernel.source
     np.testing.assert_allclose(_dense(kernel(A=asp.Tensor.from_numpy(A, fmt, fill=INF), x=x)), np.min(A + x, 1))
+
+
+@pytest.mark.parametrize("fmt", ["s", "dense"])
+def test_a_sparse_divisor_of_a_fill_other_than_0_divides_by_it(fmt):
+    A, B = np.array([0.0, 1.0, 0.0, 3.0, 4.0]), np.array([2.0, 2.0, 5.0, 2.0, 8.0])
+    _check("y(i) = A(i) / B(i)", A / B, A=asp.Tensor.from_numpy(A, fmt), B=asp.Tensor.from_numpy(B, "s", fill=2.0))
+    with pytest.raises(ScheduleError, match="divisions by zero"):
+        asp.evaluate("y(i) = A(i) / B(i)", A=asp.Tensor.from_numpy(A, fmt), B=asp.Tensor.from_numpy(B - 2.0, "s"))

@@ -109,9 +109,9 @@ def loop_lattice(stmt, loop: Loop, produced: Mapping[str, lat.Lattice]) -> lat.L
         return lat.join(inner, lat.universe())
     if isinstance(stmt, (Forall, Neg)):
         return loop_lattice(stmt.children()[0], loop, produced)
-    if isinstance(stmt, Div):
+    if isinstance(stmt, Div) and not _absent_in(stmt.right, loop, produced):  # a divisor stored everywhere
         return loop_lattice(stmt.left, loop, produced)
-    if isinstance(stmt, (Add, Sub, Mul, Apply)):
+    if isinstance(stmt, (Add, Sub, Mul, Div, Apply)):
         return _operator_lattice(stmt, loop, produced)
     if isinstance(stmt, Sequence):
         return lat.join(*(loop_lattice(child, loop, produced) for child in stmt.children()))

@@ -97,11 +97,13 @@ class _Survey:
 
 
 def _check_divisors(stmt: Stmt) -> None:
-    """A quotient takes its dividend's pattern (0 / b is 0), so every divisor must be stored at every
-    coordinate: an absent divisor entry would divide by zero, which no sparse result can hold."""
+    """A quotient takes its dividend's pattern (0 / b is 0), so every divisor of fill 0 must be stored at
+    every coordinate: an absent divisor entry would divide by zero, which no sparse result can hold. A
+    divisor of another fill divides by it where it is absent."""
     for node in walk(stmt):
         if isinstance(node, Div):
-            sparse = next((a for a in accesses(node.right) if not a.tensor.format.is_dense), None)
+            sparse = next((a for a in accesses(node.right) if not a.tensor.format.is_dense and a.tensor.fill == 0),
+                          None)
             if sparse is not None:
                 raise ScheduleError(f"Expected a divisor stored at every coordinate (a dense operand, a scalar "
                                     f"or a literal), but {sparse.tensor.name} in {node} is sparse ("
