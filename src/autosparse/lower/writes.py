@@ -45,7 +45,7 @@ HELPERS = Prelude("result_arrays")
 
 
 #: How a store combines with what its position holds: `=` or `+=`, or a reduction's operator as a function
-#: of the position's C and the value's C (`lower/outputs.py`: `x = x < v || x != x ? x : v` for a minimum).
+#: of the position's C and the value's C (`combiner`: `x = x < v || x != x ? x : v` for a minimum).
 Combine = Union[str, Callable[[Expr, Expr], Expr]]
 
 

@@ -49,10 +49,11 @@ def fill_of(expr: Expr, fills: Mapping[str, Value]) -> Value:
         return body
     op = operator_of(expr)
     values = tuple(fill_of(child, fills) for child in expr.children())
-    return annihilated(op, values) if annihilated(op, values) is not None else fold(op, *values)
+    annihilator = _annihilator(op, values)
+    return fold(op, *values) if annihilator is None else annihilator
 
 
-def annihilated(op: Operator, values: tuple) -> Value | None:
+def _annihilator(op: Operator, values: tuple) -> Value | None:
     """The annihilator among `values` (the operands' fills, at their sides), which is then the result: the
     laws come before numpy's fold, as in a kernel, where 0 / b is 0 without reading b (its caveat)."""
     return next((value for side, value in enumerate(values) if op.is_annihilator(value, side)), None)
