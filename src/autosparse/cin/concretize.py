@@ -58,9 +58,23 @@ def default_loops(assignment: notation.Assignment, formats: Mapping[str, Format]
     """The default schedule before legalisation: what scheduling commands rewrite."""
     fills = {} if fills is None else fills
     result = assignment.lhs.tensor
-    variables = {name: TensorVar(name, fmt, fill=result_fill(assignment, fills) if name == result else
+    variables = {name: TensorVar(name, fmt, fill=compiled_result_fill(assignment, fills) if name == result else
                                  fills.get(name, 0)) for name, fmt in formats.items()}
     return _loops(assignment, variables, (), extents or {})
+
+
+def compiled_result_fill(assignment: notation.Assignment, fills: Mapping[str, Value]) -> Value:
+    """The fill the result starts at and keeps (`notation.fills.result_fill`); 0, as every kernel had before
+    fills, for `+ - * /` and sums over operands of fill 0 (their C stays the same: `a(i) + 2` writes every
+    entry rather than start at 2), and where the result has no constant fill (a sum over a fill it does
+    not drop computes every entry)."""
+    if all(fill == 0 for fill in fills.values()) and \
+            not any(isinstance(node, (notation.Apply, Reduce)) for node in notation.walk(assignment.rhs)):
+        return 0
+    try:
+        return result_fill(assignment, fills)
+    except (ScheduleError, OverflowError):
+        return 0
 
 
 def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bound: tuple[IndexVar, ...],

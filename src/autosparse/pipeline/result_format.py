@@ -193,10 +193,11 @@ def _bounded_by(mode: _Mode, bounded: bool) -> _Mode:
 
 
 def _fill(expr, fills: Mapping[str, Value]) -> Value | None:
-    """`expr`'s fill, or None where it has none (a sum over a fill that is not 0)."""
+    """`expr`'s fill, or None where it has none (a sum over a fill that is not 0) or numpy cannot fold it (a
+    literal beyond int64, `a(i) - 2**70`)."""
     try:
         return fill_of(expr, fills)
-    except ScheduleError:
+    except (ScheduleError, OverflowError):
         return None
 
 

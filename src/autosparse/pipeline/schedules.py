@@ -16,13 +16,13 @@ from typing import Mapping
 
 from ..cin import Access, Assign, Stmt, default_loops, default_protocol, legalise, loop_indices, parse_cin
 from ..cin import accesses as cin_accesses
+from ..cin.concretize import compiled_result_fill
 from ..cin.check import check_computes
 from ..cin.provenance import Provenance, split_relations
 from ..errors import ScheduleError
 from ..format import Capability, Compressed, Format, Layout
 from ..notation import Assignment, accesses
 from ..notation.ast import IndexVar
-from ..notation.fills import result_fill
 from ..notation.operators import Value
 from ..schedule import Schedule, blocked
 from ..schedule.autoparallel import parallelized
@@ -62,7 +62,8 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
                 raise ScheduleError(f"Expected scheduling commands for a kernel reading the blocked operands "
                                     f"{blocked_operands}, but found CIN: their block views are the kernel's own")
             result = assignment.lhs.tensor
-            stmt = parse_cin(text, {**formats, **temporary_formats}, {**fills, result: result_fill(assignment, fills)})
+            stmt = parse_cin(text, {**formats, **temporary_formats},
+                             {**fills, result: compiled_result_fill(assignment, fills)})
             check_computes(stmt, assignment)
             return stmt
         schedule = Schedule.parse(text)
