@@ -83,8 +83,8 @@ class _Planner:
         return IndexVar(f"x{next(self.fresh)}")
 
     def _inlined(self, node, indices: tuple, scope: frozenset, operands: dict):
-        """`node`'s expression at `indices` (an Expr over placeholder operand names, kept in `operands`),
-        under loops over `scope`."""
+        """`node`'s expression at `indices` under loops over `scope`: an Expr over placeholder operand
+        names, `operands` keeping each one's name and node."""
         assignment = node.assignment
         renamed = dict(zip(assignment.lhs.indices, indices))
         for n in walk(assignment.rhs):
@@ -99,7 +99,9 @@ class _Planner:
                     not (self._reduces(child) and not inner <= set(at)):
                 return self._inlined(child, at, inner, operands)
             self._materialise(child)
-            return Access(operands.setdefault(child, f"P{len(operands)}"), at)
+            key = id(child.value) if child.is_leaf else child  # one operand for a value read twice
+            name = operands.setdefault(key, (f"P{len(operands)}", child))[0]
+            return Access(name, at)
 
         rhs = _rewritten(assignment.rhs, access, renamed)
         return summed((renamed[index] for index in assignment.reduction_indices), rhs)
@@ -123,7 +125,7 @@ def _canonical(target, lhs: Access, rhs, operands: dict) -> Step:
     indices = dict(zip(order, map(IndexVar, index_names(len(order)))))
     placeholders = list(dict.fromkeys(n.tensor for n in walk(rhs) if isinstance(n, Access)))
     tensors = {name: f"T{k}" for k, name in enumerate(placeholders)}
-    by_name = {name: node for node, name in operands.items()}
+    by_name = dict(operands.values())
     rename = lambda a: Access(tensors[a.tensor], tuple(indices[i] for i in a.indices))  # noqa: E731
     # sums over the whole right-hand side stay implicit, as the parser reads them back
     assignment = Assignment(Access("C", tuple(indices[i] for i in lhs.indices)), _rewritten(peeled(rhs)[1], rename, indices))
