@@ -113,12 +113,14 @@ def test_unknown_semiring_is_refused():
 
 
 @pytest.mark.parametrize("k", range(3))
-@pytest.mark.parametrize("word, body", [("sum", "A(i,j)"), ("prod", "prod(j, A(i,j))"), ("max", "max(j, A(i,j))"),
-                                        ("min", "min(j, A(i,j))"), ("any", "any(j, A(i,j))"), ("all", "all(j, A(i,j))")])
+@pytest.mark.parametrize("word, body", [
+    ("sum", "A(i,j)"), ("prod", "prod(j, A(i,j))"), ("max", "max(j, A(i,j))"), ("min", "min(j, A(i,j))"),
+    ("any", "any(j, A(i,j))"), ("all", "all(j, A(i,j))"),
+])
 def test_reductions(word, body, k):
     oracle = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[word]
     expect(word, (kinds(DENSE)[k],), f"C(i) = {body}", oracle(DENSE, axis=1), axis=1)
-    expect(word, (kinds(DENSE)[k],), f"C(i,j) = A(i,j)", DENSE, axis=())
+    expect(word, (kinds(DENSE)[k],), "C(i,j) = A(i,j)", DENSE, axis=())
 
 
 @pytest.mark.parametrize("k", range(3))

@@ -17,7 +17,8 @@ from .. import api
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 from .lazy import LazyArray, record
-from .semirings import plus_times, semiring as as_semiring
+from .semirings import plus_times
+from .semirings import semiring as as_semiring
 
 
 def _computed(name: str, operands: tuple, **options):

@@ -38,7 +38,7 @@ class Node:
     value: object = None
     op: str = ""
     assignment: Assignment | None = None
-    inputs: tuple["Node", ...] = field(default=())
+    inputs: tuple[Node, ...] = field(default=())
 
     @property
     def is_leaf(self) -> bool:
@@ -104,7 +104,8 @@ def record(name: str, operands: tuple, **options) -> LazyArray:
     stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype) for node in inputs]
     expression, named = build(name, tuple(stand_ins), **options)
     # an array squeezed to broadcast is a leaf of its own; every other value is its input's
-    nodes = [next((n for n, s in zip(inputs, stand_ins) if s is value), None) or leaf(value) for value in named.values()]
+    given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
+    nodes = [given.get(id(value)) or leaf(value) for value in named.values()]
     assignment = parse(expression)
     extents = index_extents(assignment, {name: node.shape for name, node in zip(named, nodes)})
     shape = tuple(extents[index] for index in assignment.lhs.indices)
@@ -145,6 +146,6 @@ def compute(*lazies):
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
-        operands = {f"T{k}": values[node] if node in values else node.value for k, node in enumerate(step.operands)}
+        operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
         values[step.target] = api.evaluate(step.expression, operands=operands)
-    return tuple(values[node] if node in values else node.value for node in roots)
+    return tuple(values.get(node, node.value) for node in roots)

@@ -41,6 +41,9 @@ def plan(roots) -> list[Step]:
 
 
 class _Planner:
+    """Builds `steps`: each materialised node's assignment, its inputs inlined where the rule allows, after
+    the steps of the nodes it reads."""
+
     def __init__(self, roots):
         self.steps: list[Step] = []
         self.materialised = {root for root in roots if not root.is_leaf}
@@ -54,6 +57,7 @@ class _Planner:
             self._materialise(root)
 
     def _count(self, roots) -> None:
+        """How many times each node is read, by the nodes the roots need."""
         seen, stack = set(), list(roots)
         while stack:
             node = stack.pop()
@@ -88,7 +92,7 @@ class _Planner:
         assignment = node.assignment
         renamed = dict(zip(assignment.lhs.indices, indices))
         for n in walk(assignment.rhs):
-            for index in (n.indices if isinstance(n, Access) else (n.index,) if isinstance(n, REDUCING) else ()):
+            for index in _bound_or_used(n):
                 renamed.setdefault(index, self._index())
         inner = scope | frozenset(renamed.values())
 
@@ -120,13 +124,21 @@ def _rewritten(expr, access, renamed: dict):
 
 def _canonical(target, lhs: Access, rhs, operands: dict) -> Step:
     """The step's text with operands T0, T1, ... and indices i, j, ... by first appearance, the result's first."""
-    order = list(dict.fromkeys(index for n in (lhs, *walk(rhs)) for index in
-                               (n.indices if isinstance(n, Access) else (n.index,) if isinstance(n, REDUCING) else ())))
+    order = list(dict.fromkeys(index for n in (lhs, *walk(rhs)) for index in _bound_or_used(n)))
     indices = dict(zip(order, map(IndexVar, index_names(len(order)))))
     placeholders = list(dict.fromkeys(n.tensor for n in walk(rhs) if isinstance(n, Access)))
     tensors = {name: f"T{k}" for k, name in enumerate(placeholders)}
-    by_name = dict(operands.values())
-    rename = lambda a: Access(tensors[a.tensor], tuple(indices[i] for i in a.indices))  # noqa: E731
+
+    def renamed(access: Access) -> Access:
+        return Access(tensors[access.tensor], tuple(indices[i] for i in access.indices))
+
     # sums over the whole right-hand side stay implicit, as the parser reads them back
-    assignment = Assignment(Access("C", tuple(indices[i] for i in lhs.indices)), _rewritten(peeled(rhs)[1], rename, indices))
+    body = _rewritten(peeled(rhs)[1], renamed, indices)
+    assignment = Assignment(Access("C", tuple(indices[i] for i in lhs.indices)), body)
+    by_name = dict(operands.values())
     return Step(target, str(assignment), tuple(by_name[name] for name in placeholders))
+
+
+def _bound_or_used(node) -> tuple:
+    """The indices an access reads or a reduction binds (none for any other node)."""
+    return node.indices if isinstance(node, Access) else (node.index,) if isinstance(node, REDUCING) else ()

@@ -29,7 +29,7 @@ SEMIRINGS = {s.name: s for s in (
 plus_times, min_plus, max_plus, max_times, lor_land = SEMIRINGS.values()
 
 
-def semiring(value: "str | Semiring") -> Semiring:
+def semiring(value: str | Semiring) -> Semiring:
     """The semiring named `value` (or `value` itself); an AutosparseError naming the known ones otherwise."""
     if isinstance(value, Semiring):
         return value
