@@ -142,3 +142,14 @@ def test_a_conjugate_gradient_loop_builds_its_kernels_once():
     assert keys[1] <= keys[0] and keys[2] <= keys[0]  # no kernel built after the first iteration
     expected, _ = conjugate_gradient(spd.toarray(), b, 3, lazy=False)
     np.testing.assert_allclose(x, expected)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 3), (3, 1), (4, 3)])
+def test_lazy_tensor_numpy_and_scipy_operands_of_empty_and_size_one_modes(shape):
+    d = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    column = np.arange(1.0, shape[0] + 1)[:, None]  # broadcast along j: a numpy array's extent-1 mode
+    for a in (asp.Tensor.from_numpy(d, "csr"), d, sp.csr_matrix(d)):
+        program = (asp.lazy(a) * column + 1) @ np.ones(shape[1])
+        (y,) = asp.compute(program)
+        np.testing.assert_allclose(y, (d * column + 1) @ np.ones(shape[1]))
+        assert len(texts(program)) == 1
