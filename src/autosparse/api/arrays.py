@@ -10,6 +10,10 @@ numpy's weak typing (`2 * A` of float32 is float32). `A / d` divides by a number
 sparse divisor is refused by the notation: x / 0 where it stores nothing). An axis of extent 1
 broadcasts in a numpy array (it is squeezed away), not in a sparse operand (refused).
 
+The same builders serve autosparse.array (`build`): the element-wise functions (`maximum(A(i,j), B(j))`,
+`where(A(), B(i), D(i))`: a third operand is D, C being the result), the reductions (`max(j, A(i,j))`),
+`tensordot`, `vecdot`, `permute_dims` and the matrix product over a semiring (`min(k, A(i,k) + B(k,j))`).
+
 Result formats are `evaluate`'s, inferred from the operands' (pipeline/result_format.py): sparse where
 sparse operands bound the result's pattern, so an operator and its `evaluate` spelling agree.
 """
@@ -160,7 +164,7 @@ def weakly_typed(value, dtypes) -> np.ndarray:
 
 _SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 #: The element-wise functions of the notation the builders spell `name(A(...), B(...))` (operators.py).
-FUNCTIONS = ("maximum", "minimum", "abs", "sqrt", "exp", "log", "where", "less", "less_equal", "greater",
+_FUNCTIONS = ("maximum", "minimum", "abs", "sqrt", "exp", "log", "where", "less", "less_equal", "greater",
              "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_not")
 
 
@@ -316,5 +320,5 @@ def _axes(axes, order: int) -> list[int]:
 
 _BUILDERS = {"negative": _negative, "matmul": _matmul, "dot": _dot, "tensordot": _tensordot, "vecdot": _vecdot,
              "permute_dims": _permute_dims, "matrix_transpose": _matrix_transpose,
-             **{name: _elementwise(name) for name in (*_SYMBOLS, *FUNCTIONS)},
+             **{name: _elementwise(name) for name in (*_SYMBOLS, *_FUNCTIONS)},
              **{word: _reduction(word) for word in REDUCTIONS}}
