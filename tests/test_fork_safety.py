@@ -1,13 +1,12 @@
 """A process forked after parallel kernels ran can still run kernels: libgomp's threads do not survive
 `fork`, and a parallel region on several threads in the child would wait for them forever. Such a child
 runs every kernel on one thread (`config.forked_after_openmp`), kernels built before the fork included.
-Each child reports through a pipe and is killed by an alarm if it hangs; without the rule, the tests
-that run a kernel in the child fail by that alarm."""
+Each child runs under `run_isolated`, which fails the test if the child raises or hangs (an alarm):
+without the rule, the tests that run a kernel in the child fail by that alarm."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,8 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
+
+from kernel_cases import run_isolated
 
 SPMV = "y(i) = A(i,j) * x(j)"
 FORMATS = {"A": "csr", "x": "d", "y": "d"}
@@ -34,30 +35,6 @@ def operands():
     return asp.Tensor.from_scipy(matrix), x, matrix @ x
 
 
-def in_child(function, timeout: int = 60) -> str:
-    """What `function` returned (a string) in a forked child, or how the child died."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            signal.alarm(timeout)
-            message = str(function())
-        except BaseException as error:  # noqa: BLE001 - everything is reported to the parent
-            message = f"{type(error).__name__}: {error}"
-        os.write(write, message.encode(errors="replace") or b"?")
-        os._exit(0)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.close(read)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return f"died of {signal.Signals(os.WTERMSIG(status)).name}"
-    return b"".join(chunks).decode(errors="replace")
-
-
 def test_a_kernel_that_ran_parallel_runs_again_in_a_forked_child(operands):
     A, x, expected = operands
     kernel = asp.compile(SPMV, formats=FORMATS, schedule=ROWS, num_threads=2)
@@ -65,10 +42,10 @@ def test_a_kernel_that_ran_parallel_runs_again_in_a_forked_child(operands):
     assert kernel.ran_parallel
 
     def child():
-        y = kernel(A=A, x=x)
-        return f"{np.allclose(y, expected)} {kernel.num_threads}"
+        np.testing.assert_allclose(kernel(A=A, x=x), expected)
+        assert kernel.num_threads == 1
 
-    assert in_child(child) == "True 1"
+    run_isolated(child, timeout=60)
     np.testing.assert_allclose(kernel(A=A, x=x), expected)  # the parent's own kernel keeps its threads
     assert kernel.num_threads == 2 and kernel.ran_parallel
 
@@ -82,12 +59,12 @@ def test_the_default_schedule_and_evaluate_in_a_forked_child(operands):
 
     def child():
         fresh = asp.compile(SPMV, formats=FORMATS, schedule=ROWS, num_threads=2)
-        results = [kernel(A=A, x=x), fresh(A=A, x=x), asp.evaluate(SPMV, A=A, x=x, num_threads=2),
-                   asp.evaluate(SPMV, A=A, x=x), A @ x]
-        return " ".join([*(str(np.allclose(y, expected)) for y in results),
-                         str(fresh.num_threads), str(asp.num_threads()), str(kernel.ran_parallel)])
+        for y in (kernel(A=A, x=x), fresh(A=A, x=x), asp.evaluate(SPMV, A=A, x=x, num_threads=2),
+                  asp.evaluate(SPMV, A=A, x=x), A @ x):
+            np.testing.assert_allclose(y, expected)
+        assert (fresh.num_threads, asp.num_threads(), kernel.ran_parallel) == (1, 1, False)
 
-    assert in_child(child) == "True True True True True 1 1 False"
+    run_isolated(child, timeout=60)
 
 
 def test_a_sparse_result_assembled_by_threads_in_a_forked_child():
@@ -99,9 +76,9 @@ def test_a_sparse_result_assembled_by_threads_in_a_forked_child():
     np.testing.assert_allclose(kernel(A=A, B=B).to_numpy(), expected)
 
     def child():
-        return str(np.allclose(kernel(A=A, B=B).to_numpy(), expected))
+        np.testing.assert_allclose(kernel(A=A, B=B).to_numpy(), expected)
 
-    assert in_child(child) == "True"
+    run_isolated(child, timeout=60)
 
 
 def test_a_child_forked_before_any_openmp_kernel_keeps_its_threads():
