@@ -629,9 +629,8 @@ class IsolatedFailure(AssertionError):
 
 def run_isolated(function, timeout: int = 10) -> None:
     """Run `function` in a forked child, so a kernel that corrupts memory or never ends cannot take the
-    test session down with it; re-raise what went wrong there as `IsolatedFailure`. The child runs its kernels
-    on one thread: libgomp's thread pool does not survive `fork`, and a child that opened a parallel region
-    after its parent had one would wait for the parent's threads forever."""
+    test session down with it; re-raise what went wrong there as `IsolatedFailure`. (The child runs its kernels
+    on one thread once its parent loaded OpenMP kernels: `config.forked_after_openmp`.)"""
     import os
     import signal
     read, write = os.pipe()
@@ -641,7 +640,6 @@ def run_isolated(function, timeout: int = 10) -> None:
         message = b""
         try:
             signal.alarm(timeout)
-            asp.set_num_threads(1)
             function()
         except BaseException as error:  # noqa: BLE001 - everything is reported to the parent
             message = f"{type(error).__name__}: {error}".encode(errors="replace")[:20000] or b"?"

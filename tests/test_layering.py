@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "autosparse"
 FLOORS = (
     ("cli", "__init__"),
     ("distributed",),
+    ("array",),
     ("api",),
     ("autoschedule",),
     ("pipeline",),

@@ -159,7 +159,10 @@ _num_threads: int | None = None  # set by set_num_threads; None: the environment
 def num_threads() -> int:
     """How many threads a kernel compiled without `num_threads=` runs on: `set_num_threads`'s count, else
     $AUTOSPARSE_NUM_THREADS, else the cores this process may run on (its affinity, not the machine's:
-    a container or `taskset` given two cores gets two threads, not one per core it cannot use)."""
+    a container or `taskset` given two cores gets two threads, not one per core it cannot use). One in a
+    process forked after OpenMP kernels were loaded (`forked_after_openmp`)."""
+    if _forked_after_openmp:
+        return 1
     if _num_threads is not None:
         return _num_threads
     text = _environment_value(_THREADS_KEY)
@@ -202,4 +205,26 @@ def prepare_openmp() -> None:
     core between kernel calls and at each barrier, which on cores shared with other work costs far more
     than it saves: on 2 busy cores, SpMV over 1 M nonzeros took 21 ms on 2 spinning threads, 3.1 ms on
     one and 0.94 ms on 2 sleeping ones; on 2 idle cores sleeping costs about 15 µs more per call."""
+    global _openmp_loaded
+    _openmp_loaded = True
     os.environ.setdefault(_WAIT_VAR, "passive")
+
+
+_openmp_loaded = False  # an OpenMP kernel was loaded into this process (`prepare_openmp`)
+_forked_after_openmp = False  # this process was forked from one that had: its kernels run on one thread
+
+
+def forked_after_openmp() -> bool:
+    """Whether this process was forked from one that had loaded OpenMP kernels. libgomp's threads do not
+    survive `fork`: a parallel region on more than one thread in the child waits for them forever (seen in
+    gdb), while a region on one thread runs. So such a child runs every kernel on one thread:
+    `num_threads()` answers 1 there, and the pipeline's Kernels built before the fork drop to one thread."""
+    return _forked_after_openmp
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_openmp
+    _forked_after_openmp = _forked_after_openmp or _openmp_loaded
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

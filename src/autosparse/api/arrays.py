@@ -10,6 +10,10 @@ numpy's weak typing (`2 * A` of float32 is float32). `A / d` divides by a number
 sparse divisor is refused by the notation: x / 0 where it stores nothing). An axis of extent 1
 broadcasts in a numpy array (it is squeezed away), not in a sparse operand (refused).
 
+The same builders serve autosparse.array (`build`): the element-wise functions (`maximum(A(i,j), B(j))`,
+`where(A(), B(i), D(i))`: a third operand is D, C being the result), the reductions (`max(j, A(i,j))`),
+`tensordot`, `vecdot`, `permute_dims` and the matrix product over a semiring (`min(k, A(i,k) + B(k,j))`).
+
 Result formats are `evaluate`'s, inferred from the operands' (pipeline/result_format.py): sparse where
 sparse operands bound the result's pattern, so an operator and its `evaluate` spelling agree.
 """
@@ -22,14 +26,15 @@ from typing import Callable
 import numpy as np
 
 from ..config import num_threads as default_threads
-from ..errors import ShapeError
+from ..errors import AutosparseError, ShapeError
+from ..notation.operators import REDUCTIONS, REGISTRY
 from ..pipeline.kernel import PARALLEL_MIN_ENTRIES
 from ..pipeline.lastfirst import LastFirst
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 
 _INDICES = "ijklmnopqrstuvwxyz"
-_NAMES = ("A", "B")  # the operands' names in every builder's expression, in order
+NAMES = ("A", "B", "D")  # the operands' names in every builder's expression, in order (C is the result)
 _PYTHON_NUMBERS = (bool, int, float, complex)
 _ARRAY_TYPES = frozenset({Tensor, np.ndarray})  # operands taken as they are
 
@@ -49,19 +54,24 @@ class ArrayOperations:
     warm: LastFirst = field(default_factory=LastFirst)
     warm_calls: int = 0
 
-    def __call__(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None) -> object:
-        if name == "sum":
-            return self._run(*_sum(operands[0], axis))
+    def __call__(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None, **options) -> object:
+        """`name` of the operands; `axis` for reductions, `options` for the builders that take them
+        (`tensordot`'s axes, `permute_dims`', `matmul`'s semiring), whose calls take the general path."""
+        if axis is not None or name in REDUCTIONS:
+            options["axis"] = axis
+        if options:
+            return self.run(*build(name, operands, **options))
         key = _warm_key(name, operands)
         if key is not None:
             kernel = self.warm.find(key)
             if kernel is not None:
                 self.warm_calls += 1
-                return kernel(A=operands[0], B=operands[1]) if len(operands) == 2 else kernel(A=operands[0])
-        expression, named = _BUILDERS[name](*_as_operands(operands))
-        if key is None or tuple(named) != _NAMES[:len(operands)] \
+                return kernel(A=operands[0], B=operands[1]) if len(operands) == 2 \
+                    else kernel(**dict(zip(NAMES, operands)))
+        expression, named = build(name, operands)
+        if key is None or tuple(named) != NAMES[:len(operands)] \
                 or any(value is not given for value, given in zip(named.values(), operands)):
-            return self._run(expression, named)
+            return self.run(expression, named)
         kernel = self.kernel(expression, named)
         result = kernel(**named)
         if len(self.warm) >= WARM_KEPT:
@@ -69,7 +79,8 @@ class ArrayOperations:
         self.warm[key] = kernel
         return result
 
-    def _run(self, expression: str, operands: dict) -> object:
+    def run(self, expression: str, operands: dict) -> object:
+        """`expression` of `operands`, through `evaluate`'s kernel (one built once per kind of operands)."""
         return self.kernel(expression, operands)(**operands)
 
 
@@ -81,7 +92,7 @@ def _warm_key(name: str, operands: tuple) -> tuple | None:
     hold the work to run on more than one (`PARALLEL_MIN_ENTRIES`): below it, a default-schedule kernel
     runs on one thread whatever count it was built for, and reading the count costs a system call
     (`sched_getaffinity`), a tenth of a small call. A key is kept only after a call with it passed the
-    builder's checks and ran with the operands as given, named `_NAMES` in order (not squeezed for
+    builder's checks and ran with the operands as given, named `NAMES` in order (not squeezed for
     broadcasting), so finding one proves those checks and names the operands. None: some operand is
     neither."""
     kinds, work = [name], 0
@@ -109,15 +120,23 @@ def _as_operands(values: tuple) -> "tuple | list":
     dtypes = [value.dtype for value in arrays if type(value) not in _PYTHON_NUMBERS]
     if len(dtypes) == len(arrays):  # no number to type
         return arrays
-    return [np.asarray(value, dtype=np.result_type(*dtypes, value)) if type(value) in _PYTHON_NUMBERS else value
-            for value in arrays]
+    return [weakly_typed(value, dtypes) if type(value) in _PYTHON_NUMBERS else value for value in arrays]
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    """A stand-in for an operand not computed yet (a lazy node of autosparse.array): the builders read its
+    shape, and it broadcasts as a sparse operand does (no mode of extent 1 stretches)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
 
 
 def _as_array(value):
-    return value if isinstance(value, (Tensor, np.ndarray)) or is_scipy(value) else np.asarray(value)
+    return value if isinstance(value, (Tensor, np.ndarray, Shaped)) or is_scipy(value) else np.asarray(value)
 
 
-def _indices(order: int) -> list[str]:
+def index_names(order: int) -> list[str]:
     return [_INDICES[n] if n < len(_INDICES) else f"i{n}" for n in range(order)]
 
 
@@ -125,40 +144,57 @@ def _access(name: str, indices) -> str:
     return f"{name}({','.join(indices)})"
 
 
+def build(name: str, operands: tuple, **options) -> tuple[str, dict]:
+    """The assignment computing `name` of the operands (numbers typed as numpy types them) and the operands
+    by the names it reads; a ShapeError where their shapes do not fit. The builders read only operands'
+    shapes (and whether a value is a numpy array, whose axes of extent 1 broadcast), so autosparse.array
+    builds its lazy nodes with them too."""
+    if name not in _BUILDERS:
+        raise AutosparseError(f"Expected an array operation among {sorted(_BUILDERS)}, but found {name!r}")
+    return _BUILDERS[name](*_as_operands(operands), **options)
+
+
+def weakly_typed(value, dtypes) -> np.ndarray:
+    """A Python number as the 0-d array numpy 2 makes of it beside arrays of `dtypes`: their type where
+    that holds the number (`2 * A` of float32 is float32)."""
+    return np.asarray(value, dtype=np.result_type(*dtypes, value))
+
+
 # ----- element-wise --------------------------------------------------------------------------------------
 
-def _add(left, right):
-    return _elementwise("+", left, right)
-
-
-def _subtract(left, right):
-    return _elementwise("-", left, right)
-
-
-def _multiply(left, right):
-    return _elementwise("*", left, right)
-
-
-def _divide(left, right):
-    return _elementwise("/", left, right)
+_SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+#: The element-wise functions of the notation the builders spell `name(A(...), B(...))` (operators.py).
+_FUNCTIONS = ("maximum", "minimum", "abs", "sqrt", "exp", "log", "where", "less", "less_equal", "greater",
+             "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_not")
 
 
 def _negative(operand):
-    indices = _indices(len(operand.shape))
+    indices = index_names(len(operand.shape))
     expression = f"{_access('C', indices)} = -{_access('A', indices)}"
     return expression, {"A": operand}
 
 
-def _elementwise(operator: str, left, right):
-    """`left operator right` broadcast as numpy broadcasts: each operand's modes are the result's last ones."""
+def _elementwise(name: str):
+    """The builder of the element-wise operation `name`."""
+    def builder(*operands):
+        indices, arguments, named = _broadcast_all(name, operands)
+        right = f" {_SYMBOLS[name]} ".join(arguments) if name in _SYMBOLS else f"{name}({', '.join(arguments)})"
+        return f"{_access('C', indices)} = {right}", named
+    return builder
+
+
+def _broadcast_all(name: str, operands) -> tuple[list[str], list[str], dict]:
+    """The operands broadcast as numpy broadcasts them, each operand's modes the result's last ones: the
+    result's indices, each operand's access, and the operands by name."""
     try:
-        shape = np.broadcast_shapes(left.shape, right.shape)
+        shape = np.broadcast_shapes(*(operand.shape for operand in operands))
     except ValueError:
-        raise ShapeError(f"Expected shapes that broadcast together, but found {left.shape} and {right.shape}") from None
-    indices = _indices(len(shape))
-    (left, left_indices), (right, right_indices) = (_broadcast(value, indices, shape) for value in (left, right))
-    expression = f"{_access('C', indices)} = {_access('A', left_indices)} {operator} {_access('B', right_indices)}"
-    return expression, {"A": left, "B": right}
+        raise ShapeError(f"Expected shapes that broadcast together in {name}, but found "
+                         f"{', '.join(str(operand.shape) for operand in operands)}") from None
+    indices = index_names(len(shape))
+    broadcast = [_broadcast(operand, indices, shape) for operand in operands]
+    return (indices, [_access(n, own) for n, (_, own) in zip(NAMES, broadcast)],
+            {n: value for n, (value, _) in zip(NAMES, broadcast)})
 
 
 def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
@@ -177,11 +213,14 @@ def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
 
 # ----- products and sums ---------------------------------------------------------------------------------
 
-_MATMUL = {(2, 2): "C(i,j) = A(i,k) * B(k,j)", (2, 1): "C(i) = A(i,j) * B(j)", (1, 2): "C(j) = A(i) * B(i,j)",
-           (1, 1): "C() = A(i) * B(i)"}
+#: A matrix product's indices by the operands' orders: the result's, the left's, the right's, the summed one.
+_MATMUL = {(2, 2): ("ij", "ik", "kj", "k"), (2, 1): ("i", "ij", "j", "j"), (1, 2): ("j", "i", "ij", "i"),
+           (1, 1): ("", "i", "i", "i")}
 
 
-def _matmul(left, right):
+def _matmul(left, right, add: str = "add", multiply: str = "multiply"):
+    """The matrix product over the semiring (⊕ `add`, ⊗ `multiply`: operators.py's names): `C(i,j) =
+    A(i,k) * B(k,j)` over (add, multiply), `C(i,j) = min(k, A(i,k) + B(k,j))` over (minimum, add)."""
     orders = (len(left.shape), len(right.shape))
     if orders not in _MATMUL:
         raise ShapeError(f"Expected operands of order 1 or 2 for a matrix product, but found shapes {left.shape} "
@@ -189,25 +228,97 @@ def _matmul(left, right):
     if left.shape[-1] != right.shape[0]:
         raise ShapeError(f"Expected the last extent of {left.shape} to equal the first of {right.shape} in a "
                          f"matrix product, but they differ")
-    return _MATMUL[orders], {"A": left, "B": right}
+    result, a, b, summed = _MATMUL[orders]
+    product = _combined(multiply, _access("A", a), _access("B", b))
+    return f"{_access('C', result)} = {_reduced(add, [summed], product)}", {"A": left, "B": right}
+
+
+def _combined(name: str, left: str, right: str) -> str:
+    return f"{left} {_SYMBOLS[name]} {right}" if name in _SYMBOLS else f"{name}({left}, {right})"
+
+
+def _reduced(name: str, indices, body: str) -> str:
+    """`body` reduced by the operator `name` over `indices`: implicit for a sum (the form every kernel of
+    the operators had), `min(j, body)` for the others."""
+    if name == "add":
+        return body
+    for index in reversed(list(indices)):
+        body = f"{REGISTRY[name].reduction}({index}, {body})"
+    return body
 
 
 def _dot(left, right):
     """numpy's dot: a product by a number, or a matrix product."""
-    return _multiply(left, right) if 0 in (len(left.shape), len(right.shape)) else _matmul(left, right)
+    return _BUILDERS["multiply"](left, right) if 0 in (len(left.shape), len(right.shape)) else _matmul(left, right)
 
 
-def _sum(operand, axis: tuple[int, ...] | None):
-    """`operand` summed over `axis` (every mode when None)."""
+def _tensordot(left, right, axes=2):
+    """numpy's tensordot: `axes` an integer (the left's last modes with the right's first) or a pair of
+    sequences of modes; the result's modes are the left's free ones, then the right's."""
+    if isinstance(axes, int):
+        axes = (tuple(range(len(left.shape) - axes, len(left.shape))), tuple(range(axes)))
+    left_axes, right_axes = (tuple(_axes((a,) if isinstance(a, int) else a, len(v.shape)))
+                             for a, v in zip(axes, (left, right)))
+    if len(left_axes) != len(right_axes) or \
+            any(left.shape[a] != right.shape[b] for a, b in zip(left_axes, right_axes)):
+        raise ShapeError(f"Expected pairs of modes of equal extents to contract, but found modes {left_axes} of "
+                         f"{left.shape} and {right_axes} of {right.shape}")
+    indices = index_names(len(left.shape) + len(right.shape))
+    a, b = indices[:len(left.shape)], indices[len(left.shape):]
+    for x, y in zip(left_axes, right_axes):
+        b[y] = a[x]
+    result = [a[m] for m in range(len(a)) if m not in left_axes] + [b[m] for m in range(len(b)) if m not in right_axes]
+    return f"{_access('C', result)} = {_access('A', a)} * {_access('B', b)}", {"A": left, "B": right}
+
+
+def _vecdot(left, right, axis: int = -1):
+    """The array API's vecdot (of real values): the product summed over `axis` of the broadcast shape."""
+    indices, (a, b), named = _broadcast_all("vecdot", (left, right))
+    if not indices:
+        raise ShapeError("Expected operands of order 1 or more in vecdot, but found two numbers")
+    (summed,) = _axes((axis,), len(indices))
+    return f"{_access('C', indices[:summed] + indices[summed + 1:])} = {a} * {b}", named
+
+
+def _permute_dims(operand, axes):
+    """The operand with its modes in the order `axes` (a permutation): the result's mode m is its mode axes[m]."""
+    axes = tuple(_axes(axes, len(operand.shape)))
+    if sorted(axes) != list(range(len(operand.shape))):
+        raise ShapeError(f"Expected a permutation of the modes of an operand of shape {operand.shape}, but found "
+                         f"{axes}")
+    indices = index_names(len(operand.shape))
+    return f"{_access('C', [indices[a] for a in axes])} = {_access('A', indices)}", {"A": operand}
+
+
+def _matrix_transpose(operand):
     order = len(operand.shape)
-    summed = set(range(order)) if axis is None else {a + order if a < 0 else a for a in axis}
-    if not summed <= set(range(order)) or (axis is not None and len(summed) != len(axis)):
-        raise ShapeError(f"Expected distinct axes of a tensor of order {order}, but found {axis}")
-    indices = _indices(order)
-    kept = [index for mode, index in enumerate(indices) if mode not in summed]
-    expression = f"{_access('C', kept)} = {_access('A', indices)}"
-    return expression, {"A": operand}
+    if order < 2:
+        raise ShapeError(f"Expected an operand of order 2 or more to transpose, but found shape {operand.shape}")
+    return _permute_dims(operand, (*range(order - 2), order - 1, order - 2))
 
 
-_BUILDERS = {"add": _add, "subtract": _subtract, "multiply": _multiply, "divide": _divide, "negative": _negative,
-             "matmul": _matmul, "dot": _dot}
+def _reduction(word: str):
+    """The builder of the reduction `word` (sum, prod, min, max, any, all) over `axis` (every mode when None)."""
+    def builder(operand, axis: int | tuple[int, ...] | None = None):
+        order = len(operand.shape)
+        summed = set(range(order)) if axis is None else set(_axes((axis,) if isinstance(axis, int) else axis, order))
+        indices = index_names(order)
+        kept = [index for mode, index in enumerate(indices) if mode not in summed]
+        reduced = [index for mode, index in enumerate(indices) if mode in summed]
+        body = _reduced(REDUCTIONS[word].name, reduced, _access("A", indices))
+        return f"{_access('C', kept)} = {body}", {"A": operand}
+    return builder
+
+
+def _axes(axes, order: int) -> list[int]:
+    """Distinct modes of an operand of `order`, negative ones counted from the last; a ShapeError otherwise."""
+    modes = [a + order if -order <= a < 0 else a for a in axes]
+    if len(set(modes)) != len(modes) or not all(0 <= a < order for a in modes):
+        raise ShapeError(f"Expected distinct axes of a tensor of order {order}, but found {tuple(axes)}")
+    return modes
+
+
+_BUILDERS = {"negative": _negative, "matmul": _matmul, "dot": _dot, "tensordot": _tensordot, "vecdot": _vecdot,
+             "permute_dims": _permute_dims, "matrix_transpose": _matrix_transpose,
+             **{name: _elementwise(name) for name in (*_SYMBOLS, *_FUNCTIONS)},
+             **{word: _reduction(word) for word in REDUCTIONS}}

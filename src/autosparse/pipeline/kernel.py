@@ -17,6 +17,8 @@ memoised process-wide (keyed by the CIN and the dtypes), so a repeated `evaluate
 
 from __future__ import annotations
 
+import os
+import weakref
 from math import prod
 from typing import Iterator, Mapping
 
@@ -25,7 +27,8 @@ import numpy as np
 from ..cin import Stmt, tensors
 from ..cin.concretize import concordant_formats, legalisation_signature
 from ..coiterate import choice as coiterate
-from ..config import check_allocation, checked_thread_count, memory_limit, num_threads as default_threads
+from ..config import check_allocation, checked_thread_count, forked_after_openmp, memory_limit
+from ..config import num_threads as default_threads
 from ..errors import AutosparseError, CoordinateError, MemoryLimitError, OrderError, ScheduleError
 from ..format import Format, Layout
 from ..format.spec import as_format, format_mapping
@@ -99,7 +102,8 @@ class Kernel:
         # a hint: the last call's scipy COO rows were out of order, so the next starts with the pass (`_as_stored`)
         self._rows_out_of_order = False
         # the threads it runs on, taken when compiled: its own, else the process's (config.num_threads)
-        self.num_threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
+        threads = default_threads() if num_threads is None else checked_thread_count(num_threads)
+        self.num_threads = 1 if forked_after_openmp() else threads
         # the default schedule, an autoscheduler's pick and co-iteration commands are scheduled per call: on
         # threads only for calls with the work to share them (PARALLEL_MIN_ENTRIES), legalised for its extents
         self._per_call = parallel_by_default(schedule)
@@ -125,6 +129,16 @@ class Kernel:
                               and self.formats[n].mode_order == tuple(range(self.formats[n].order))}
         self.counts: dict[str, int] | None = None
         self.warm_calls = 0  # calls that took an earlier call's BoundCall (`_run`)
+        _live.add(self)
+
+    def _run_on_one_thread(self) -> None:
+        """After a fork from a process that had loaded OpenMP kernels (`config.forked_after_openmp`): forget
+        every specialisation and warm call, which may open regions on several threads, and build the next
+        ones for one thread."""
+        self.num_threads, self._sized_threads = 1, False
+        self._calls.clear()
+        self._bound = LastFirst()
+        self._as_stored_kernels.clear()
 
     # --- what the user inspects ---
 
@@ -458,3 +472,15 @@ def _with_axes(vals: np.ndarray, fmt: Format, shape: tuple[int, ...]) -> np.ndar
     if order == tuple(range(len(order))):
         return vals.reshape(shape)
     return vals.reshape(tuple(shape[mode] for mode in order)).transpose(np.argsort(order))
+
+
+_live: "weakref.WeakSet[Kernel]" = weakref.WeakSet()  # every Kernel alive, for `_after_fork_in_child`
+
+
+def _after_fork_in_child() -> None:
+    if forked_after_openmp():
+        for kernel in list(_live):
+            kernel._run_on_one_thread()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,151 @@
+"""Lazy arrays: `lazy(x)` records the operations on it as a graph, and `compute(*lazies)` runs the graph as
+few kernels as the fusion rule allows (plan.py), instead of one kernel per operation.
+
+Each operation builds its node with the operators' own builders (api/arrays.py) on stand-ins of the
+operands' shapes, so a node's shape is checked when it is made, exactly as the eager operation checks it,
+and keeps the one assignment that computes it from its inputs (named A, B, D): plan.py inlines those
+assignments into each other. A node also knows its dtype (numpy's, from the operator registry) and its
+fill, the value of every entry its inputs' fills give (`exp` of a fill-0 operand has fill 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+from .. import api
+from ..api.arrays import Shaped, build, weakly_typed
+from ..notation import Assignment, parse
+from ..notation.extents import index_extents
+from ..notation.operators import REDUCTIONS, REGISTRY, fold
+from ..tensor import Tensor
+from ..tensor.interop import is_scipy
+from .plan import plan
+
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One value of a lazy program: a leaf (`value` given, `assignment` None) or the `assignment` of the
+    operation `op` computing it from `inputs`, named A, B, D in it. Compared by identity."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fill: object
+    value: object = None
+    op: str = ""
+    assignment: Assignment | None = None
+    inputs: tuple[Node, ...] = field(default=())
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.assignment is None
+
+
+def leaf(value) -> Node:
+    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array."""
+    if not (isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)):
+        value = np.asarray(value)
+    return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value)
+
+
+class LazyArray:
+    """An array not computed yet: operators and autosparse.array functions on it record nodes;
+    `autosparse.compute` computes them."""
+
+    __array_ufunc__ = None  # `ndarray + lazy` is lazy: numpy defers to the reflected operators below
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    shape = property(lambda self: self.node.shape)
+    dtype = property(lambda self: self.node.dtype)
+    fill = property(lambda self: self.node.fill)
+    ndim = property(lambda self: len(self.node.shape))
+    T = property(lambda self: record("matrix_transpose", (self,)))
+
+    def __repr__(self) -> str:
+        return f"LazyArray({self.node.op or 'leaf'}, shape={self.shape}, dtype={self.dtype})"
+
+    def __add__(self, other): return record("add", (self, other))
+    def __radd__(self, other): return record("add", (other, self))
+    def __sub__(self, other): return record("subtract", (self, other))
+    def __rsub__(self, other): return record("subtract", (other, self))
+    def __mul__(self, other): return record("multiply", (self, other))
+    def __rmul__(self, other): return record("multiply", (other, self))
+    def __truediv__(self, other): return record("divide", (self, other))
+    def __rtruediv__(self, other): return record("divide", (other, self))
+    def __matmul__(self, other): return record("matmul", (self, other))
+    def __rmatmul__(self, other): return record("matmul", (other, self))
+    def __neg__(self): return record("negative", (self,))
+    def __lt__(self, other): return record("less", (self, other))
+    def __le__(self, other): return record("less_equal", (self, other))
+    def __gt__(self, other): return record("greater", (self, other))
+    def __ge__(self, other): return record("greater_equal", (self, other))
+
+    def sum(self, axis=None):
+        return record("sum", (self,), axis=axis)
+
+
+def lazy(value) -> LazyArray:
+    """`value` (a Tensor, numpy array, scipy matrix or number) as a LazyArray; a LazyArray as it is."""
+    return value if isinstance(value, LazyArray) else LazyArray(leaf(value))
+
+
+def record(name: str, operands: tuple, **options) -> LazyArray:
+    """The node of `name` of the operands (LazyArrays or values, numbers typed weakly beside the others'
+    dtypes), checked by the builder that the eager operation uses."""
+    values = [o if isinstance(o, (LazyArray, *_NUMBERS)) else lazy(o) for o in operands]
+    dtypes = [value.dtype for value in values if isinstance(value, LazyArray)]
+    inputs = [(value if isinstance(value, LazyArray) else lazy(weakly_typed(value, dtypes))).node for value in values]
+    stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype) for node in inputs]
+    expression, named = build(name, tuple(stand_ins), **options)
+    # an array squeezed to broadcast is a leaf of its own; every other value is its input's
+    given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
+    nodes = [given.get(id(value)) or leaf(value) for value in named.values()]
+    assignment = parse(expression)
+    extents = index_extents(assignment, {name: node.shape for name, node in zip(named, nodes)})
+    shape = tuple(extents[index] for index in assignment.lhs.indices)
+    count = prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
+    dtype, fill = _dtype_and_fill(name, nodes, options, count)
+    return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
+
+
+def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):
+    """numpy's result dtype and the fill of the result: the element-wise operator applied to the inputs'
+    fills, then, for a reduction or a product over `count` coordinates, reduced `count` times."""
+    element, reduction = _operators(name, options)
+    dtypes, fills = [node.dtype for node in inputs], [node.fill for node in inputs]
+    dtype = np.dtype(element.result_dtype(*dtypes)) if element else dtypes[0]
+    fill = fold(element, *fills) if element else fills[0]
+    if reduction is None:
+        return dtype, fill
+    dtype = np.dtype(reduction.result_dtype(dtype, dtype))
+    if count == 0:
+        return dtype, reduction.identity.value(dtype)
+    if reduction.idempotent:
+        return dtype, fill
+    return dtype, fill * count if reduction.name == "add" else fill ** count
+
+
+def _operators(name: str, options: dict):
+    """The element-wise operator and the reduction operator of an operation, each None where it has none."""
+    if name in ("matmul", "dot", "tensordot", "vecdot"):
+        return REGISTRY[options.get("multiply", "multiply")], REGISTRY[options.get("add", "add")]
+    if name in REDUCTIONS:
+        return None, REDUCTIONS[name]
+    return REGISTRY.get(name), None
+
+
+def compute(*lazies):
+    """Each lazy array computed (a tuple, in order; a LazyArray's leaf as it is), by the kernels of
+    plan.py's assignments: a dense result is a numpy array, a sparse one a Tensor, an order-0 one a number."""
+    roots = [lazy(value).node for value in lazies]
+    values: dict[Node, object] = {}
+    for step in plan(roots):
+        operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
+        values[step.target] = api.evaluate(step.expression, operands=operands)
+    return tuple(values.get(node, node.value) for node in roots)

@@ -1,0 +1,144 @@
+"""A lazy program's graph as assignments, each computed by one kernel (design31.md §3.2).
+
+A node is inlined into its consumer — its assignment substituted for the access that reads it, its
+indices renamed to the access's, its own reductions scoped (`sum(j, ...)`: TACO's meaning, docs/semantics.md)
+— so `(A @ x + z) * 2` and an element-wise chain are one kernel each. A node is materialised (computed by
+a kernel of its own, and read as an operand) when
+1. `compute` asks for it, or it reduces and feeds several consumers (a kernel has one result; an
+   element-wise node is recomputed in each instead);
+2. it reduces and inlining would put its reduction under a loop over an index it does not use: inlined,
+   `A @ (B @ x)` would compute `B @ x` again for every i.
+
+Every assignment names its operands T0, T1, ... in order of first appearance and its indices i, j, k, ...
+(the result's first), so that a program run again on like operands (a solver's iterations) is the same
+text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from itertools import count
+
+from ..api.arrays import NAMES, index_names
+from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
+from ..notation.ast import REDUCING, peeled, summed
+
+
+@dataclass(frozen=True)
+class Step:
+    """`target` computed by `expression` (text) of `operands`, named T0, T1, ... in it: leaves, or the
+    targets of earlier steps."""
+
+    target: object
+    expression: str
+    operands: tuple
+
+
+def plan(roots) -> list[Step]:
+    """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads."""
+    return _Planner(roots).steps
+
+
+class _Planner:
+    """Builds `steps`: each materialised node's assignment, its inputs inlined where the rule allows, after
+    the steps of the nodes it reads."""
+
+    def __init__(self, roots):
+        self.steps: list[Step] = []
+        self.materialised = {root for root in roots if not root.is_leaf}
+        self.reduces: dict = {}
+        self.consumers = Counter()
+        self._count(roots)
+        self.materialised |= {node for node, n in self.consumers.items() if n > 1 and self._reduces(node)}
+        self.done: set = set()
+        self.fresh = count()
+        for root in roots:
+            self._materialise(root)
+
+    def _count(self, roots) -> None:
+        """How many times each node is read, by the nodes the roots need."""
+        seen, stack = set(), list(roots)
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            self.consumers.update(node.inputs)
+            stack.extend(node.inputs)
+
+    def _reduces(self, node) -> bool:
+        """Whether computing `node` inlined would reduce (its own assignment or an inlined input's)."""
+        if node not in self.reduces:
+            own = node.assignment is not None and (node.assignment.reduction_indices or node.assignment.scoped)
+            self.reduces[node] = bool(own) or any(self._reduces(i) for i in node.inputs if not i.is_leaf)
+        return self.reduces[node]
+
+    def _materialise(self, node) -> None:
+        if node.is_leaf or node in self.done:
+            return
+        self.done.add(node)
+        lhs = tuple(self._index() for _ in node.shape)
+        operands: dict = {}
+        rhs = self._inlined(node, lhs, frozenset(lhs), operands)
+        self.steps.append(_canonical(node, Access("C", lhs), rhs, operands))
+
+    def _index(self) -> IndexVar:
+        return IndexVar(f"x{next(self.fresh)}")
+
+    def _inlined(self, node, indices: tuple, scope: frozenset, operands: dict):
+        """`node`'s expression at `indices` under loops over `scope`: an Expr over placeholder operand
+        names, `operands` keeping each one's name and node."""
+        assignment = node.assignment
+        renamed = dict(zip(assignment.lhs.indices, indices))
+        for n in walk(assignment.rhs):
+            for index in _bound_or_used(n):
+                renamed.setdefault(index, self._index())
+        inner = scope | frozenset(renamed.values())
+
+        def access(a: Access):
+            child = node.inputs[NAMES.index(a.tensor)]
+            at = tuple(renamed[index] for index in a.indices)
+            if not (child.is_leaf or child in self.materialised) and \
+                    not (self._reduces(child) and not inner <= set(at)):
+                return self._inlined(child, at, inner, operands)
+            self._materialise(child)
+            key = id(child.value) if child.is_leaf else child  # one operand for a value read twice
+            name = operands.setdefault(key, (f"P{len(operands)}", child))[0]
+            return Access(name, at)
+
+        rhs = _rewritten(assignment.rhs, access, renamed)
+        return summed((renamed[index] for index in assignment.reduction_indices), rhs)
+
+
+def _rewritten(expr, access, renamed: dict):
+    """`expr` with each Access replaced by `access(it)` and each bound index renamed."""
+    if isinstance(expr, Access):
+        return access(expr)
+    if isinstance(expr, Sum):
+        return Sum(renamed[expr.index], _rewritten(expr.body, access, renamed))
+    if isinstance(expr, Reduce):
+        return Reduce(expr.op, renamed[expr.index], _rewritten(expr.body, access, renamed))
+    return expr.with_children(tuple(_rewritten(child, access, renamed) for child in expr.children()))
+
+
+def _canonical(target, lhs: Access, rhs, operands: dict) -> Step:
+    """The step's text with operands T0, T1, ... and indices i, j, ... by first appearance, the result's first."""
+    order = list(dict.fromkeys(index for n in (lhs, *walk(rhs)) for index in _bound_or_used(n)))
+    indices = dict(zip(order, map(IndexVar, index_names(len(order)))))
+    placeholders = list(dict.fromkeys(n.tensor for n in walk(rhs) if isinstance(n, Access)))
+    tensors = {name: f"T{k}" for k, name in enumerate(placeholders)}
+
+    def renamed(access: Access) -> Access:
+        return Access(tensors[access.tensor], tuple(indices[i] for i in access.indices))
+
+    # sums over the whole right-hand side stay implicit, as the parser reads them back
+    body = _rewritten(peeled(rhs)[1], renamed, indices)
+    assignment = Assignment(Access("C", tuple(indices[i] for i in lhs.indices)), body)
+    by_name = dict(operands.values())
+    return Step(target, str(assignment), tuple(by_name[name] for name in placeholders))
+
+
+def _bound_or_used(node) -> tuple:
+    """The indices an access reads or a reduction binds (none for any other node)."""
+    return node.indices if isinstance(node, Access) else (node.index,) if isinstance(node, REDUCING) else ()

@@ -1,0 +1,180 @@
+"""autosparse.array's functions against numpy on dense copies, for Tensor, numpy and scipy operands.
+
+A function whose assignment needs an operator the pipeline does not compile yet (maximum, exp, where, the
+min and max reductions, semirings other than plus_times ...) is checked on the text it builds and on the
+ScheduleError the pipeline raises for it today; `expect` flips such a check to numpy's answer on its own
+once `compilable` accepts the assignment (issue 31, WP3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+from autosparse import ScheduleError, ShapeError
+from autosparse.api.arrays import build
+from autosparse.notation import parse
+from autosparse.pipeline.operands import compilable
+
+xp = asp.array
+
+RNG = np.random.default_rng(31)
+DENSE = np.where(RNG.random((3, 4)) < 0.5, RNG.integers(1, 9, (3, 4)), 0).astype(float)
+DENSE[0, 0] = 0.0  # an explicit zero stays a zero
+
+
+def kinds(array: np.ndarray):
+    """The same values as a CSR Tensor, a numpy array and (for matrices) a scipy CSR matrix."""
+    out = [asp.Tensor.from_numpy(array, "csr" if array.ndim == 2 else "sparse"), array]
+    if array.ndim == 2:
+        out.append(sp.csr_matrix(array))
+    return out
+
+
+def dense(value) -> np.ndarray:
+    return value.to_numpy() if isinstance(value, asp.Tensor) else np.asarray(value)
+
+
+def expect(name: str, operands: tuple, text: str, expected, built: dict | None = None, **options):
+    """`xp.<name>(*operands, **options)` builds `text` (from the builder's options `built`, where they are not
+    the function's) and equals numpy's `expected`, or, while the pipeline does not compile the operator,
+    raises a ScheduleError naming it."""
+    assert build(name, operands, **(options if built is None else built))[0] == text
+    function = getattr(xp, name)
+    try:
+        compilable(parse(text))
+    except ScheduleError as refused:
+        operator = str(refused).split("the operator ")[1].split()[0]
+        with pytest.raises(ScheduleError, match=f"operator {operator}"):
+            function(*operands, **options)
+        return
+    np.testing.assert_allclose(dense(function(*operands, **options)), expected)
+
+
+@pytest.mark.parametrize("k", range(3))
+@pytest.mark.parametrize("name, text", [
+    ("add", "C(i,j) = A(i,j) + B(i,j)"), ("subtract", "C(i,j) = A(i,j) - B(i,j)"),
+    ("multiply", "C(i,j) = A(i,j) * B(i,j)"), ("maximum", "C(i,j) = maximum(A(i,j), B(i,j))"),
+    ("minimum", "C(i,j) = minimum(A(i,j), B(i,j))"), ("less", "C(i,j) = less(A(i,j), B(i,j))"),
+    ("greater_equal", "C(i,j) = greater_equal(A(i,j), B(i,j))"), ("not_equal", "C(i,j) = not_equal(A(i,j), B(i,j))"),
+    ("logical_and", "C(i,j) = logical_and(A(i,j), B(i,j))"), ("logical_or", "C(i,j) = logical_or(A(i,j), B(i,j))"),
+])
+def test_binary(name, text, k):
+    other = np.flip(DENSE, 0).copy()
+    expect(name, (kinds(DENSE)[k], kinds(other)[k]), text, getattr(np, name)(DENSE, other))
+
+
+@pytest.mark.parametrize("k", range(3))
+@pytest.mark.parametrize("name", ["negative", "abs", "sqrt", "exp", "log", "logical_not"])
+def test_unary(name, k):
+    with np.errstate(all="ignore"):
+        expected = getattr(np, name)(DENSE)
+    expect(name, (kinds(DENSE)[k],), f"C(i,j) = {'-A(i,j)' if name == 'negative' else f'{name}(A(i,j))'}", expected)
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_divide_by_a_dense_array_and_by_a_number(k):
+    divisor = DENSE + 1
+    expect("divide", (kinds(DENSE)[k], divisor), "C(i,j) = A(i,j) / B(i,j)", DENSE / divisor)
+    np.testing.assert_allclose(dense(xp.divide(kinds(DENSE)[k], 4)), DENSE / 4)
+
+
+@pytest.mark.parametrize("k", range(2))
+def test_broadcasting_a_row_and_a_number(k):
+    row = np.arange(1.0, 5.0)
+    expect("add", (kinds(DENSE)[k], row), "C(i,j) = A(i,j) + B(j)", DENSE + row)
+    expect("multiply", (2.5, kinds(DENSE)[k]), "C(i,j) = A() * B(i,j)", 2.5 * DENSE)
+    expect("maximum", (kinds(DENSE)[k], 0.5), "C(i,j) = maximum(A(i,j), B())", np.maximum(DENSE, 0.5))
+
+
+def test_where():
+    condition = DENSE > 2
+    expect("where", (condition, DENSE, 0.0), "C(i,j) = where(A(i,j), B(i,j), D())", np.where(condition, DENSE, 0.0))
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_matmul_and_semirings(k):
+    a, b, x = kinds(DENSE)[k], kinds(DENSE.T.copy())[k], np.arange(1.0, 5.0)
+    expect("matmul", (a, b), "C(i,j) = A(i,k) * B(k,j)", DENSE @ DENSE.T)
+    expect("matmul", (a, x), "C(i) = A(i,j) * B(j)", DENSE @ x)
+    expect("matmul", (x[:3], a), "C(j) = A(i) * B(i,j)", x[:3] @ DENSE)
+    rings = {"min_plus": ("min(k, A(i,k) + B(k,j))", np.min(DENSE[:, :, None] + DENSE.T[None], axis=1)),
+             "max_times": ("max(k, A(i,k) * B(k,j))", np.max(DENSE[:, :, None] * DENSE.T[None], axis=1))}
+    for name, (body, expected) in rings.items():
+        ring = xp.SEMIRINGS[name]
+        expect("matmul", (a, b), f"C(i,j) = {body}", expected, {"add": ring.add, "multiply": ring.multiply},
+               semiring=name)
+
+
+def test_unknown_semiring_is_refused():
+    with pytest.raises(asp.AutosparseError, match="min_plus"):
+        xp.matmul(DENSE, DENSE.T, semiring="tropical")
+
+
+@pytest.mark.parametrize("k", range(3))
+@pytest.mark.parametrize("word, body", [
+    ("sum", "A(i,j)"), ("prod", "prod(j, A(i,j))"), ("max", "max(j, A(i,j))"), ("min", "min(j, A(i,j))"),
+    ("any", "any(j, A(i,j))"), ("all", "all(j, A(i,j))"),
+])
+def test_reductions(word, body, k):
+    oracle = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[word]
+    expect(word, (kinds(DENSE)[k],), f"C(i) = {body}", oracle(DENSE, axis=1), axis=1)
+    expect(word, (kinds(DENSE)[k],), "C(i,j) = A(i,j)", DENSE, axis=())
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_sum_over_every_axis_and_negative_axes(k):
+    assert float(xp.sum(kinds(DENSE)[k])) == pytest.approx(DENSE.sum())
+    np.testing.assert_allclose(dense(xp.sum(kinds(DENSE)[k], axis=-2)), DENSE.sum(axis=0))
+    with pytest.raises(ShapeError, match="distinct axes"):
+        xp.sum(kinds(DENSE)[k], axis=(1, -1))
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_tensordot_vecdot_and_transposes(k):
+    a, x = kinds(DENSE)[k], np.arange(1.0, 5.0)
+    expect("tensordot", (a, DENSE.T.copy()), "C(i,l) = A(i,j) * B(j,l)", np.tensordot(DENSE, DENSE.T, 1), axes=1)
+    expect("tensordot", (a, DENSE), "C() = A(i,j) * B(i,j)", np.tensordot(DENSE, DENSE, 2))
+    expect("tensordot", (a, DENSE), "C(j,l) = A(i,j) * B(i,l)", np.tensordot(DENSE, DENSE, ([0], [0])),
+           axes=([0], [0]))
+    expect("vecdot", (a, x), "C(i) = A(i,j) * B(j)", DENSE @ x)
+    expect("vecdot", (a, DENSE), "C(j) = A(i,j) * B(i,j)", (DENSE * DENSE).sum(0), axis=0)
+    expect("permute_dims", (a,), "C(j,i) = A(i,j)", DENSE.T, axes=(1, 0))
+    expect("matrix_transpose", (a,), "C(j,i) = A(i,j)", DENSE.T)
+
+
+def test_shape_errors_name_the_shapes():
+    with pytest.raises(ShapeError, match=r"\(3, 4\), \(3,\)"):
+        xp.add(DENSE, np.ones(3))
+    with pytest.raises(ShapeError, match="permutation"):
+        xp.permute_dims(DENSE, (0,))
+    with pytest.raises(ShapeError, match="equal extents"):
+        xp.tensordot(DENSE, DENSE, axes=1)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (1, 4), (3, 1), (1, 1)])
+def test_empty_and_size_one_modes(shape):
+    d = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    for a in kinds(d):
+        np.testing.assert_allclose(dense(xp.add(a, d)), d + d)
+        np.testing.assert_allclose(dense(xp.multiply(a, 3)), 3 * d)
+        np.testing.assert_allclose(dense(xp.matmul(a, np.ones(shape[1]))), d @ np.ones(shape[1]))
+        np.testing.assert_allclose(dense(xp.sum(a, axis=0)), d.sum(axis=0))
+        np.testing.assert_allclose(dense(xp.permute_dims(a, (1, 0))), d.T)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_index_dtypes(index_dtype):
+    a = asp.Tensor.from_numpy(DENSE, "csr", index_dtype=index_dtype)
+    np.testing.assert_allclose(dense(xp.matmul(a, DENSE.T.copy())), DENSE @ DENSE.T)
+    np.testing.assert_allclose(dense(xp.subtract(a, a)), np.zeros_like(DENSE))
+
+
+def test_asarray():
+    assert xp.asarray(DENSE).format == asp.Tensor.from_numpy(DENSE).format
+    np.testing.assert_array_equal(xp.asarray(DENSE, format="csr").to_numpy(), DENSE)
+    np.testing.assert_array_equal(xp.asarray(sp.csr_matrix(DENSE)).to_numpy(), DENSE)
+    assert xp.asarray([[1, 2]], dtype=np.float32).dtype == np.float32
+    tensor = asp.Tensor.from_numpy(DENSE, "csr")
+    assert xp.asarray(tensor) is tensor
