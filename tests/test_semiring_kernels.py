@@ -245,3 +245,9 @@ def test_a_sparse_divisor_of_a_fill_other_than_0_divides_by_it(fmt):
     _check("y(i) = A(i) / B(i)", A / B, A=asp.Tensor.from_numpy(A, fmt), B=asp.Tensor.from_numpy(B, "s", fill=2.0))
     with pytest.raises(ScheduleError, match="divisions by zero"):
         asp.evaluate("y(i) = A(i) / B(i)", A=asp.Tensor.from_numpy(A, fmt), B=asp.Tensor.from_numpy(B - 2.0, "s"))
+
+
+def test_a_logical_or_with_an_absent_operand_is_still_0_or_1():
+    A, B = np.array([[0.0, 3.0, 0.0, 2.0]]), np.array([[0.0, 0.0, 5.0, 4.0]])
+    _check("C(i,j) = logical_or(A(i,j), B(i,j))", np.logical_or(A, B), A=asp.Tensor.from_numpy(A, "csr"),
+           B=asp.Tensor.from_numpy(B, "csr"))

@@ -8,6 +8,7 @@ autoschedulers' nodes — so a pass states only what it does to the nodes it car
 
 from __future__ import annotations
 
+import functools
 from functools import singledispatch
 from typing import Callable, Collection
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..format import Format
 from ..notation.ast import Add, Apply, Div, Literal, Neg, Reduce, Sub, Sum, operator_of
-from ..notation.operators import fold
+from ..notation.operators import REGISTRY, fold
 from .ast import Access, Assign, Forall, Sequence, Stmt, TensorVar, Where, identity, walk
 
 
@@ -115,7 +116,7 @@ def _folded(node, op, children: tuple, kept: tuple):
         if op.is_annihilator(values[side].value, side):
             return kept[side]
     for side in turned:
-        if len(values) == 2 and op.is_identity(values[side].value, side):
+        if len(values) == 2 and op.is_identity(values[side].value, side) and not _boolean(op.name):
             return kept[1 - side]
     if isinstance(node, Sub) and kept[0] is None:
         return Neg(kept[1])
@@ -126,6 +127,13 @@ def _folded(node, op, children: tuple, kept: tuple):
     if all(isinstance(value, Literal) for value in values):
         return _literal(fold(op, *(value.value for value in values)))
     return node.with_children(values)
+
+
+@functools.lru_cache(maxsize=None)
+def _boolean(name: str) -> bool:
+    """Whether the operator `name` gives bool: its identity then leaves bool(x), not x (`x or False`), so
+    the node stays (`a || 0`)."""
+    return REGISTRY[name].result_dtype(np.dtype(np.float64), np.dtype(np.float64)).kind == "b"
 
 
 def _fill(leaf):
