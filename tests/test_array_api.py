@@ -10,9 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 import autosparse as asp
-from autosparse import ScheduleError, ShapeError
+from autosparse import ShapeError
 from autosparse.api.arrays import build
-from autosparse.notation import parse
 
 xp = asp.array
 
