@@ -59,3 +59,17 @@ def test_shortest_paths_over_a_repeated_edge_read_its_summed_weight():
     distance = example("sssp").shortest_paths(sp.csr_array(weights), 0)
     # scipy sums a repeated coordinate when it builds CSR (6), and so does the coordinate list a Tensor reads
     np.testing.assert_allclose(distance, [0.0, 6.0, 8.0])
+
+
+@pytest.mark.parametrize("n, m, seed", [(1, 0, 0), (3, 0, 1), (40, 200, 2), (150, 1500, 3)])
+def test_triangles_match_the_trace_of_the_cube(n, m, seed):
+    adjacency = graph(n, m, seed)
+    dense = ((adjacency + adjacency.T).toarray() > 0).astype(float)
+    np.fill_diagonal(dense, 0)
+    assert example("triangles").triangles(adjacency) == round(np.trace(np.linalg.matrix_power(dense, 3)) / 6)
+
+
+def test_a_triangle_and_a_square():
+    edges = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 6), (6, 3)]
+    rows, cols = zip(*edges)
+    assert example("triangles").triangles(sp.csr_array((np.ones(7), (rows, cols)), shape=(7, 7))) == 1
