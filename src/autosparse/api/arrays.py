@@ -66,8 +66,9 @@ class ArrayOperations:
             kernel = self.warm.find(key)
             if kernel is not None:
                 self.warm_calls += 1
-                return kernel(A=operands[0], B=operands[1]) if len(operands) == 2 \
-                    else kernel(**dict(zip(NAMES, operands)))
+                if len(operands) == 2:
+                    return kernel(A=operands[0], B=operands[1])
+                return kernel(A=operands[0]) if len(operands) == 1 else kernel(**dict(zip(NAMES, operands)))
         expression, named = build(name, operands)
         if key is None or tuple(named) != NAMES[:len(operands)] \
                 or any(value is not given for value, given in zip(named.values(), operands)):
