@@ -378,7 +378,8 @@ class Kernel:
         if not _lowers(self.assignment, formats, self.temporary_formats, None, result, checked, self.num_threads,
                        self.fills):
             return None
-        kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration)
+        kernel = Kernel(self.assignment, formats, None, self.num_threads, self.instrument, self._coiteration,
+                        fills=self.fills)
         kernel._checked = checked
         return None if any(name in kernel.conversions for name in stored) else kernel
 
