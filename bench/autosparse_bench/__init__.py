@@ -14,12 +14,13 @@ import sys
 SUITES = {"kernels": "kernels", "kernels-2t": "kernels", "coiteration": "coiteration", "asymptotic": "asymptotic_select",
           "asymptotic-counts": "asymptotic_counts", "sparseauto": "sparseauto_select",
           "sparseauto-counts": "sparseauto_counts", "conversion": "conversion", "scaling": "parallel_kernels",
-          "distributed": "distributed_kernels", "autotune": "autotune"}
+          "distributed": "distributed_kernels", "autotune": "autotune",
+          "applications": "applications"}
 #: Options a suite's module is always run with: `kernels-2t` is the kernels suite at 2 threads.
 SUITE_OPTIONS = {"kernels-2t": ("--threads", "2")}
 #: Peers' own thread pools held to one thread; OpenMP too where a suite compares serial kernels.
 SERIAL = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed", "autotune"}
+SERIAL_SUITES = {"kernels", "conversion", "asymptotic", "sparseauto", "distributed", "autotune", "applications"}
 #: Suites that time threaded libraries in interleaved rounds: each library's idle OpenMP threads sleep
 #: rather than spin, so that one contender's threads do not take the cores the next one runs on.
 THREADED_SUITES = {"kernels-2t", "scaling"}
