@@ -75,7 +75,6 @@ class Case:
     options: dict
     nnz: int
     peers: dict[str, Callable[[], Any]] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -245,13 +244,45 @@ def graphblas_cg(gb, matrix: sp.csr_array, rhs: np.ndarray, steps: int) -> np.nd
     return solution.to_dense(fill_value=0.0)
 
 
+def looped_pattern(adjacency: sp.csr_array) -> tuple[sp.csr_array, np.ndarray]:
+    """examples/gcn.py's A + I over the symmetric pattern, and D^-1/2 of its degrees as a column."""
+    pattern = sp.csr_array(adjacency, dtype=np.float64)
+    pattern.data[:] = 1.0
+    looped = sp.csr_array(((pattern + pattern.T + sp.eye_array(pattern.shape[0])) > 0).astype(np.float64))
+    return looped, 1.0 / np.sqrt(looped.sum(axis=1))[:, None]
+
+
 def scipy_gcn(adjacency: sp.csr_array, features: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    return np.maximum(adjacency @ (features @ weight), 0.0)
+    """relu(D^-1/2 (A + I) D^-1/2 X W), Â never formed, as examples/gcn.py computes it."""
+    looped, scale = looped_pattern(adjacency)
+    return np.maximum(scale * (looped @ (scale * (features @ weight))), 0.0)
 
 
 def graphblas_gcn(gb, adjacency: sp.csr_array, features: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    product = gb.io.from_scipy_sparse(adjacency).mxm(gb.Matrix.from_dense(features @ weight), gb.semiring.plus_times)
-    return np.maximum(product.new().to_dense(fill_value=0.0), 0.0)
+    looped, scale = looped_pattern(adjacency)
+    projected = gb.Matrix.from_dense(scale * (features @ weight))
+    mixed = gb.io.from_scipy_sparse(looped).mxm(projected, gb.semiring.plus_times).new()
+    return np.maximum(scale * mixed.to_dense(fill_value=0.0), 0.0)
+
+
+def numpy_cp_als(tensor: data.SparseTensor, rank: int, iterations: int, seed: int) -> np.ndarray:
+    """examples/cp_als.py's sweeps from the same random start, each MTTKRP as the rows of the other two
+    factors gathered per entry, multiplied, and summed into the mode's rows by a scipy product."""
+    rng = np.random.default_rng(seed)
+    factors = [rng.random((extent, rank)) for extent in tensor.shape]
+    weights = np.ones(rank)
+    entries = np.arange(tensor.nnz)
+    summing = [sp.csr_array((tensor.vals, (tensor.coords[m], entries)), shape=(tensor.shape[m], tensor.nnz))
+               for m in range(3)]
+    for _ in range(iterations):
+        for mode in range(3):
+            first, last = (m for m in range(3) if m != mode)
+            product = summing[mode] @ (factors[first][tensor.coords[first]] * factors[last][tensor.coords[last]])
+            grams = np.prod([f.T @ f for m, f in enumerate(factors) if m != mode], axis=0)
+            solved = np.linalg.lstsq(grams, product.T, rcond=None)[0].T
+            weights = np.linalg.norm(solved, axis=0)
+            factors[mode] = solved / np.where(weights == 0, 1.0, weights)
+    return cp_plain((weights, factors))
 
 
 # --- inputs ----------------------------------------------------------------------------------------------
@@ -301,7 +332,7 @@ def make_case(application: str, dataset: str, made, args, gb) -> Case:
     if application == "cp_als":
         tensor = asp.Tensor.from_coo(made.coords, made.vals, made.shape, format="csf")
         return Case(application, dataset, (tensor, CP_RANK, steps), {"seed": seed}, made.nnz,
-                    notes=("cp_als: no peer; the example's random start is its own",))
+                    {"numpy": lambda: numpy_cp_als(made, CP_RANK, steps, seed)})
     matrix = made
     peers: dict[str, Callable[[], Any]] = {}
     if application == "pagerank":
@@ -418,11 +449,12 @@ def measure(contenders: dict[str, tuple[Callable[[], Any], Callable[[Any], None]
 
 
 def run_case(case: Case, function, args) -> dict[str, Outcome]:
-    """Ours (eager, lazy) checked against scipy's answer, every peer against ours, all timed together."""
+    """Ours (eager, lazy) checked against scipy's (numpy's) answer, every peer against ours, all timed together."""
     spec = APPLICATIONS[case.application]
     expected = {}
-    if "scipy" in case.peers:
-        expected["value"] = case.peers["scipy"]()
+    reference = next((name for name in ("scipy", "numpy") if name in case.peers), None)
+    if reference:
+        expected["value"] = case.peers[reference]()
 
     def ours(lazy: bool):
         return lambda: function(*case.args, **case.options, lazy=lazy)
@@ -438,7 +470,7 @@ def run_case(case: Case, function, args) -> dict[str, Outcome]:
 
     steps: dict[str, int | None] = {}
     contenders = {name: (ours(name == "lazy"), against_scipy(name)) for name in ("lazy", "eager")}
-    # every peer against ours; against scipy's answer where ours failed, so that the peers are still timed
+    # every peer against ours; against the reference's answer where ours failed, so that the peers are still timed
     contenders.update({name: (call, lambda result: spec.check(result, expected.get("ours", expected.get("value"))))
                        for name, call in case.peers.items()})
     outcomes = measure(contenders, args.repeat, args.budget)
@@ -467,7 +499,7 @@ def finch(case: Case, ours, args) -> Outcome:
 def finch_operands(case: Case) -> dict[str, np.ndarray] | str:
     """The dense operands finch's program of the case takes, or why finch does not run it."""
     if case.application not in peers_finch.PROGRAMS:
-        return f"no finch program for {case.application} (its array API has no semiring product)"
+        return f"no program for {case.application}: {peers_finch.ABSENT[case.application]}"
     matrix = case.args[0]
     if matrix.shape[0] * matrix.shape[1] > FINCH_DENSE[0]:
         return f"a dense {matrix.shape[0]:,}×{matrix.shape[1]:,} copy is over {FINCH_DENSE[0]:,} entries"
@@ -481,7 +513,8 @@ def finch_operands(case: Case) -> dict[str, np.ndarray] | str:
         return {"lower": lower_pattern(matrix).toarray()}
     if case.application == "cg":
         return {"matrix": matrix.toarray(), "rhs": case.args[1], "steps": np.array(case.options["max_iterations"])}
-    return {"adjacency": matrix.toarray(), "features": case.args[1], "weight": case.args[2]}
+    looped, scale = looped_pattern(matrix)
+    return {"looped": looped.toarray(), "scale": scale, "features": case.args[1], "weight": case.args[2]}
 
 
 #: Entries of the largest dense copy finch is given (a list: --finch-dense sets it).
@@ -542,7 +575,6 @@ def main(argv: list[str] | None = None) -> None:
                 notes.append(f"{application}: n/a, {missing}")
             continue
         case = make_case(application, dataset, made, args, gb)
-        notes.extend(n for n in case.notes if n not in notes)
         outcomes = run_case(case, function, args)
         lazy = outcomes["lazy"].timing.seconds
         for name, outcome in outcomes.items():
