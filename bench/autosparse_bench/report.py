@@ -34,6 +34,8 @@ FAMILIES = (("scipy", "scipy"), ("numpy", "numpy"), ("pydata", "pydata"), ("Tens
             ("C reference", "C reference"), ("MKL", "MKL"), ("GraphBLAS", "GraphBLAS"))
 #: The kernels suite at 1 thread and at 2: both group peers into families and sweep sizes.
 KERNEL_SUITES = ("kernels", "kernels-2t")
+#: The applications suite, whose tables show eager beside lazy; and its eager contender's name.
+APPLICATIONS, EAGER = "applications", "autosparse eager"
 SCALED = " ×"  # the kernels suite's name for an input drawn at a fraction of its size: "uniform ×0.25"
 
 
@@ -255,6 +257,25 @@ def _summary_line(suite: str, groups: dict) -> str:
 
 
 def _timing_section(suite: str, groups: dict, directory: Path) -> list[str]:
+    lines = _application_tables(groups) if suite == APPLICATIONS else _kernel_tables(groups)
+    for role, title, nobody in (("peer", "Where autosparse loses to a peer", "Nowhere: no peer was faster."),
+                                ("variant", "Where another autosparse schedule or setting is faster",
+                                 "Nowhere.")):
+        found = _slower(groups, role)
+        if role == "variant" and not found and not any(r["role"] == role for g in groups.values()
+                                                       for r in g["columns"].values()):
+            continue
+        lines += [f"### {title}", "", *(_losses(found) or [nobody]), ""]
+    if _speedup_plot(suite, groups, directory / f"{suite}-speedup.png"):
+        lines += [f"![Each contender's time over autosparse's, {suite}]({suite}-speedup.png)", ""]
+    if suite in KERNEL_SUITES and any(SCALED in dataset for _, dataset in groups):
+        _runtime_plot(groups, directory / f"{suite}-runtime.png")
+        lines += [f"![Runtime against nonzeros, the kernels' size sweep]({suite}-runtime.png)", ""]
+    return lines
+
+
+def _kernel_tables(groups: dict) -> list[str]:
+    """A table per kernel: ours in ms, each other contender as its time over ours."""
     lines = []
     kernels = list(dict.fromkeys(kernel for kernel, _ in groups))
     for kernel in kernels:
@@ -271,20 +292,54 @@ def _timing_section(suite: str, groups: dict, directory: Path) -> list[str]:
             lines.append(f"| {dataset} | {group['nnz']:,} | {shown} | " + " | ".join([*_fastest_cells(group), *cells])
                          + " |")
         lines.append("")
-    for role, title, nobody in (("peer", "Where autosparse loses to a peer", "Nowhere: no peer was faster."),
-                                ("variant", "Where another autosparse schedule or setting is faster",
-                                 "Nowhere.")):
-        found = _slower(groups, role)
-        if role == "variant" and not found and not any(r["role"] == role for g in groups.values()
-                                                       for r in g["columns"].values()):
-            continue
-        lines += [f"### {title}", "", *(_losses(found) or [nobody]), ""]
-    if _speedup_plot(suite, groups, directory / f"{suite}-speedup.png"):
-        lines += [f"![Each contender's time over autosparse's, {suite}]({suite}-speedup.png)", ""]
-    if suite in KERNEL_SUITES and any(SCALED in dataset for _, dataset in groups):
-        _runtime_plot(groups, directory / f"{suite}-runtime.png")
-        lines += [f"![Runtime against nonzeros, the kernels' size sweep]({suite}-runtime.png)", ""]
     return lines
+
+
+def _application_tables(groups: dict) -> list[str]:
+    """A table per application of the applications suite: eager beside lazy (fusion pays where lazy / eager
+    is under 1), the kernels each calls a step, their first calls (compilation) apart, and each peer's time
+    over lazy's, with the peer's first call where it is over twice its steady time (a compiler: finch)."""
+    lines = []
+    for application in dict.fromkeys(kernel for kernel, _ in groups):
+        mine = {dataset: group for (kernel, dataset), group in groups.items() if kernel == application}
+        peers = list(dict.fromkeys(c for g in mine.values() for c, r in g["columns"].items() if r["role"] == "peer"))
+        header = ["data", "nnz", "eager ms", "lazy ms", "lazy / eager", "kernel calls / step, eager → lazy",
+                  "first call ms, eager / lazy", *(f"{peer} / lazy" for peer in peers)]
+        lines += [f"### {application}", "", "Medians of whole runs in ms; first calls (kernel compilation included) "
+                  "apart; each peer as its time over lazy's (above 1, autosparse lazy is faster).", "",
+                  "| " + " | ".join(header) + " |",
+                  "|---|---:|---:|---:|---:|---|---|" + "---:|" * len(peers)]
+        for dataset, group in mine.items():
+            lazy = group["ours"]
+            eager = group["columns"].get(EAGER, {"seconds": None, "status": "—"})
+            cells = [_ms(eager), _ms(lazy), _ratio(lazy, eager) if eager["seconds"] else "—",
+                     f"{_per_step(eager)} → {_per_step(lazy)}", f"{_first(eager)} / {_first(lazy)}"]
+            for peer in peers:
+                record = group["columns"].get(peer)
+                compiles = record is not None and record["seconds"] and (record.get("first") or 0) > 2 * record["seconds"]
+                cells.append("" if record is None else _ratio(record, lazy) + (
+                    f" (first call {record['first']:.3g} s)" if compiles else ""))
+            lines.append(f"| {dataset} | {group['nnz']:,} | " + " | ".join(cells) + " |")
+        untimed = dict.fromkeys(f"- {r['contender']}: {r['status']}, {r.get('detail') or 'no reason recorded'}"
+                                for g in mine.values() for r in (g["ours"], *g["columns"].values()) if r["status"])
+        lines += ["", *untimed, ""] if untimed else [""]
+    return lines
+
+
+def _ms(record: dict) -> str:
+    return f"{record['seconds'] * 1e3:.4g}" if record.get("seconds") is not None else record.get("status") or "—"
+
+
+def _first(record: dict) -> str:
+    return f"{record['first'] * 1e3:.4g}" if record.get("first") is not None else "—"
+
+
+def _per_step(record: dict) -> str:
+    """Kernel calls a step, or a run where the run reports no steps (SSSP)."""
+    calls, steps = record.get("calls"), record.get("steps")
+    if calls is None:
+        return "—"
+    return f"{calls / steps:.3g}" if steps else f"{calls} a run"
 
 
 def _colours(names) -> dict[str, str]:
