@@ -59,6 +59,8 @@ from autosparse_bench.timing import Mismatch, Timing, batch_for, interleaved, se
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DAMPING = 0.85
 GCN_FEATURES, GCN_OUTPUTS, CP_RANK = 32, 16, 8
+#: Entries of the largest dense copy finch is given by default: 2048², so that bcsstk13 (2,003²) runs.
+FINCH_DENSE = 1 << 22
 #: The shipped inputs each application runs on by default (what is absent is skipped).
 SHIPPED = {"pagerank": ("Wiki-Vote", "soc-epinions", "ca-CondMat"), "bfs": ("Wiki-Vote", "soc-epinions", "ca-CondMat"),
            "sssp": ("Wiki-Vote", "soc-epinions"), "triangles": ("facebook_combined", "ca-CondMat", "Wiki-Vote"),
@@ -483,7 +485,7 @@ def run_case(case: Case, function, args) -> dict[str, Outcome]:
 
 def finch(case: Case, ours, args) -> Outcome:
     """finch-tensor-lite's run of the case in its own interpreter, checked against ours."""
-    operands = finch_operands(case)
+    operands = finch_operands(case, args.finch_dense)
     if isinstance(operands, str):
         return Outcome(Timing(status="n/a", detail=operands))
     ran = peers_finch.run(args.finch_python, case.application, operands, args.repeat, args.finch_budget)
@@ -496,13 +498,14 @@ def finch(case: Case, ours, args) -> Outcome:
     return Outcome(Timing(statistics.median(ran.steady), len(ran.steady)), ran.first)
 
 
-def finch_operands(case: Case) -> dict[str, np.ndarray] | str:
-    """The dense operands finch's program of the case takes, or why finch does not run it."""
+def finch_operands(case: Case, limit: int) -> dict[str, np.ndarray] | str:
+    """The dense operands finch's program of the case takes, or why finch does not run it (a dense copy
+    over `limit` entries: finch's dense products are cubic loops, minutes past a few thousand rows)."""
     if case.application not in peers_finch.PROGRAMS:
         return f"no program for {case.application}: {peers_finch.ABSENT[case.application]}"
     matrix = case.args[0]
-    if matrix.shape[0] * matrix.shape[1] > FINCH_DENSE[0]:
-        return f"a dense {matrix.shape[0]:,}×{matrix.shape[1]:,} copy is over {FINCH_DENSE[0]:,} entries"
+    if matrix.shape[0] * matrix.shape[1] > limit:
+        return f"a dense {matrix.shape[0]:,}×{matrix.shape[1]:,} copy is over {limit:,} entries"
     if case.application == "pagerank":
         out_degree = np.asarray(matrix.sum(axis=1)).ravel()
         scale = np.divide(1.0, out_degree, out=np.zeros(len(out_degree)), where=out_degree != 0)
@@ -517,8 +520,6 @@ def finch_operands(case: Case) -> dict[str, np.ndarray] | str:
     return {"looped": looped.toarray(), "scale": scale, "features": case.args[1], "weight": case.args[2]}
 
 
-#: Entries of the largest dense copy finch is given (a list: --finch-dense sets it).
-FINCH_DENSE = [1 << 22]  # 2048², so that bcsstk13 (2,003²) runs
 
 
 def parser() -> argparse.ArgumentParser:
@@ -535,7 +536,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--finch-python", default=peers_finch.default_python(),
                         help="the Python with finch-tensor-lite (none: leave finch out)")
     parser.add_argument("--finch-budget", type=float, default=300.0, help="seconds finch may take an application")
-    parser.add_argument("--finch-dense", type=int, default=FINCH_DENSE[0], help="entries of finch's largest dense copy")
+    parser.add_argument("--finch-dense", type=int, default=FINCH_DENSE, help="entries of finch's largest dense copy")
     add_option(parser)
     return parser
 
@@ -548,7 +549,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.finch_python in ("", "none"):
         args.finch_python = None
-    FINCH_DENSE[0] = args.finch_dense
     if args.quick:
         args.steps = min(args.steps, 5)
     asp.set_num_threads(1)

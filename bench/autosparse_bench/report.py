@@ -316,7 +316,8 @@ def _application_tables(groups: dict) -> list[str]:
                      f"{_per_step(eager)} → {_per_step(lazy)}", f"{_first(eager)} / {_first(lazy)}"]
             for peer in peers:
                 record = group["columns"].get(peer)
-                compiles = record is not None and record["seconds"] and (record.get("first") or 0) > 2 * record["seconds"]
+                compiles = record is not None and record["seconds"] and (record.get("first") or 0) > 2 * record[
+                    "seconds"]
                 cells.append("" if record is None else _ratio(record, lazy) + (
                     f" (first call {record['first']:.3g} s)" if compiles else ""))
             lines.append(f"| {dataset} | {group['nnz']:,} | " + " | ".join(cells) + " |")
