@@ -76,8 +76,9 @@ def test_every_peer_is_checked_against_ours_and_a_wrong_one_is_reported_not_time
 
 @pytest.mark.parametrize("got, expected, fails", [
     ([1.0, np.inf], [1.0, np.inf], False), ([1.0, 5.0], [1.0, np.inf], True), ([1.0 + 1e-13], [1.0], False),
-    ([1.1], [1.0], True), ([1.0, 2.0], [1.0], True), ([], [], False)])
-def test_the_close_check_matches_infinities_exactly_and_the_rest_by_relative_error(got, expected, fails):
+    ([1.1], [1.0], True), ([1.0, 2.0], [1.0], True), ([], [], False), ([np.nan, 1.0], [np.nan, 1.0], False),
+    ([1.0, 1.0], [np.nan, 1.0], True)])
+def test_the_close_check_matches_infinities_and_nans_exactly_and_the_rest_by_relative_error(got, expected, fails):
     check = applications.close(1e-9)
     if fails:
         with pytest.raises(Mismatch):
