@@ -15,9 +15,10 @@ and set-up included: each library's own way in is part of what a user pays. The 
 a fixed amount of work, so every contender does the same: PageRank and CG run --steps iterations (their
 tolerance set to 0), CP-ALS --steps sweeps; BFS and SSSP run to their fixed point, which is the same for
 every correct contender. A contender's first call (kernel compilation, JIT) is reported apart from the
-steady state: the median of --repeat interleaved runs after it (autosparse_bench/timing.py). Ours is
-checked against scipy's answer, every peer against ours, before any time counts: a wrong result is
-reported as WRONG and not timed. "kernel calls / step" counts the autosparse kernels one run calls
+steady state: the median of --repeat interleaved runs after it (autosparse_bench/timing.py). The suite
+compiles into a kernel cache of its own, started empty, and runs lazy first: eager's first call compiles
+only the kernels lazy's did not. Ours is checked against scipy's answer (numpy's for CP-ALS), every peer
+against ours, before any time counts: a wrong result is reported as WRONG and not timed. "kernel calls / step" counts the autosparse kernels one run calls
 (eager, then lazy), over the steps the run took where it reports them.
 
 Peers: scipy/numpy always; python-graphblas where the program is a semiring product (PageRank and CG
@@ -25,7 +26,7 @@ plus_times, BFS lor_land under a complemented structural mask, SSSP min_plus, tr
 mxm, GCN plus_times SpMM); finch-tensor-lite in a subprocess under its own Python (autosparse_bench/
 peers_finch.py: --finch-python, $AUTOSPARSE_FINCH_PYTHON, else /tmp/ftlenv/bin/python), on dense copies of
 the operands (its sparse levels did not compute a product in 0.5.0: the run tries one CSR product and
-prints the error), built before its timing starts, where they fit --finch-dense entries.
+prints the error), densified before its timing starts, where they fit --finch-dense entries.
 Ratios are the peer's time over autosparse lazy's: above 1, autosparse is faster.
 """
 
