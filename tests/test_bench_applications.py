@@ -74,6 +74,13 @@ def test_every_peer_is_checked_against_ours_and_a_wrong_one_is_reported_not_time
     assert outcomes["broken"].timing.status == "ERROR" and "ZeroDivisionError" in outcomes["broken"].timing.detail
 
 
+def test_a_contender_whose_first_call_is_over_budget_is_timed_by_it_alone():
+    calls = []
+    outcomes = applications.measure({"slow": (lambda: calls.append(1), lambda r: None)}, repeat=3, budget=-1.0)
+    assert calls == [1] and outcomes["slow"].timing.runs == 1
+    assert outcomes["slow"].timing.seconds == outcomes["slow"].first
+
+
 @pytest.mark.parametrize("got, expected, fails", [
     ([1.0, np.inf], [1.0, np.inf], False), ([1.0, 5.0], [1.0, np.inf], True), ([1.0 + 1e-13], [1.0], False),
     ([1.1], [1.0], True), ([1.0, 2.0], [1.0], True), ([], [], False), ([np.nan, 1.0], [np.nan, 1.0], False),
