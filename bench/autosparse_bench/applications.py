@@ -92,6 +92,8 @@ class Application:
 # --- checks ----------------------------------------------------------------------------------------------
 
 def close(rtol: float) -> Callable[[Any, Any], None]:
+    """A check of float results: the same shape, the same non-finite entries, the rest within `rtol` of the
+    expected in norm (contenders sum in different orders)."""
     def check(got, expected) -> None:
         got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
         if got.shape != expected.shape:
@@ -106,6 +108,7 @@ def close(rtol: float) -> Callable[[Any, Any], None]:
 
 
 def equal(got, expected) -> None:
+    """A check of exact results: BFS levels, triangle counts."""
     if not np.array_equal(np.asarray(got), np.asarray(expected)):
         raise Mismatch(f"{np.count_nonzero(np.asarray(got) != np.asarray(expected))} entries differ"
                        if np.shape(got) == np.shape(expected) else f"{got!r}, expected {expected!r}")
