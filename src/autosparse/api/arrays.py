@@ -32,6 +32,7 @@ from ..pipeline.kernel import PARALLEL_MIN_ENTRIES
 from ..pipeline.lastfirst import LastFirst
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
+from ..tensor.operations import LOGICAL
 
 _INDICES = "ijklmnopqrstuvwxyz"
 NAMES = ("A", "B", "D")  # the operands' names in every builder's expression, in order (C is the result)
@@ -57,6 +58,12 @@ class ArrayOperations:
     def __call__(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None, **options) -> object:
         """`name` of the operands; `axis` for reductions, `options` for the builders that take them
         (`tensordot`'s axes, `permute_dims`', `matmul`'s semiring), whose calls take the general path."""
+        if name in LOGICAL:
+            return numpy_bool(self.compute(name, operands, axis, **options))
+        return self.compute(name, operands, axis, **options)
+
+    def compute(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None, **options) -> object:
+        """`name` of the operands as the kernel gives it (a comparison's 0/1 in the operands' value type)."""
         if axis is not None or name in REDUCTIONS:
             options["axis"] = axis
         if options:
@@ -83,6 +90,14 @@ class ArrayOperations:
     def run(self, expression: str, operands: dict) -> object:
         """`expression` of `operands`, through `evaluate`'s kernel (one built once per kind of operands)."""
         return self.kernel(expression, operands)(**operands)
+
+
+def numpy_bool(value):
+    """A comparison's or a logical function's result as numpy types it: a dense one (an array or a number) as
+    bool; a sparse one stays a Tensor of 0/1 in its value type, as a Tensor stores no bool (design31.md risk 7)."""
+    if isinstance(value, np.ndarray):
+        return value.astype(bool)
+    return value if isinstance(value, Tensor) else np.bool_(value)
 
 
 def _warm_key(name: str, operands: tuple) -> tuple | None:
@@ -299,15 +314,22 @@ def _matrix_transpose(operand):
 
 
 def _reduction(word: str):
-    """The builder of the reduction `word` (sum, prod, min, max, any, all) over `axis` (every mode when None)."""
-    def builder(operand, axis: int | tuple[int, ...] | None = None):
+    """The builder of the reduction `word` (sum, prod, min, max, any, all) over `axis` (every mode when None);
+    `keepdims` keeps each reduced mode with extent 1 by reducing the products with a one of those extents (B:
+    exact in every value type), so the result stays one assignment, which a lazy program inlines as any other."""
+    def builder(operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False):
         order = len(operand.shape)
         summed = set(range(order)) if axis is None else set(_axes((axis,) if isinstance(axis, int) else axis, order))
         indices = index_names(order)
         kept = [index for mode, index in enumerate(indices) if mode not in summed]
         reduced = [index for mode, index in enumerate(indices) if mode in summed]
-        body = _reduced(REDUCTIONS[word].name, reduced, _access("A", indices))
-        return f"{_access('C', kept)} = {body}", {"A": operand}
+        if not (keepdims and reduced):
+            return f"{_access('C', kept)} = {_reduced(REDUCTIONS[word].name, reduced, _access('A', indices))}", \
+                {"A": operand}
+        ones = index_names(order + len(reduced))[order:]
+        result = [ones[reduced.index(index)] if mode in summed else index for mode, index in enumerate(indices)]
+        body = _reduced(REDUCTIONS[word].name, reduced, f"{_access('A', indices)} * {_access('B', ones)}")
+        return f"{_access('C', result)} = {body}", {"A": operand, "B": np.ones((1,) * len(ones), operand.dtype)}
     return builder
 
 

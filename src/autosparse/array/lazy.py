@@ -16,7 +16,7 @@ from math import prod
 import numpy as np
 
 from .. import api
-from ..api.arrays import Shaped, build, weakly_typed
+from ..api.arrays import Shaped, build, numpy_bool, weakly_typed
 from ..notation import Assignment, parse
 from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
@@ -142,10 +142,12 @@ def _operators(name: str, options: dict):
 
 def compute(*lazies):
     """Each lazy array computed (a tuple, in order; a LazyArray's leaf as it is), by the kernels of
-    plan.py's assignments: a dense result is a numpy array, a sparse one a Tensor, an order-0 one a number."""
+    plan.py's assignments: a dense result is a numpy array, a sparse one a Tensor, an order-0 one a number; a
+    comparison's, a logical function's, any's or all's is numpy's bool where it is dense."""
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
         operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
         values[step.target] = api.evaluate(step.expression, operands=operands)
-    return tuple(values.get(node, node.value) for node in roots)
+    return tuple(numpy_bool(values[node]) if node.dtype == bool and node in values else values.get(node, node.value)
+                 for node in roots)
