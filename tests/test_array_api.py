@@ -237,7 +237,7 @@ def test_ufunc_methods_on_a_dense_tensor_run_numpy():
 # ----- keepdims ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("word", ["sum", "prod", "max", "min", "any", "all"])
-@pytest.mark.parametrize("axis", [None, 0, -1, (0, 1)])
+@pytest.mark.parametrize("axis", [None, 0, (-1,)])
 def test_keepdims_eager_and_lazy(word, axis):
     positive = np.where(DENSE == 0, 1.0, DENSE)  # prod needs a fill multiply drops: its operand is dense
     fmt, d = ("dense", positive) if word == "prod" else ("csr", DENSE)
@@ -258,3 +258,29 @@ def test_keepdims_text_and_a_lazy_consumer_fuses_it():
     assert [step.expression for step in plan([program.node])] == ["C(i,j) = max(k, T0(i,k) * T1(j)) * T2()"]
     (y,) = asp.compute(program)
     np.testing.assert_allclose(dense(y), DENSE.max(axis=1, keepdims=True) * 2)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
+def test_keepdims_broadcasts_as_numpys_eager_and_lazy(fmt):
+    a = asp.Tensor.from_numpy(DENSE, fmt)
+    centred = DENSE - DENSE.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(dense(xp.subtract(a, xp.sum(a, axis=1, keepdims=True))), centred)
+    lazy = asp.lazy(a) - xp.sum(asp.lazy(a), axis=1, keepdims=True)
+    assert [step.expression for step in plan([lazy.node])] == ["C(i,j) = T0(i,j) - sum(k, T0(i,k))"]
+    np.testing.assert_allclose(dense(asp.compute(lazy)[0]), centred)
+    scaled = asp.lazy(a) / xp.max(asp.lazy(a), axis=(0, 1), keepdims=True)
+    np.testing.assert_allclose(dense(asp.compute(scaled)[0]), DENSE / DENSE.max())
+    with pytest.raises(ShapeError, match="together"):  # one kept mode of two stretched: no node reads so
+        xp.sum(asp.lazy(a), axis=(0, 1), keepdims=True) * np.ones((3, 1))
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (3, 1)])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_ufuncs_and_keepdims_on_empty_and_size_one_modes(shape, index_dtype):
+    d = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    a = asp.Tensor.from_numpy(d, "csr", index_dtype=index_dtype)
+    np.testing.assert_array_equal(np.asarray(dense(np.less(a, 2.0)), bool), d < 2.0)
+    np.testing.assert_array_equal(dense(np.maximum(a, a)), d)
+    kept = xp.sum(a, axis=0, keepdims=True)
+    assert dense(kept).shape == (1, shape[1])
+    np.testing.assert_allclose(dense(kept), d.sum(axis=0, keepdims=True))

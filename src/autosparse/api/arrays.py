@@ -142,10 +142,21 @@ def _as_operands(values: tuple) -> "tuple | list":
 @dataclass(frozen=True, slots=True)
 class Shaped:
     """A stand-in for an operand not computed yet (a lazy node of autosparse.array): the builders read its
-    shape, and it broadcasts as a sparse operand does (no mode of extent 1 stretches)."""
+    shape, and it broadcasts as a sparse operand does (no mode of extent 1 stretches) — except the modes
+    `kept` (a reduction's keepdims), which stretch together: squeezed, it stands for `of` (the reduction
+    without them)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    kept: tuple[int, ...] = ()
+    of: object = None
+
+    def squeeze(self, axes: tuple[int, ...]) -> "Shaped":
+        """The stand-in without the modes `axes`: every mode `kept` (a ShapeError for some of them only)."""
+        if set(axes) != set(self.kept):
+            raise ShapeError(f"Expected the modes {self.kept} of extent 1 of a lazy reduction's keepdims to broadcast "
+                             f"together, but found {axes} of its shape {self.shape}")
+        return Shaped(tuple(n for m, n in enumerate(self.shape) if m not in axes), self.dtype, of=self.of)
 
 
 def _as_array(value):
@@ -221,7 +232,7 @@ def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
                       if extent == 1 and shape[len(shape) - len(value.shape) + axis] != 1)
     if not stretched:
         return value, own
-    if not isinstance(value, np.ndarray):
+    if not (isinstance(value, np.ndarray) or isinstance(value, Shaped) and value.kept):
         raise ShapeError(f"Expected a sparse operand of shape {shape[len(shape) - len(value.shape):]}, but found "
                          f"{value.shape}: its modes of extent 1 do not broadcast (a numpy array's do)")
     return value.squeeze(stretched), [index for axis, index in enumerate(own) if axis not in stretched]
