@@ -430,8 +430,9 @@ class Tensor:
         return bool(self._storage.vals.any())
 
     def _refuse_equality(self, other):
-        """`==` and `!=` stay identity for Python (sets, dicts and `in` compare with them, and a Tensor of
-        several entries has no truth value): np.equal and autosparse.array.equal compare entries."""
+        """`==` and `!=` between array operands are refused, not computed: Python's sets, dicts and `in` compare
+        with them and need a truth value, which a Tensor of several entries has not (numpy's answer, an
+        array, breaks them alike). np.equal and autosparse.array.equal compare entries."""
         if not _is_operand(other):
             return NotImplemented
         raise AutosparseError(f"Expected no == or != on a tensor ({self!r}), but found one: compare entries with "
