@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import autosparse as asp
 from autosparse import ShapeError
 from autosparse.api.arrays import build
+from autosparse.array.plan import plan
 
 xp = asp.array
 
@@ -36,7 +37,9 @@ def expect(name: str, operands: tuple, text: str, expected, built: dict | None =
     """`xp.<name>(*operands, **options)` builds `text` (from the builder's options `built`, where they are not
     the function's) and equals numpy's `expected`."""
     assert build(name, operands, **(options if built is None else built))[0] == text
-    np.testing.assert_allclose(dense(getattr(xp, name)(*operands, **options)), expected)
+    result = dense(getattr(xp, name)(*operands, **options))
+    # numpy's bool results: a sparse one holds its truth in the value type (a Tensor stores no bool)
+    np.testing.assert_allclose(result.astype(bool) if expected.dtype == bool else result, expected)
 
 
 @pytest.mark.parametrize("k", range(3))
@@ -107,7 +110,7 @@ def test_unknown_semiring_is_refused():
 def test_reductions(word, body, k):
     oracle = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[word]
     expect(word, (kinds(DENSE)[k],), f"C(i) = {body}", oracle(DENSE, axis=1), axis=1)
-    expect(word, (kinds(DENSE)[k],), "C(i,j) = A(i,j)", DENSE, axis=())
+    expect(word, (kinds(DENSE)[k],), "C(i,j) = A(i,j)", oracle(DENSE, axis=()), axis=())
 
 
 @pytest.mark.parametrize("k", range(3))
@@ -165,3 +168,119 @@ def test_asarray():
     assert xp.asarray([[1, 2]], dtype=np.float32).dtype == np.float32
     tensor = asp.Tensor.from_numpy(DENSE, "csr")
     assert xp.asarray(tensor) is tensor
+
+
+# ----- numpy's ufuncs on Tensors ---------------------------------------------------------------------------------
+
+OTHER = np.flip(DENSE, 1) - 2 * np.flip(DENSE, 0)  # negative entries, and zeros where both are 0
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
+@pytest.mark.parametrize("ufunc, right", [
+    (np.maximum, OTHER), (np.minimum, 0.5), (np.add, OTHER), (np.negative, None), (np.abs, None), (np.sqrt, None),
+    (np.exp, None), (np.log, None), (np.less, 0.5), (np.greater, OTHER), (np.less_equal, OTHER),
+    (np.greater_equal, 2.0), (np.equal, OTHER), (np.not_equal, 0.0), (np.logical_and, OTHER), (np.logical_or, OTHER),
+    (np.logical_not, None),
+])
+def test_numpy_ufuncs_on_tensors_route_to_one_kernel(ufunc, right, fmt, monkeypatch, request):
+    from autosparse.tensor import operations
+
+    if fmt == "coo" and right is not None and np.ndim(right) == 0:  # as xp's functions do on main
+        request.applymarker(pytest.mark.xfail(raises=asp.ScheduleError, strict=True, reason=(
+            "the default schedule parallelises a coo tensor's loop beside a number, which it cannot")))
+    called = []
+    monkeypatch.setattr(operations, "apply", lambda name, *operands, **options: called.append(name) or
+                        asp.api.operators(name, operands, **options))
+    a = asp.Tensor.from_numpy(DENSE, fmt)
+    operands = (a,) if right is None else (a, asp.Tensor.from_numpy(right, fmt) if np.ndim(right) else right)
+    with np.errstate(all="ignore"):
+        result, expected = ufunc(*operands), ufunc(*(DENSE,) if right is None else (DENSE, right))
+    assert called == ["abs" if ufunc is np.abs else ufunc.__name__]
+    if isinstance(result, asp.Tensor):  # sparse: numpy's values in the value type, the fill op(fills)
+        fill = ufunc(*(0.0,) * len(operands)) if np.ndim(right) else ufunc(0.0, right)
+        assert result.dtype == DENSE.dtype and result.fill == fill and not result.format.is_dense
+        np.testing.assert_array_equal(result.to_numpy(), expected.astype(DENSE.dtype))
+    else:
+        assert type(result) is np.ndarray and result.dtype == expected.dtype
+        np.testing.assert_array_equal(result, expected)
+
+
+def test_ordering_operators_compute_and_equality_stays_refused():
+    a, d = asp.Tensor.from_numpy(DENSE, "csr"), DENSE
+    lt, gt = a < 0.5, a > a.T.T
+    assert type(lt) is np.ndarray and lt.dtype == bool  # 0 < 0.5 is true: a dense result, numpy's bool
+    np.testing.assert_array_equal(lt, d < 0.5)
+    assert isinstance(gt, asp.Tensor) and gt.fill == 0  # 0 > 0 is false: sparse, 0/1 values
+    np.testing.assert_array_equal(gt.to_numpy(), np.zeros_like(d))
+    np.testing.assert_array_equal(0.5 <= a, 0.5 <= d)  # reflected: a >= 0.5
+    with pytest.raises(asp.AutosparseError, match="np.equal"):
+        a == a.T.T  # noqa: B015
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.add(a, a, out=np.zeros(DENSE.shape)), lambda a: np.maximum(a, a, where=DENSE > 0),
+    lambda a: np.maximum.reduce(a), lambda a: np.add.outer(a, a), lambda a: np.negative.at(a, [0]),
+])
+def test_ufuncs_with_out_where_or_a_method_refuse_a_sparse_tensor(call):
+    with pytest.raises(asp.FormatError, match="called plainly"):
+        call(asp.Tensor.from_numpy(DENSE, "csr"))
+
+
+def test_ufunc_methods_on_a_dense_tensor_run_numpy():
+    a = asp.Tensor.from_numpy(DENSE, "dense")
+    np.testing.assert_array_equal(np.maximum.reduce(a), np.maximum.reduce(DENSE))
+    out = np.zeros(DENSE.shape)
+    np.add(a, a, out=out)
+    np.testing.assert_array_equal(out, DENSE + DENSE)
+
+
+# ----- keepdims ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("word", ["sum", "prod", "max", "min", "any", "all"])
+@pytest.mark.parametrize("axis", [None, 0, (-1,)])
+def test_keepdims_eager_and_lazy(word, axis):
+    positive = np.where(DENSE == 0, 1.0, DENSE)  # prod needs a fill multiply drops: its operand is dense
+    fmt, d = ("dense", positive) if word == "prod" else ("csr", DENSE)
+    a = asp.Tensor.from_numpy(d, fmt)
+    expected = getattr(np, word)(d, axis=axis, keepdims=True)
+    for result in (getattr(xp, word)(a, axis=axis, keepdims=True),
+                   asp.compute(getattr(xp, word)(asp.lazy(a), axis=axis, keepdims=True))[0]):
+        assert dense(result).shape == expected.shape
+        np.testing.assert_allclose(dense(result).astype(bool) if expected.dtype == bool else dense(result), expected)
+
+
+def test_keepdims_text_and_a_lazy_consumer_fuses_it():
+    assert build("max", (DENSE,), axis=1, keepdims=True)[0] == "C(i,k) = max(j, A(i,j) * B(k))"
+    assert build("sum", (DENSE,), axis=(0, 1), keepdims=True)[0] == "C(k,l) = A(i,j) * B(k,l)"
+    assert build("sum", (DENSE,), axis=(), keepdims=True)[0] == "C(i,j) = A(i,j)"
+    a = asp.Tensor.from_numpy(DENSE, "csr")
+    program = xp.max(asp.lazy(a), axis=1, keepdims=True) * 2
+    assert [step.expression for step in plan([program.node])] == ["C(i,j) = max(k, T0(i,k) * T1(j)) * T2()"]
+    (y,) = asp.compute(program)
+    np.testing.assert_allclose(dense(y), DENSE.max(axis=1, keepdims=True) * 2)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
+def test_keepdims_broadcasts_as_numpys_eager_and_lazy(fmt):
+    a = asp.Tensor.from_numpy(DENSE, fmt)
+    centred = DENSE - DENSE.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(dense(xp.subtract(a, xp.sum(a, axis=1, keepdims=True))), centred)
+    lazy = asp.lazy(a) - xp.sum(asp.lazy(a), axis=1, keepdims=True)
+    assert [step.expression for step in plan([lazy.node])] == ["C(i,j) = T0(i,j) - sum(k, T0(i,k))"]
+    np.testing.assert_allclose(dense(asp.compute(lazy)[0]), centred)
+    scaled = asp.lazy(a) / xp.max(asp.lazy(a), axis=(0, 1), keepdims=True)
+    np.testing.assert_allclose(dense(asp.compute(scaled)[0]), DENSE / DENSE.max())
+    with pytest.raises(ShapeError, match="together"):  # one kept mode of two stretched: no node reads so
+        xp.sum(asp.lazy(a), axis=(0, 1), keepdims=True) * np.ones((3, 1))
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (3, 1)])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_ufuncs_and_keepdims_on_empty_and_size_one_modes(shape, index_dtype):
+    d = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    a = asp.Tensor.from_numpy(d, "csr", index_dtype=index_dtype)
+    np.testing.assert_array_equal(np.asarray(dense(np.less(a, 2.0)), bool), d < 2.0)
+    np.testing.assert_array_equal(dense(np.maximum(a, a)), d)
+    kept = xp.sum(a, axis=0, keepdims=True)
+    assert dense(kept).shape == (1, shape[1])
+    np.testing.assert_allclose(dense(kept), d.sum(axis=0, keepdims=True))

@@ -149,3 +149,50 @@ def test_lazy_tensor_numpy_and_scipy_operands_of_empty_and_size_one_modes(shape)
         (y,) = asp.compute(program)
         np.testing.assert_allclose(y, (d * column + 1) @ np.ones(shape[1]))
         assert len(texts(program)) == 1
+
+
+# ----- rule 2: the asymptotic model of the default schedules (array/fusion.py) ---------------------------------
+
+def test_a_masked_product_fuses_the_model_finds_it_no_costlier():
+    lower = asp.Tensor.from_scipy(sp.tril(sp.random(6, 6, density=0.5, random_state=13), -1, format="csr"))
+    program = xp.sum(asp.lazy(lower) * (asp.lazy(lower) @ lower))
+    assert texts(program) == ["C() = T0(i,j) * sum(k, T0(i,k) * T0(k,j))"]
+    (count,) = asp.compute(program)
+    d = lower.to_numpy()
+    assert count == pytest.approx((d * (d @ d)).sum())
+
+
+def test_where_the_model_and_the_syntactic_rule_disagree(monkeypatch):
+    """An outer product of A @ x with y: its sum runs under the loop over j, an index it does not use, so the
+    syntactic rule materialised it; the default schedule hoists that sum into a scalar computed once per i
+    (`∀i where(∀j C(i,j) = t * y(j), ∀k t += A(i,k) * x(k))`), no costlier than two kernels: one."""
+    from autosparse.array import plan as planning
+
+    a, x, y = matrix(5, 4, 14), np.arange(1.0, 5.0), np.arange(1.0, 4.0)
+    program = xp.tensordot(asp.lazy(a) @ x, y, axes=0)
+    assert texts(program) == ["C(i,j) = sum(k, T0(i,k) * T1(k)) * T2(j)"]
+    (z,) = asp.compute(program)
+    np.testing.assert_allclose(z, np.outer(a.to_numpy() @ x, y))
+    monkeypatch.setattr(planning, "costlier", lambda *_: None)  # as where the model cannot cost: syntactic
+    assert texts(program) == ["C(i) = T0(i,j) * T1(j)", "C(i,j) = T0(i) * T1(j)"]
+
+
+def test_the_syntactic_rule_stands_in_where_the_model_cannot_cost():
+    a, b, x = matrix(6, 4, 15), matrix(4, 3, 16), np.arange(1.0, 4.0)
+    rectified = xp.maximum(asp.lazy(a) @ (asp.lazy(b) @ x), 0.0)  # maximum: no cost in the model
+    assert len(texts(rectified)) == 2
+    inner = xp.matmul(asp.lazy(b), x, semiring="min_plus")  # a min reduction: no cost in the model
+    assert len(texts(xp.matmul(asp.lazy(a), inner, semiring="min_plus"))) == 2
+    (y,) = asp.compute(rectified)
+    np.testing.assert_allclose(y, np.maximum(a.to_numpy() @ (b.to_numpy() @ x), 0.0))
+
+
+def test_the_models_judgements_are_kept_for_a_program_planned_again():
+    from autosparse.array import fusion
+
+    a, b, x = matrix(6, 4, 17), matrix(4, 3, 18), np.arange(1.0, 4.0)
+    texts(asp.lazy(a) @ (asp.lazy(b) @ x))
+    before = fusion._judged.cache_info()
+    texts(asp.lazy(a) @ (asp.lazy(b) @ x))
+    after = fusion._judged.cache_info()
+    assert after.hits > before.hits and after.misses == before.misses

@@ -32,6 +32,7 @@ from ..pipeline.kernel import PARALLEL_MIN_ENTRIES
 from ..pipeline.lastfirst import LastFirst
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
+from ..tensor.operations import LOGICAL
 
 _INDICES = "ijklmnopqrstuvwxyz"
 NAMES = ("A", "B", "D")  # the operands' names in every builder's expression, in order (C is the result)
@@ -57,6 +58,12 @@ class ArrayOperations:
     def __call__(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None, **options) -> object:
         """`name` of the operands; `axis` for reductions, `options` for the builders that take them
         (`tensordot`'s axes, `permute_dims`', `matmul`'s semiring), whose calls take the general path."""
+        if name in LOGICAL:
+            return numpy_bool(self.compute(name, operands, axis, **options))
+        return self.compute(name, operands, axis, **options)
+
+    def compute(self, name: str, operands: tuple, axis: int | tuple[int, ...] | None = None, **options) -> object:
+        """`name` of the operands as the kernel gives it (a comparison's 0/1 in the operands' value type)."""
         if axis is not None or name in REDUCTIONS:
             options["axis"] = axis
         if options:
@@ -83,6 +90,14 @@ class ArrayOperations:
     def run(self, expression: str, operands: dict) -> object:
         """`expression` of `operands`, through `evaluate`'s kernel (one built once per kind of operands)."""
         return self.kernel(expression, operands)(**operands)
+
+
+def numpy_bool(value):
+    """A comparison's or a logical function's result as numpy types it: a dense one (an array or a number) as
+    bool; a sparse one stays a Tensor of 0/1 in its value type, as a Tensor stores no bool (design31.md risk 7)."""
+    if isinstance(value, np.ndarray):
+        return value.astype(bool)
+    return value if isinstance(value, Tensor) else np.bool_(value)
 
 
 def _warm_key(name: str, operands: tuple) -> tuple | None:
@@ -127,10 +142,21 @@ def _as_operands(values: tuple) -> "tuple | list":
 @dataclass(frozen=True, slots=True)
 class Shaped:
     """A stand-in for an operand not computed yet (a lazy node of autosparse.array): the builders read its
-    shape, and it broadcasts as a sparse operand does (no mode of extent 1 stretches)."""
+    shape, and it broadcasts as a sparse operand does (no mode of extent 1 stretches) — except the modes
+    `kept` (a reduction's keepdims), which stretch together: squeezed, it stands for `of` (the reduction
+    without them)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    kept: tuple[int, ...] = ()
+    of: object = None
+
+    def squeeze(self, axes: tuple[int, ...]) -> "Shaped":
+        """The stand-in without the modes `axes`: every mode `kept` (a ShapeError for some of them only)."""
+        if set(axes) != set(self.kept):
+            raise ShapeError(f"Expected the modes {self.kept} of extent 1 of a lazy reduction's keepdims to broadcast "
+                             f"together, but found {axes} of its shape {self.shape}")
+        return Shaped(tuple(n for m, n in enumerate(self.shape) if m not in axes), self.dtype, of=self.of)
 
 
 def _as_array(value):
@@ -206,7 +232,7 @@ def _broadcast(value, indices: list[str], shape: tuple[int, ...]):
                       if extent == 1 and shape[len(shape) - len(value.shape) + axis] != 1)
     if not stretched:
         return value, own
-    if not isinstance(value, np.ndarray):
+    if not (isinstance(value, np.ndarray) or isinstance(value, Shaped) and value.kept):
         raise ShapeError(f"Expected a sparse operand of shape {shape[len(shape) - len(value.shape):]}, but found "
                          f"{value.shape}: its modes of extent 1 do not broadcast (a numpy array's do)")
     return value.squeeze(stretched), [index for axis, index in enumerate(own) if axis not in stretched]
@@ -299,15 +325,22 @@ def _matrix_transpose(operand):
 
 
 def _reduction(word: str):
-    """The builder of the reduction `word` (sum, prod, min, max, any, all) over `axis` (every mode when None)."""
-    def builder(operand, axis: int | tuple[int, ...] | None = None):
+    """The builder of the reduction `word` (sum, prod, min, max, any, all) over `axis` (every mode when None);
+    `keepdims` keeps each reduced mode with extent 1 by reducing the products with a one of those extents (B:
+    exact in every value type), so the result stays one assignment, which a lazy program inlines as any other."""
+    def builder(operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False):
         order = len(operand.shape)
         summed = set(range(order)) if axis is None else set(_axes((axis,) if isinstance(axis, int) else axis, order))
         indices = index_names(order)
         kept = [index for mode, index in enumerate(indices) if mode not in summed]
         reduced = [index for mode, index in enumerate(indices) if mode in summed]
-        body = _reduced(REDUCTIONS[word].name, reduced, _access("A", indices))
-        return f"{_access('C', kept)} = {body}", {"A": operand}
+        if not (keepdims and reduced):
+            return f"{_access('C', kept)} = {_reduced(REDUCTIONS[word].name, reduced, _access('A', indices))}", \
+                {"A": operand}
+        ones = index_names(order + len(reduced))[order:]
+        result = [ones[reduced.index(index)] if mode in summed else index for mode, index in enumerate(indices)]
+        body = _reduced(REDUCTIONS[word].name, reduced, f"{_access('A', indices)} * {_access('B', ones)}")
+        return f"{_access('C', result)} = {body}", {"A": operand, "B": np.ones((1,) * len(ones), operand.dtype)}
     return builder
 
 

@@ -62,10 +62,13 @@ where = _elementwise("where", 3)
 
 
 def _reduction(word: str):
-    def function(x, /, *, axis=None):
+    def function(x, /, *, axis=None, keepdims=False):
+        if keepdims:
+            return _computed(word, (x,), axis=axis, keepdims=True)
         return _computed(word, (x,), axis=axis)
     function.__name__ = function.__qualname__ = word
-    function.__doc__ = f"The {word} of `x` over `axis` (every mode when None)."
+    function.__doc__ = f"The {word} of `x` over `axis` (every mode when None; negative ones from the last), the " \
+                       f"reduced modes kept with extent 1 where `keepdims`."
     return function
 
 

@@ -16,8 +16,8 @@ from math import prod
 import numpy as np
 
 from .. import api
-from ..api.arrays import Shaped, build, weakly_typed
-from ..notation import Assignment, parse
+from ..api.arrays import Shaped, build, numpy_bool, weakly_typed
+from ..notation import Access, Assignment, parse, walk
 from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
 from ..tensor import Tensor
@@ -39,6 +39,8 @@ class Node:
     op: str = ""
     assignment: Assignment | None = None
     inputs: tuple[Node, ...] = field(default=())
+    kept: tuple[int, ...] = ()  # a reduction's keepdims: its modes of extent 1 that broadcast ...
+    squeezed: Node | None = None  # ... read as this node, the reduction without them
 
     @property
     def is_leaf(self) -> bool:
@@ -101,17 +103,26 @@ def record(name: str, operands: tuple, **options) -> LazyArray:
     values = [o if isinstance(o, (LazyArray, *_NUMBERS)) else lazy(o) for o in operands]
     dtypes = [value.dtype for value in values if isinstance(value, LazyArray)]
     inputs = [(value if isinstance(value, LazyArray) else lazy(weakly_typed(value, dtypes))).node for value in values]
-    stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype) for node in inputs]
+    stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype, node.kept, node.squeezed)
+                 for node in inputs]
     expression, named = build(name, tuple(stand_ins), **options)
-    # an array squeezed to broadcast is a leaf of its own; every other value is its input's
+    # an array squeezed to broadcast is a leaf of its own, a node's stand-in the node it names; every other
+    # value is its input's
     given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
-    nodes = [given.get(id(value)) or leaf(value) for value in named.values()]
+    nodes = [given.get(id(value)) or (value.of if isinstance(value, Shaped) else leaf(value))
+             for value in named.values()]
     assignment = parse(expression)
     extents = index_extents(assignment, {name: node.shape for name, node in zip(named, nodes)})
     shape = tuple(extents[index] for index in assignment.lhs.indices)
     count = prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
     dtype, fill = _dtype_and_fill(name, nodes, options, count)
-    return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
+    if not options.get("keepdims"):
+        return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
+    squeezed = record(name, operands, **{**options, "keepdims": False}).node
+    read = next(n.indices for n in walk(assignment.rhs) if isinstance(n, Access) and n.tensor == "A")
+    kept = tuple(m for m, index in enumerate(assignment.lhs.indices) if index not in read)
+    return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes), kept=kept,
+                          squeezed=squeezed))
 
 
 def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):
@@ -142,10 +153,12 @@ def _operators(name: str, options: dict):
 
 def compute(*lazies):
     """Each lazy array computed (a tuple, in order; a LazyArray's leaf as it is), by the kernels of
-    plan.py's assignments: a dense result is a numpy array, a sparse one a Tensor, an order-0 one a number."""
+    plan.py's assignments: a dense result is a numpy array, a sparse one a Tensor, an order-0 one a number; a
+    comparison's, a logical function's, any's or all's is numpy's bool where it is dense."""
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
         operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
         values[step.target] = api.evaluate(step.expression, operands=operands)
-    return tuple(values.get(node, node.value) for node in roots)
+    return tuple(numpy_bool(values[node]) if node.dtype == bool and node in values else values.get(node, node.value)
+                 for node in roots)

@@ -6,8 +6,11 @@ indices renamed to the access's, its own reductions scoped (`sum(j, ...)`: TACO'
 a kernel of its own, and read as an operand) when
 1. `compute` asks for it, or it reduces and feeds several consumers (a kernel has one result; an
    element-wise node is recomputed in each instead);
-2. it reduces and inlining would put its reduction under a loop over an index it does not use: inlined,
-   `A @ (B @ x)` would compute `B @ x` again for every i.
+2. it reduces and inlining makes its consumer's step asymptotically costlier than the two steps apart, by
+   the asymptotic cost model of the default schedules (fusion.py): inlined, `A @ (B @ x)` would compute
+   `B @ x` again for every i. Where the model cannot cost the step (operators other than + - * and sums:
+   functions, divisions, min/max reductions), the syntactic rule stands in: materialise it when inlining
+   would put its reduction under a loop over an index it does not use.
 
 Every assignment names its operands T0, T1, ... in order of first appearance and its indices i, j, k, ...
 (the result's first), so that a program run again on like operands (a solver's iterations) is the same
@@ -23,6 +26,7 @@ from itertools import count
 from ..api.arrays import NAMES, index_names
 from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
 from ..notation.ast import REDUCING, peeled, summed
+from .fusion import costlier
 
 
 @dataclass(frozen=True)
@@ -75,20 +79,38 @@ class _Planner:
         return self.reduces[node]
 
     def _materialise(self, node) -> None:
+        """Appends `node`'s step: built with every input inlined that rules 1 and 3 allow, then again while
+        rule 2 finds an inlined reducing input to materialise (the outermost first)."""
         if node.is_leaf or node in self.done:
             return
         self.done.add(node)
         lhs = tuple(self._index() for _ in node.shape)
-        operands: dict = {}
-        rhs = self._inlined(node, lhs, frozenset(lhs), operands)
+        while True:
+            operands: dict = {}
+            inlined: list[_Inlined] = []
+            rhs = self._inlined(node, lhs, frozenset(lhs), operands, inlined)
+            costlier = next((i.node for i in inlined if self._costlier(Access("C", lhs), rhs, i, operands)), None)
+            if costlier is None:
+                break
+            self.materialised.add(costlier)
         self.steps.append(_canonical(node, Access("C", lhs), rhs, operands))
+
+    def _costlier(self, lhs: Access, rhs, inlined: _Inlined, operands: dict) -> bool:
+        """Rule 2: whether the step is asymptotically costlier with `inlined` in it than with it materialised
+        (fusion.py), or, where the model cannot tell, whether it puts a reduction under a loop over an index
+        the reduction does not use."""
+        temporary = Access("Q", inlined.at)
+        values = {name: (node.value if node.is_leaf else None, len(node.shape)) for name, node in operands.values()}
+        verdict = costlier(_assignment(lhs, rhs), _assignment(temporary, inlined.expr),
+                           _assignment(lhs, _replaced(rhs, inlined.expr, temporary)), values)
+        return inlined.unused_loops if verdict is None else verdict
 
     def _index(self) -> IndexVar:
         return IndexVar(f"x{next(self.fresh)}")
 
-    def _inlined(self, node, indices: tuple, scope: frozenset, operands: dict):
+    def _inlined(self, node, indices: tuple, scope: frozenset, operands: dict, inlined: list):
         """`node`'s expression at `indices` under loops over `scope`: an Expr over placeholder operand
-        names, `operands` keeping each one's name and node."""
+        names, `operands` keeping each one's name and node, `inlined` each reducing input inlined."""
         assignment = node.assignment
         renamed = dict(zip(assignment.lhs.indices, indices))
         for n in walk(assignment.rhs):
@@ -99,9 +121,13 @@ class _Planner:
         def access(a: Access):
             child = node.inputs[NAMES.index(a.tensor)]
             at = tuple(renamed[index] for index in a.indices)
-            if not (child.is_leaf or child in self.materialised) and \
-                    not (self._reduces(child) and not inner <= set(at)):
-                return self._inlined(child, at, inner, operands)
+            if not (child.is_leaf or child in self.materialised):
+                if not self._reduces(child):
+                    return self._inlined(child, at, inner, operands, inlined)
+                record = _Inlined(child, at, not inner <= set(at))
+                inlined.append(record)
+                record.expr = self._inlined(child, at, inner, operands, inlined)
+                return record.expr
             self._materialise(child)
             key = id(child.value) if child.is_leaf else child  # one operand for a value read twice
             name = operands.setdefault(key, (f"P{len(operands)}", child))[0]
@@ -109,6 +135,31 @@ class _Planner:
 
         rhs = _rewritten(assignment.rhs, access, renamed)
         return summed((renamed[index] for index in assignment.reduction_indices), rhs)
+
+
+@dataclass(eq=False)
+class _Inlined:
+    """A reducing node inlined into a step: read at `at`, its expression `expr` there; `unused_loops`: the
+    syntactic rule's verdict (its reduction under a loop over an index it does not use)."""
+
+    node: object
+    at: tuple
+    unused_loops: bool
+    expr: object = None
+
+
+def _assignment(lhs: Access, rhs) -> Assignment:
+    """`lhs = rhs`, the sums over the whole of `rhs` implicit (as the parser reads them)."""
+    return Assignment(lhs, peeled(rhs)[1])
+
+
+def _replaced(expr, old, new):
+    """`expr` with the subexpression `old` (that object) replaced by `new`."""
+    if expr is old:
+        return new
+    if isinstance(expr, Access):
+        return expr
+    return expr.with_children(tuple(_replaced(child, old, new) for child in expr.children()))
 
 
 def _rewritten(expr, access, renamed: dict):

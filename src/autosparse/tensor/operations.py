@@ -12,8 +12,18 @@ from typing import Protocol
 
 from ..errors import AutosparseError
 
+#: The operations whose results numpy types bool (comparisons, logical functions, any and all): the hook
+#: computes them in the operands' value type (a Tensor stores no bool, design31.md risk 7) and gives a dense
+#: result as numpy's bool array.
+LOGICAL = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
+                     "logical_or", "logical_not", "any", "all"})
+
+#: The element-wise operations numpy's ufuncs of the same names compute (`abs`: np.absolute).
+UFUNCS = frozenset({"add", "subtract", "multiply", "divide", "negative", "matmul", "maximum", "minimum", "abs", "sqrt",
+                    "exp", "log", *(LOGICAL - {"any", "all"})})
+
 #: The operations the hook computes, by numpy's names.
-OPERATIONS = frozenset({"add", "subtract", "multiply", "divide", "negative", "matmul", "dot", "sum"})
+OPERATIONS = UFUNCS | {"dot", "sum", "any", "all"}
 
 
 class ArrayOperations(Protocol):

@@ -429,21 +429,24 @@ class Tensor:
                                   f"the truth value of a tensor of several entries is ambiguous")
         return bool(self._storage.vals.any())
 
-    def _refuse_comparison(self, other):
-        """Comparisons would be boolean tensors, which autosparse does not store (nor does scipy without
-        densifying a sparse `A == B`): refused, as pydata refuses what it cannot keep sparse."""
+    def _refuse_equality(self, other):
+        """`==` and `!=` between array operands are refused, not computed: Python's sets, dicts and `in` compare
+        with them and need a truth value, which a Tensor of several entries has not (numpy's answer, an
+        array, breaks them alike). np.equal and autosparse.array.equal compare entries."""
         if not _is_operand(other):
             return NotImplemented
-        raise AutosparseError(f"Expected no element-wise comparison of a tensor ({self!r}), but found one: compare "
-                              f"to_numpy() copies, or look at the values of A - B (logical programs run on 0/1 "
-                              f"values: logical_or is maximum, logical_and minimum)")
+        raise AutosparseError(f"Expected no == or != on a tensor ({self!r}), but found one: compare entries with "
+                              f"np.equal or np.not_equal (or autosparse.array's), or look at the values of A - B")
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse_comparison
+    __eq__ = __ne__ = _refuse_equality
     __hash__ = object.__hash__  # equality is refused, never value-based: identity hashing stays consistent
+    # ordering comparisons compute, as numpy's do: 0/1 values, bool where the result is a numpy array
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs and ufunc.__name__ in _ROUTED_UFUNCS:
-            return operations.apply(ufunc.__name__, *inputs)
+            return operations.apply(_ROUTED_UFUNCS[ufunc.__name__], *inputs)
         return getattr(ufunc, method)(*(_dense_input(value, ufunc.__name__) for value in inputs), **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -455,7 +458,9 @@ class Tensor:
         return func._implementation(*(_dense_input(value, func.__name__) for value in args), **kwargs)
 
 
-_ROUTED_UFUNCS = frozenset({"add", "subtract", "multiply", "divide", "negative", "matmul"})
+#: numpy's ufuncs that a Tensor computes (called plainly: no out=, where=, nor a method such as reduce), by
+#: their names to the hook's operations (operations.OPERATIONS).
+_ROUTED_UFUNCS = {name: name for name in operations.UFUNCS - {"abs"}} | {"absolute": "abs"}
 
 
 def _is_operand(value) -> bool:
@@ -473,8 +478,9 @@ def _dense_input(value, function: str):
         return value
     if not value.format.is_dense:
         routed = ", ".join(f"np.{name}" for name in sorted(_ROUTED_UFUNCS))
-        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes {routed}, np.dot, np.sum "
-                          f"(by axis) and np.transpose on sparse tensors; call to_numpy() to densify {value!r}")
+        raise FormatError(f"Expected np.{function} on dense arrays: autosparse computes {routed} (called "
+                          f"plainly: no out=, where= nor a method such as reduce), np.dot, np.sum (by axis) and "
+                          f"np.transpose on sparse tensors; call to_numpy() to densify {value!r}")
     return value.to_numpy()
 
 
