@@ -276,7 +276,7 @@ def default_candidate(front: "Candidates") -> DefaultCandidate | None:
     """The default schedule of `front`'s expression and formats as a candidate (None where the default
     schedule does not compile them)."""
     try:
-        cin = front.kernel_factory(front.assignment, front.formats).cin
+        cin = front.kernel_factory(front.assignment, front.formats, **({"fills": front.fills} if front.fills else {})).cin
     except AutosparseError:
         return None
     return DefaultCandidate(cin, {name: var.format for name, var in tensors(cin).items()}, dict(front.formats),
@@ -381,6 +381,7 @@ class Candidates:
     assignment: notation.Assignment
     formats: Mapping[str, Format]
     kernel_factory: KernelFactory
+    fills: Mapping[str, object] = {}  # the operands' fills other than 0, which the kernels are built for
 
     def __iter__(self):
         return iter(self.candidates)
@@ -398,6 +399,8 @@ class Candidates:
     def kernel(self, candidate: ScheduleCandidate, **options):
         """`candidate` compiled for this front's expression and formats (`options` are the factory's:
         `num_threads`, ...)."""
+        if self.fills:
+            options = {"fills": self.fills, **options}
         return self.kernel_factory(self.assignment, self.formats, schedule=candidate, **options)
 
     @cached_property
@@ -424,6 +427,7 @@ class JointFront(Candidates):
         first = fronts[0]
         self.fronts = fronts
         self.assignment, self.formats, self.kernel_factory = first.assignment, first.formats, first.kernel_factory
+        self.fills = first.fills
         self.candidates = [cand for front in fronts for cand in front]
 
     @property

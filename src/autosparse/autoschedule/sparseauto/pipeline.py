@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ...errors import AutosparseError
+from ...errors import AutosparseError, ScheduleError
 from ...format import Format
 from ...notation import ast as notation
+from ...notation.operators import Value
 from ...notation.scope import sums_normalised
 from ...schedule.big import Compute, Factor, Node
 from .cost import Costs, costs
@@ -48,8 +49,10 @@ class Search:
     complete: bool = True  # False: the time limit cut the space's nesting or stage 3's solver short
 
 
-def as_compute(assignment: notation.Assignment) -> Compute:
-    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3).
+def as_compute(assignment: notation.Assignment, fills: Mapping[str, Value] = {}) -> Compute:
+    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3), of
+    + and * over fill 0: a ScheduleError names an operand of another fill (its cost and its kernels
+    read absent entries as zeros that * annihilates; another semiring is left to the asymptotic model).
     A sum scoped to some factors of a product (`sum(j, A(i,j)) * x(i)`) is drawn out over the whole
     product, which means the same; a sum scoped to part of a sum (`A(i,j) * x(j) + z(i)`) is refused,
     as every sum of terms is: its candidates could not compute that meaning."""
@@ -67,18 +70,23 @@ def as_compute(assignment: notation.Assignment) -> Compute:
                                   f"{assignment} has {expr}: use model='asymptotic'")
 
     collect(rhs)
+    for name, fill in sorted(fills.items()):
+        if not bool(fill == 0):
+            raise ScheduleError(f"Expected operands of fill 0 for the sparseauto model, but {name} has fill {fill} "
+                                f"in {assignment}: use model='asymptotic'")
     lhs = assignment.lhs
     return Compute(Factor(lhs.tensor, tuple(i.name for i in lhs.indices)), tuple(factors))
 
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
            rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False, timeout_ms: int = 2000,
-           time_limit: float | None = None, progress: Callable[[int, int], None] | None = None) -> Search:
+           time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
+           fills: Mapping[str, Value] = {}) -> Search:
     """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
     every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3).
     `time_limit` (seconds) makes the search anytime; `progress(done, total)` hears of each nesting
     depth built under a time limit, then of each group stage 3 compares."""
-    compute = as_compute(assignment)
+    compute = as_compute(assignment, fills)
     began = clock = time.perf_counter()
     deadline = None if time_limit is None else began + time_limit
     stages: list[Stage] = []
