@@ -83,18 +83,20 @@ def semiring_of(assignment: Assignment) -> Semiring:
     times = binary - {plus, "subtract"} if plus == "add" else binary - {plus}
     if len(times) > 1:
         raise _refused(assignment, f"the binary operators {sorted(times)} beside {plus}: one ⊗ per program")
-    semiring = Semiring(plus, next(iter(times), "multiply" if plus == "add" else _times_for(plus)))
-    for name in (semiring.add, semiring.multiply):
+    for name in (plus, *times):
         op = REGISTRY[name]
         if not (op.commutative and op.associative):
             raise _refused(assignment, f"{name}, which is not commutative and associative")
-    return semiring
+    return Semiring(plus, next(iter(times), "multiply" if plus == "add" else _times_for(assignment, plus)))
 
 
-def _times_for(plus: str) -> str:
+def _times_for(assignment: Assignment, plus: str) -> str:
     """A ⊗ for an element-wise ⊕ with none: one that distributes over it, so that the sketch means the
     same (no `*` is ever built)."""
-    return next(op.name for op in REGISTRY.values() if plus in op.distributes_over)
+    times = next((op.name for op in REGISTRY.values() if plus in op.distributes_over), None)
+    if times is None:
+        raise _refused(assignment, f"{plus}, over which no operator distributes")
+    return times
 
 
 def checked(assignment: Assignment) -> Semiring:
@@ -112,9 +114,12 @@ def checked(assignment: Assignment) -> Semiring:
 def _check_unary(assignment: Assignment, semiring: Semiring, node: Apply) -> None:
     op = REGISTRY[node.op]
     zero = semiring.zero
-    if op.arity != 1 or zero is _ANY or not bool(fold(op, zero) == zero):
-        raise _refused(assignment, f"the function {node.op} in {node}: it keeps no sparsity "
-                                   f"({'its arguments are not one' if op.arity != 1 else 'its value at the zero is not the zero'})")
+    if op.arity != 1:
+        raise _refused(assignment, f"the function {node.op} in {node}: it keeps no sparsity (it has {op.arity} "
+                                   f"arguments, neither ⊕ nor ⊗)")
+    if zero is _ANY or not bool(fold(op, zero) == zero):
+        raise _refused(assignment, f"the function {node.op} in {node}: it keeps no sparsity (its value at the "
+                                   f"semiring's zero is not the zero)")
 
 
 def untracked(assignment: Assignment, semiring: Semiring, formats: Mapping[str, Format],

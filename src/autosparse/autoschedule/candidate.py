@@ -276,7 +276,8 @@ def default_candidate(front: "Candidates") -> DefaultCandidate | None:
     """The default schedule of `front`'s expression and formats as a candidate (None where the default
     schedule does not compile them)."""
     try:
-        cin = front.kernel_factory(front.assignment, front.formats, **({"fills": front.fills} if front.fills else {})).cin
+        options = {"fills": front.fills} if front.fills else {}
+        cin = front.kernel_factory(front.assignment, front.formats, **options).cin
     except AutosparseError:
         return None
     return DefaultCandidate(cin, {name: var.format for name, var in tensors(cin).items()}, dict(front.formats),

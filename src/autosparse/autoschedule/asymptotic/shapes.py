@@ -104,7 +104,8 @@ class Pending:
         return name
 
 
-def groupings(lhs: Access, expr, reduce: bool, distributes: bool = True) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
+def groupings(lhs: Access, expr, reduce: bool,
+              distributes: bool = True) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
     """Where-nests without loops, and the indices each scoped sum's pending workspace sums. A pending
     workspace is written as a scalar `~n`; its producer's `+=` marks a reducing producer (what stage 3
     needs), settled in stage 5 once indices are known. `distributes`: as `Pending`'s."""
