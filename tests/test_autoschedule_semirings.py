@@ -136,13 +136,35 @@ def test_what_the_search_cannot_read_is_refused_by_name(text, named):
         asp.autoschedule(text)
 
 
-def test_sparseauto_refuses_another_semiring_and_auto_keeps_the_asymptotic_front():
-    with pytest.raises(AutosparseError, match="product of tensors"):
-        asp.autoschedule(MIN_PLUS, {"A": "csr"}, model="sparseauto", fills={"A": INF})
-    with pytest.raises(ScheduleError, match="fill inf"):
+@pytest.mark.parametrize("text, fills", [(MIN_PLUS, {"A": INF}), (OR_AND, {})])
+def test_sparseauto_schedules_a_semiring_whose_zero_is_the_sparse_fill(text, fills):
+    front = asp.autoschedule(text, {"A": "csr"}, model="sparseauto", fills=fills)
+    assert len(front) > 0
+    assert all("+=" not in str(cand.cin) for cand in front)
+    assert verify(front, extent=5) == (len(front), [])
+
+
+def test_sparseauto_refuses_what_its_model_cannot_read_and_auto_keeps_the_asymptotic_front():
+    with pytest.raises(ScheduleError, match="fill inf .*A has fill 0"):
+        asp.autoschedule(MIN_PLUS, {"A": "csr"}, model="sparseauto")
+    with pytest.raises(ScheduleError, match="fill 0 .*A has fill inf"):
         asp.autoschedule("y(i) = A(i,j) * x(j)", {"A": "csr"}, model="sparseauto", fills={"A": INF})
-    joint = asp.autoschedule(MIN_PLUS, {"A": "csr"}, model="auto", fills={"A": INF})
+    with pytest.raises(ScheduleError, match="distributes"):
+        asp.autoschedule(MAX_TIMES, {"A": "csr"}, model="sparseauto")
+    joint = asp.autoschedule(MIN_PLUS, {"A": "csr"}, model="auto")  # A of fill 0 under min-plus
     assert [type(front).__name__ for front in joint.fronts] == ["Front"]
+
+
+def test_a_max_times_product_of_three_keeps_no_workspace_that_would_start_at_minus_inf():
+    text = "y(i) = max(j, A(i,j) * B(i,j) * x(j))"
+    front = asp.autoschedule(text, {"A": "csr", "B": "csr"})
+    rng = np.random.default_rng(3)
+    a, b = (_operand("random", (5, 4), 0, rng) for _ in range(2))
+    x = rng.uniform(-1.0, 2.0, 4)
+    expected = dense_value(parse(text), {"A": a, "B": b, "x": x})
+    for cand in front:
+        got = front.kernel(cand)(A=asp.Tensor.from_numpy(a, "csr"), B=asp.Tensor.from_numpy(b, "csr"), x=x)
+        np.testing.assert_allclose(got, expected, err_msg=str(cand.cin))
 
 
 def test_functions_that_keep_the_zero_keep_sparsity():

@@ -81,7 +81,7 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
             return autoschedule(expression, formats, model, taco, sunk_costs, paper, limit, progress, constraints,
                                 rule, max_memory_depth, stage1_groups, kernel_factory=kernel_factory, fills=fills)
 
-        if not _is_product(assignment, fills):
+        if not _is_product(assignment, fills, resolved):
             return JointFront([one("asymptotic", time_limit)])
         began = time.perf_counter()  # one limit for both: SparseAuto's small search first, at most half of it
         sparseauto = one("sparseauto", None if time_limit is None else time_limit / 2)
@@ -107,10 +107,11 @@ def _zero(fill) -> bool:
     return bool(fill == 0)
 
 
-def _is_product(assignment, fills: Mapping[str, object]) -> bool:
-    """Whether SparseAuto schedules `assignment` (a product of tensors over fill 0, §3 of its paper)."""
+def _is_product(assignment, fills: Mapping[str, object], formats: Mapping[str, Format]) -> bool:
+    """Whether SparseAuto schedules `assignment` (a product of tensors in a semiring whose zero is every
+    sparse factor's fill, §3 of its paper)."""
     try:
-        as_compute(assignment, fills)
+        as_compute(assignment, fills, formats)
     except AutosparseError:
         return False
     return True

@@ -19,14 +19,17 @@ operators (`min=` and `Reduce` for min-plus). What the laws do not give is not d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
 
 from ..errors import ScheduleError
 from ..format import Format
-from ..notation import Apply, Assignment, Neg, Reduce, Sub, accesses, operator_of, reduction_of, walk
+from ..cin.ast import Access as CinAccess
+from ..cin.ast import Assign, identity
+from ..cin.rewrite import postwalk
+from ..notation import Add, Apply, Assignment, Mul, Neg, Reduce, Sub, Sum, accesses, operator_of, reduction_of, walk
 from ..notation.operators import REGISTRY, Value, fold
 
 _ANY = object()  # a semiring with no zero: no fill is one
@@ -127,6 +130,42 @@ def untracked(assignment: Assignment, semiring: Semiring, formats: Mapping[str, 
     """The sparse operands whose fill is not the semiring's zero: the search costs them as dense inputs."""
     return frozenset(a.tensor for a in accesses(assignment.rhs)
                      if not formats[a.tensor].is_dense and not semiring.has_zero(fills.get(a.tensor, 0)))
+
+
+def as_products(expr, semiring: Semiring):
+    """`expr` with ⊗ written `*` and ⊕-reductions written as sums, for a search that reads products and
+    sums only (SparseAuto); `in_semiring` spells its programs back."""
+    def spelled(node):
+        op, reduction = operator_of(node), reduction_of(node)
+        if reduction is not None and reduction.name == semiring.add:
+            return Sum(node.index, node.body)
+        if op is not None and op.arity == 2 and op.name == semiring.multiply:
+            return Mul(*node.children())
+        return node
+    return postwalk(expr, spelled)
+
+
+def in_semiring(stmt, semiring: Semiring):
+    """A CIN statement of products and sums (`+=`) spelled in `semiring`: `*` as ⊗, accumulations by ⊕,
+    temporaries starting at ⊕'s identity."""
+    if semiring.plus_times:
+        return stmt
+    start = identity(semiring.add)
+
+    def tensor(access):
+        var = access.tensor
+        return replace(access, tensor=replace(var, fill=start)) if var.temporary else access
+
+    def spelled(node):
+        if isinstance(node, Mul):
+            left, right = node.left, node.right
+            return Add(left, right) if semiring.multiply == "add" else Apply(semiring.multiply, (left, right))
+        if isinstance(node, CinAccess):
+            return tensor(node)
+        if isinstance(node, Assign):
+            return replace(node, lhs=tensor(node.lhs), reduce=semiring.add if node.accumulate else node.reduce)
+        return node
+    return postwalk(stmt, spelled)
 
 
 def _refused(assignment: Assignment, what: str) -> ScheduleError:

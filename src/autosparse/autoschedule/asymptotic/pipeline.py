@@ -111,11 +111,12 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands if not formats[a.tensor].is_dense}
     indices = tuple(dict.fromkeys(i.name for a in (assignment.lhs, *operands) for i in a.indices))
     semiring = semiring_of(assignment)
-    tracked = {name: ix for name, ix in sparse.items() if name not in untracked(assignment, semiring, formats, fills)}
+    costed_dense = untracked(assignment, semiring, formats, fills)
+    tracked = {name: ix for name, ix in sparse.items() if name not in costed_dense}
     lhs, rhs = flatten(assignment.lhs, semiring), flatten(assignment.rhs, semiring)
     reduce = assignment.accumulate or bool(assignment.reduction_indices)
     stage("1 expression rewrites", len(rewrites(rhs, semiring.distributes)))
-    nests, scopes = groupings(lhs, rhs, reduce, semiring.distributes)
+    nests, scopes = groupings(lhs, rhs, reduce, semiring.distributes, grouped=not costed_dense)
     stage("2 where groupings", len(nests))
     if time_limit is None or time_limit >= COUNTED_PAST:
         stage("3 forall nestings", nestings(nests, frozenset(indices), scopes))

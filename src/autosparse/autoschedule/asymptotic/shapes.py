@@ -91,9 +91,12 @@ class Pending:
     """Names for workspaces whose indices are not known yet (`~0`, `~1`, … unique across all of stage 2),
     and for each scoped sum's workspace the indices it sums (`scopes`), which stage 3 keeps inside it.
     `distributes`: whether ⊗ distributes over ⊕, so that a workspace of some factors may reduce (move the
-    reduction past the other factors)."""
+    reduction past the other factors). `grouped`: whether some operands of a node may be computed into a
+    workspace of their own (which starts at ⊕'s identity, so that must be their absent value: the
+    semiring's zero, the fill of every sparse operand; a reduction's workspace is always allowed)."""
 
     distributes: bool = True
+    grouped: bool = True
     numbers: Iterator[int] = field(default_factory=count)
     scopes: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -104,12 +107,12 @@ class Pending:
         return name
 
 
-def groupings(lhs: Access, expr, reduce: bool,
-              distributes: bool = True) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
+def groupings(lhs: Access, expr, reduce: bool, distributes: bool = True,
+              grouped: bool = True) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
     """Where-nests without loops, and the indices each scoped sum's pending workspace sums. A pending
     workspace is written as a scalar `~n`; its producer's `+=` marks a reducing producer (what stage 3
-    needs), settled in stage 5 once indices are known. `distributes`: as `Pending`'s."""
-    names = Pending(distributes)
+    needs), settled in stage 5 once indices are known. `distributes`, `grouped`: as `Pending`'s."""
+    names = Pending(distributes, grouped)
     found = []
     for form in rewrites(expr, distributes):
         for consumer, producers in _grouped(form, names):
@@ -132,7 +135,7 @@ def _grouped(expr, names: Pending) -> list[tuple]:
     args = expr.args
     per_arg = [_grouped(a, names) for a in args]
     results = []
-    for groups in _disjoint_groups(len(args)):
+    for groups in _disjoint_groups(len(args)) if names.grouped else [()]:
         grouped = set().union(*groups) if groups else set()
         free = [per_arg[n] for n in range(len(args)) if n not in grouped]
         computed = [_workspaces(expr.op, tuple(args[n] for n in group), names) for group in groups]
