@@ -16,7 +16,7 @@ from autosparse.cin import parse_cin
 from autosparse.cin.ast import assignments
 from autosparse.cin.check import check_computes
 from autosparse.coiterate.choice import unites
-from autosparse.errors import AutosparseError, ScheduleError
+from autosparse.errors import ScheduleError
 from autosparse.notation import parse, walk
 
 INF = np.inf
