@@ -24,11 +24,11 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import ScheduleError
-from ..format import Format
 from ..cin.ast import Access as CinAccess
 from ..cin.ast import Assign, identity
 from ..cin.rewrite import postwalk
+from ..errors import ScheduleError
+from ..format import Format
 from ..notation import Add, Apply, Assignment, Mul, Neg, Reduce, Sub, Sum, accesses, operator_of, reduction_of, walk
 from ..notation.operators import REGISTRY, Value, fold
 
@@ -57,8 +57,8 @@ class Semiring:
         """⊕'s identity where it annihilates ⊗ (0 for + ·, +inf for min-plus, False for or-and), else a
         value no fill equals."""
         plus, times = REGISTRY[self.add], REGISTRY[self.multiply]
-        identity = plus.identity.value(np.dtype(np.float64)) if plus.identity is not None else None
-        return identity if identity is not None and times.is_annihilator(identity) else _ANY
+        value = plus.identity.value(np.dtype(np.float64)) if plus.identity is not None else None
+        return value if value is not None and times.is_annihilator(value) else _ANY
 
     def has_zero(self, fill: Value) -> bool:
         zero = self.zero
@@ -104,7 +104,7 @@ def _times_for(assignment: Assignment, plus: str) -> str:
 
 def checked(assignment: Assignment) -> Semiring:
     """`assignment`'s semiring, once every node is one the search reads: ⊕, ⊗, their reductions, and
-    unary functions that keep the zero; `- (negation, subtraction)` only under + ·."""
+    unary functions that keep the zero; negation and subtraction only under + and *."""
     semiring = semiring_of(assignment)
     for node in walk(assignment.rhs):
         if isinstance(node, (Neg, Sub)) and not semiring.plus_times:
@@ -158,14 +158,23 @@ def in_semiring(stmt, semiring: Semiring):
 
     def spelled(node):
         if isinstance(node, Mul):
-            left, right = node.left, node.right
-            return Add(left, right) if semiring.multiply == "add" else Apply(semiring.multiply, (left, right))
+            return applied(semiring.multiply, node.left, node.right)
         if isinstance(node, CinAccess):
             return tensor(node)
         if isinstance(node, Assign):
             return replace(node, lhs=tensor(node.lhs), reduce=semiring.add if node.accumulate else node.reduce)
         return node
     return postwalk(stmt, spelled)
+
+
+def applied(name: str, left, right):
+    """The node of the binary operator `name`: `Add`/`Mul` for add and multiply (CIN's symbols, so that
+    + · programs print as before), the registry's function otherwise (`minimum(a, b)`)."""
+    symbol = _SYMBOLS.get(name)
+    return symbol(left, right) if symbol is not None else Apply(name, (left, right))
+
+
+_SYMBOLS = {"add": Add, "multiply": Mul}
 
 
 def _refused(assignment: Assignment, what: str) -> ScheduleError:

@@ -26,7 +26,7 @@ from ...errors import ScheduleError
 from ...format import Format
 from ...notation import ast as notation
 from ...notation.ast import IndexVar
-from ..algebra import PLUS_TIMES, Semiring
+from ..algebra import PLUS_TIMES, Semiring, applied
 from .sketch import Access, Call, Stmt, map_accesses, reads
 
 
@@ -279,8 +279,5 @@ def _expression(expr, variables, semiring: Semiring):
     name = semiring.multiply if expr.op == "*" else semiring.add
     result = args[0]
     for arg in args[1:]:
-        result = _SYMBOLS[name](result, arg) if name in _SYMBOLS else notation.Apply(name, (result, arg))
+        result = applied(name, result, arg)
     return result
-
-
-_SYMBOLS = {"add": notation.Add, "multiply": notation.Mul}  # the operators CIN writes as symbols
