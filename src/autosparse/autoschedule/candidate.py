@@ -23,6 +23,7 @@ from ..errors import AutosparseError
 from ..format import Format
 from ..notation import accesses, walk
 from ..notation import ast as notation
+from .algebra import semiring_of, untracked
 from .asymptotic.cost import Cost, CostModel
 from .asymptotic.realise import Realised
 from .asymptotic.sketch import Call, from_cin, map_accesses, reads
@@ -46,11 +47,15 @@ class ScheduleCandidate(abc.ABC):
         """The CIN statement and the formats `compile` reads the operands (and writes the result) in."""
 
 
-def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format]) -> CostModel:
-    """The asymptotic cost model of one kernel (as its search builds it, sunk costs included), to cost
-    programs no asymptotic search produced."""
+def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format],
+               fills: Mapping[str, object] = {}) -> CostModel:
+    """The asymptotic cost model of one kernel (as its search builds it, sunk costs included: a sparse
+    operand whose fill is not the semiring's zero costed as a dense one), to cost programs no asymptotic
+    search produced."""
     operands = accesses(assignment.rhs)
-    sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands if not formats[a.tensor].is_dense}
+    dense = untracked(assignment, semiring_of(assignment), formats, fills)
+    sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands
+              if not formats[a.tensor].is_dense and a.tensor not in dense}
     indices = tuple(dict.fromkeys(i.name for a in (assignment.lhs, *operands) for i in a.indices))
     return CostModel(sparse, indices)
 
@@ -281,7 +286,7 @@ def default_candidate(front: "Candidates") -> DefaultCandidate | None:
     except AutosparseError:
         return None
     return DefaultCandidate(cin, {name: var.format for name, var in tensors(cin).items()}, dict(front.formats),
-                            cost_model(front.assignment, front.formats), DefaultCandidate.found_by,
+                            cost_model(front.assignment, front.formats, front.fills), DefaultCandidate.found_by,
                             "the default schedule")
 
 

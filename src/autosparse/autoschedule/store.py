@@ -71,7 +71,7 @@ class StoredFront(Candidates):
 
     @cached_property
     def candidates(self) -> list[ScheduleCandidate]:
-        model = cost_model(self.assignment, self.formats)
+        model = cost_model(self.assignment, self.formats, self.fills)
         found = (_checked(record, self.assignment, self.formats, model) for record in self.records)
         return [cand for cand in found if cand is not None]
 
