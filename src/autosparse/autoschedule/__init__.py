@@ -43,7 +43,8 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
 
     The expression may be any semiring's (algebra.py): `y(i) = min(j, A(i,j) + d(j))` with A's fill
     +inf, `any(j, logical_and(A(i,j), q(j)))`, a product masked by `pattern(M(i,j))`; SparseAuto takes
-    only + and * over fill 0 (a ScheduleError otherwise, and `model="auto"` keeps the asymptotic front).
+    products of a semiring whose ⊗ distributes over ⊕ and whose zero is every sparse factor's fill (a
+    ScheduleError otherwise, and `model="auto"` keeps the asymptotic front alone).
 
     `paper=True` gives the paper's frontier (Figure 6 but three, docs/notes/autoschedule-counts.md): a workspace analysed as Fig. 5
     does, nonzero wherever any iteration of the loops around its `where` wrote, and asymptotic cost the
