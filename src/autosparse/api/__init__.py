@@ -8,6 +8,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..autoschedule.algebra import checked
 from ..autoschedule.candidate import ScheduleCandidate
 from ..config import num_threads as default_threads
 from ..errors import AutosparseError, ParseError
@@ -15,7 +16,7 @@ from ..format import Format
 from ..notation import Assignment, accesses, einsum_assignment, operand_name
 from ..pipeline.conversions import stored_entries
 from ..pipeline.lastfirst import LastFirst
-from ..pipeline.operands import as_assignment, infer_format, operand_fills, symbolic
+from ..pipeline.operands import as_assignment, infer_format, operand_fills
 from ..pipeline.result_format import inferred_result_format
 from ..tensor import Tensor
 from ..tensor.operations import install as install_array_operations
@@ -64,9 +65,9 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     operands = _operands(assignment, operands, named)
     formats = _formats(assignment, operands, format)
     if isinstance(schedule, str) and schedule.strip() == "auto":  # the search needs the result's format
-        symbolic(assignment, operand_fills(operands))
+        checked(assignment)  # before the result's format is inferred: a ScheduleError naming what the search refuses
         if assignment.lhs.tensor not in formats and formats.keys() >= {a.tensor for a in accesses(assignment.rhs)}:
-            formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats)
+            formats[assignment.lhs.tensor] = inferred_result_format(assignment, formats, operand_fills(operands))
         return evaluated(assignment, formats, operands, model, lambda candidate: _kernel(
             assignment, formats, candidate, num_threads, instrument, operands, "auto"))
     kernel = _kernel(assignment, formats, schedule, num_threads, instrument, operands)

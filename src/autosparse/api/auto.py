@@ -29,7 +29,7 @@ from ..autoschedule.tiebreak import Trial, size_class
 from ..errors import AutosparseError
 from ..format.spec import as_format, format_mapping
 from ..notation import Assignment, accesses
-from ..pipeline.operands import as_assignment
+from ..pipeline.operands import as_assignment, operand_fills
 from ..pipeline.result_format import inferred_result_format
 from ..tensor import as_tensor
 from .kernel import Kernel
@@ -141,7 +141,8 @@ def _decision(assignment: Assignment, formats: Mapping[str, object], operands: M
     operands: `_choice_key` gives the store's), and what decides these operands' candidate: a remembered
     or stored choice, a trial of a near tie, or None (an empty front). A warm call costs one lookup of
     the expression and formats (`_front_key`) and the operands' size class."""
-    key, resolved, front_memo = _front_key(model, assignment, tuple(sorted(formats.items(), key=_by_name)))
+    fills = tuple(sorted((name, fill) for name, fill in operand_fills(operands).items() if fill != 0))
+    key, resolved, front_memo = _front_key(model, assignment, tuple(sorted(formats.items(), key=_by_name)), fills)
     given = {name: value if hasattr(value, "shape") else as_tensor(value, resolved[name], name)
              for name, value in operands.items() if name in resolved}
     memo = (front_memo, size_class(given))
@@ -150,7 +151,7 @@ def _decision(assignment: Assignment, formats: Mapping[str, object], operands: M
     if known is not None and decision is not None:
         return known[0], key, memo, decision
     if known is None:
-        known = _fronts[front_memo] = _front(key, assignment, resolved, model)
+        known = _fronts[front_memo] = _front(key, assignment, resolved, model, dict(fills))
     front = known[0]
     if decision is None:
         decision = _stored_choice(_choice_key(key, memo), assignment, resolved)
@@ -160,7 +161,7 @@ def _decision(assignment: Assignment, formats: Mapping[str, object], operands: M
         return front, key, memo, decision
     tensors = {name: as_tensor(value, resolved[name], name) for name, value in given.items()}
     if isinstance(front, store.StoredFront) and not len(front):  # every stored record failed its checks
-        front, _ = _fronts[front_memo] = _searched(key, assignment, resolved, model)
+        front, _ = _fronts[front_memo] = _searched(key, assignment, resolved, model, dict(fills))
     if not len(front):
         return front, key, memo, None
     decisions.selections += 1
@@ -178,13 +179,14 @@ def _by_name(item: tuple) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _front_key(model: str, assignment: Assignment, formats: tuple) -> tuple[list, dict, str]:
+def _front_key(model: str, assignment: Assignment, formats: tuple, fills: tuple = ()) -> tuple[list, dict, str]:
     """The store's key of the front (`store.front_key`), every tensor's format, and the key's text (this
-    process's key, cheap to hash), worked out once per expression and formats however the formats are
-    spelled: a warm `schedule="auto"` call should cost little more than the kernel."""
+    process's key, cheap to hash), worked out once per expression, formats and operands' fills (those
+    not 0) however the formats are spelled: a warm `schedule="auto"` call should cost little more than
+    the kernel."""
     given = dict(formats)
     resolved = {name: as_format(given.get(name, "dense"), order) for name, order in _orders(assignment).items()}
-    key = store.front_key(model, assignment, resolved)
+    key = store.front_key(model, assignment, resolved, dict(fills))
     return key, resolved, repr(key)
 
 
@@ -200,15 +202,15 @@ def _stored_choice(key: list, assignment: Assignment, formats: dict) -> Schedule
     return choice
 
 
-def _front(key: list, assignment: Assignment, formats: dict, model: str) -> tuple[Candidates, str]:
+def _front(key: list, assignment: Assignment, formats: dict, model: str, fills: dict) -> tuple[Candidates, str]:
     """The front under `key` and its digest: the store's, else searched (and stored)."""
-    front = store.load_front(key, assignment, formats, Kernel)
+    front = store.load_front(key, assignment, formats, Kernel, fills)
     decisions.stored_fronts += front is not None
-    return _searched(key, assignment, formats, model) if front is None else (front, front.digest)
+    return _searched(key, assignment, formats, model, fills) if front is None else (front, front.digest)
 
 
-def _searched(key: list, assignment: Assignment, formats: dict, model: str) -> tuple[Candidates, str]:
-    front = autoschedule(str(assignment), formats, model=model, time_limit=SEARCH_SECONDS)
+def _searched(key: list, assignment: Assignment, formats: dict, model: str, fills: dict) -> tuple[Candidates, str]:
+    front = autoschedule(str(assignment), formats, model=model, time_limit=SEARCH_SECONDS, fills=fills)
     decisions.searches += 1
     return front, store.save_front(key, front)
 

@@ -18,7 +18,7 @@ from ..errors import AutosparseError, ScheduleError
 from ..format import Format
 from ..format.spec import as_format, format_mapping
 from ..notation import Div, accesses, parse, split_diagonals, walk
-from ..pipeline.operands import symbolic
+from .algebra import checked
 from .asymptotic.pipeline import search
 from .candidate import Candidates, JointFront, KernelFactory
 from .front import Candidate, Front
@@ -34,10 +34,17 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
                  taco: bool = False, sunk_costs: bool = True, paper: bool = False,
                  time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
                  constraints: Sequence[str] = (), rule: str = "everywhere", max_memory_depth: int = 2,
-                 stage1_groups: bool = False, *, kernel_factory: KernelFactory) -> Candidates:
+                 stage1_groups: bool = False, *, kernel_factory: KernelFactory,
+                 fills: Mapping[str, object] | None = None) -> Candidates:
     """The frontier of schedules for `expression` with each tensor stored in `formats` (dense where not
     given), whose candidates compile through `kernel_factory` (api passes the pipeline's). `taco=True` keeps to what TACO can run (the paper's restricted mode); `sunk_costs=False`
-    compares raw task sets; `time_limit` (seconds) makes the search anytime.
+    compares raw task sets; `time_limit` (seconds) makes the search anytime. `fills`: the operands'
+    fills (0 where not given), for which the candidates are searched and compiled.
+
+    The expression may be any semiring's (algebra.py): `y(i) = min(j, A(i,j) + d(j))` with A's fill
+    +inf, `any(j, logical_and(A(i,j), q(j)))`, a product masked by `pattern(M(i,j))`; SparseAuto takes
+    products of a semiring whose ⊗ distributes over ⊕ and whose zero is every sparse factor's fill (a
+    ScheduleError otherwise, and `model="auto"` keeps the asymptotic front alone).
 
     `paper=True` gives the paper's frontier (Figure 6 but three, docs/notes/autoschedule-counts.md): a workspace analysed as Fig. 5
     does, nonzero wherever any iteration of the loops around its `where` wrote, and asymptotic cost the
@@ -57,7 +64,9 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     searches together (SparseAuto's runs first, with at most half of it)."""
     if model not in MODELS:
         raise AutosparseError(f"Expected a model among {MODELS}, but found {model!r}")
-    assignment = symbolic(parse(expression))
+    assignment = parse(expression)
+    checked(assignment)
+    fills = {name: fill for name, fill in (fills or {}).items() if not _zero(fill)}
     if any(isinstance(node, Div) for node in walk(assignment.rhs)) or split_diagonals(assignment)[1]:
         raise ScheduleError(f"Expected an expression the autoschedulers cost (+, - and * of accesses with "
                             f"distinct indices), but {assignment} divides or reads a diagonal: use "
@@ -71,9 +80,9 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if model == "auto":
         def one(model: str, limit: float | None) -> Candidates:
             return autoschedule(expression, formats, model, taco, sunk_costs, paper, limit, progress, constraints,
-                                rule, max_memory_depth, stage1_groups, kernel_factory=kernel_factory)
+                                rule, max_memory_depth, stage1_groups, kernel_factory=kernel_factory, fills=fills)
 
-        if not _is_product(assignment):
+        if not _is_product(assignment, fills, resolved):
             return JointFront([one("asymptotic", time_limit)])
         began = time.perf_counter()  # one limit for both: SparseAuto's small search first, at most half of it
         sparseauto = one("sparseauto", None if time_limit is None else time_limit / 2)
@@ -82,18 +91,28 @@ def autoschedule(expression: str, formats: Mapping[str, "str | Format"] | None =
     if model == "sparseauto":
         with progress_bar(progress, "steps") as report:
             found = sparseauto_search(assignment, resolved, constraints, rule, max_memory_depth, stage1_groups,
-                                      time_limit=time_limit, progress=report)
-        return SparseAutoFront(assignment, resolved, found, kernel_factory)
+                                      time_limit=time_limit, progress=report, fills=fills)
+        return _filled(SparseAutoFront(assignment, resolved, found, kernel_factory), fills)
     with progress_bar(progress, "programs") as report:
         found = search(assignment, resolved, taco=taco, sunk=sunk_costs, paper=paper,
-                       time_limit=time_limit, progress=report)
-    return Front(assignment, resolved, found, kernel_factory)
+                       time_limit=time_limit, progress=report, fills=fills)
+    return _filled(Front(assignment, resolved, found, kernel_factory), fills)
 
 
-def _is_product(assignment) -> bool:
-    """Whether SparseAuto schedules `assignment` (a product of tensors, §3 of its paper)."""
+def _filled(front: Candidates, fills: Mapping[str, object]) -> Candidates:
+    front.fills = fills
+    return front
+
+
+def _zero(fill) -> bool:
+    return bool(fill == 0)
+
+
+def _is_product(assignment, fills: Mapping[str, object], formats: Mapping[str, Format]) -> bool:
+    """Whether SparseAuto schedules `assignment` (a product of tensors in a semiring whose zero is every
+    sparse factor's fill, §3 of its paper)."""
     try:
-        as_compute(assignment)
+        as_compute(assignment, fills, formats)
     except AutosparseError:
         return False
     return True

@@ -23,6 +23,7 @@ from ..errors import AutosparseError
 from ..format import Format
 from ..notation import accesses, walk
 from ..notation import ast as notation
+from .algebra import semiring_of, untracked
 from .asymptotic.cost import Cost, CostModel
 from .asymptotic.realise import Realised
 from .asymptotic.sketch import Call, from_cin, map_accesses, reads
@@ -46,11 +47,15 @@ class ScheduleCandidate(abc.ABC):
         """The CIN statement and the formats `compile` reads the operands (and writes the result) in."""
 
 
-def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format]) -> CostModel:
-    """The asymptotic cost model of one kernel (as its search builds it, sunk costs included), to cost
-    programs no asymptotic search produced."""
+def cost_model(assignment: notation.Assignment, formats: Mapping[str, Format],
+               fills: Mapping[str, object] = {}) -> CostModel:
+    """The asymptotic cost model of one kernel (as its search builds it, sunk costs included: a sparse
+    operand whose fill is not the semiring's zero costed as a dense one), to cost programs no asymptotic
+    search produced."""
     operands = accesses(assignment.rhs)
-    sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands if not formats[a.tensor].is_dense}
+    dense = untracked(assignment, semiring_of(assignment), formats, fills)
+    sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands
+              if not formats[a.tensor].is_dense and a.tensor not in dense}
     indices = tuple(dict.fromkeys(i.name for a in (assignment.lhs, *operands) for i in a.indices))
     return CostModel(sparse, indices)
 
@@ -276,11 +281,12 @@ def default_candidate(front: "Candidates") -> DefaultCandidate | None:
     """The default schedule of `front`'s expression and formats as a candidate (None where the default
     schedule does not compile them)."""
     try:
-        cin = front.kernel_factory(front.assignment, front.formats).cin
+        options = {"fills": front.fills} if front.fills else {}
+        cin = front.kernel_factory(front.assignment, front.formats, **options).cin
     except AutosparseError:
         return None
     return DefaultCandidate(cin, {name: var.format for name, var in tensors(cin).items()}, dict(front.formats),
-                            cost_model(front.assignment, front.formats), DefaultCandidate.found_by,
+                            cost_model(front.assignment, front.formats, front.fills), DefaultCandidate.found_by,
                             "the default schedule")
 
 
@@ -381,6 +387,7 @@ class Candidates:
     assignment: notation.Assignment
     formats: Mapping[str, Format]
     kernel_factory: KernelFactory
+    fills: Mapping[str, object] = {}  # the operands' fills other than 0, which the kernels are built for
 
     def __iter__(self):
         return iter(self.candidates)
@@ -398,6 +405,8 @@ class Candidates:
     def kernel(self, candidate: ScheduleCandidate, **options):
         """`candidate` compiled for this front's expression and formats (`options` are the factory's:
         `num_threads`, ...)."""
+        if self.fills:
+            options = {"fills": self.fills, **options}
         return self.kernel_factory(self.assignment, self.formats, schedule=candidate, **options)
 
     @cached_property
@@ -424,6 +433,7 @@ class JointFront(Candidates):
         first = fronts[0]
         self.fronts = fronts
         self.assignment, self.formats, self.kernel_factory = first.assignment, first.formats, first.kernel_factory
+        self.fills = first.fills
         self.candidates = [cand for front in fronts for cand in front]
 
     @property

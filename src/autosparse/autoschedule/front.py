@@ -20,6 +20,7 @@ from ..format import Format
 from ..notation import ast as notation
 from .asymptotic.cost import Cost, CostModel
 from .asymptotic.pipeline import Search
+from .algebra import semiring_of
 from .asymptotic.realise import realise
 from .asymptotic.sketch import Stmt
 from .candidate import Candidates, Costed, KernelFactory, ScheduleCandidate
@@ -39,7 +40,7 @@ class Candidate(Costed, ScheduleCandidate):
 
     @cached_property
     def _realised(self):
-        return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor)
+        return realise(self.sketch, self.user_formats, self.assignment.lhs.tensor, semiring_of(self.assignment))
 
     @cached_property
     def running_cost(self) -> Cost:

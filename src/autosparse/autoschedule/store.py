@@ -33,6 +33,7 @@ from ..errors import AutosparseError
 from ..format import Format
 from ..notation import ast as notation
 from ..notation.ast import Literal
+from ..notation.operators import FUNCTIONS
 from ..runtime.cache import cache_dir, directory_problem, read_private, write_private
 from .asymptotic.cost import CostModel
 from .asymptotic.sketch import Access, Call, Sum
@@ -52,8 +53,9 @@ class StoredFront(Candidates):
     finds its choice stored too never parses them), each record that fails its checks left out."""
 
     def __init__(self, assignment: notation.Assignment, formats: Mapping[str, Format], records: list,
-                 complete: bool, kernel_factory: KernelFactory):
+                 complete: bool, kernel_factory: KernelFactory, fills: Mapping[str, object] = {}):
         self.assignment, self.formats, self.kernel_factory = assignment, dict(formats), kernel_factory
+        self.fills = dict(fills)
         self.records, self.complete = records, complete
 
     search = None
@@ -69,22 +71,25 @@ class StoredFront(Candidates):
 
     @cached_property
     def candidates(self) -> list[ScheduleCandidate]:
-        model = cost_model(self.assignment, self.formats)
+        model = cost_model(self.assignment, self.formats, self.fills)
         found = (_checked(record, self.assignment, self.formats, model) for record in self.records)
         return [cand for cand in found if cand is not None]
 
 
-def front_key(model: str, assignment: notation.Assignment, formats: Mapping[str, Format]) -> list:
-    """What decides a front: the model, the expression, every tensor's format and the versions."""
-    return [STORE_VERSION, _version(), model, str(assignment), sorted([n, str(f)] for n, f in formats.items())]
+def front_key(model: str, assignment: notation.Assignment, formats: Mapping[str, Format],
+              fills: Mapping[str, object] = {}) -> list:
+    """What decides a front: the model, the expression (its operators by name, as written), every tensor's
+    format, the operands' fills other than 0 (as text: `inf`, `True`) and the versions."""
+    key = [STORE_VERSION, _version(), model, str(assignment), sorted([n, str(f)] for n, f in formats.items())]
+    return key + [sorted([n, str(f)] for n, f in fills.items())] if fills else key
 
 
 def load_front(key: list, assignment: notation.Assignment, formats: Mapping[str, Format],
-               kernel_factory: KernelFactory) -> StoredFront | None:
+               kernel_factory: KernelFactory, fills: Mapping[str, object] = {}) -> StoredFront | None:
     found = _read(key)
     if found is None or not isinstance(found.get("candidates"), list):
         return None
-    return StoredFront(assignment, formats, found["candidates"], bool(found.get("complete")), kernel_factory)
+    return StoredFront(assignment, formats, found["candidates"], bool(found.get("complete")), kernel_factory, fills)
 
 
 def save_front(key: list, front: Candidates) -> str:
@@ -188,6 +193,8 @@ def _decoded(item):
             return Access(tensor, tuple(indices), tuple(Protocol(p) for p in protocols))
         case ["call", "*" | "+" | "-" as op, list(args)]:
             return Call(op, tuple(map(_decoded, args)))
+        case ["call", str(op), [arg]] if op in FUNCTIONS and FUNCTIONS[op].arity == 1:
+            return Call(op, (_decoded(arg),))
         case ["sum", list(indices), body] if all(isinstance(i, str) for i in indices):
             return Sum(tuple(indices), _decoded(body))
         case ["complex", float(real), float(imag)]:

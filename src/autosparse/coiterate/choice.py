@@ -33,7 +33,8 @@ import numpy as np
 
 from ..cin.ast import Access, Coiteration, Forall, Protocol, Stmt, Strategy, accesses, assignments, walk
 from ..config import memory_limit
-from ..notation.ast import Add, IndexVar, Sub
+from ..cin.rewrite import without
+from ..notation.ast import IndexVar, Literal, operator_of
 from .findable import findable
 from ..tensor import Tensor
 
@@ -124,13 +125,32 @@ def _appends(loop: Forall) -> bool:
 def _adds(loop: Forall, operands: list["_Operand"]) -> bool:
     """Whether the loop adds operands it steps (`B(i,j) + C(j,i)`), or a temporary (which may stand for
     operands its producer steps here): finding one term's operands in another's then takes a pass per
-    term, out of order for an appended result (lowering refuses it), so only a merge is legal."""
+    term, out of order for an appended result (lowering refuses it), so only a merge is legal. Adding is
+    any union (`unites`): `maximum(B, C)` over fill 0 adds, `B + C` over +inf does not."""
     stepped = {op.access for op in operands}
 
     def steps(side) -> bool:
         return any(a in stepped or a.tensor.temporary for a in accesses(side))
-    return any(isinstance(node, (Add, Sub)) and steps(node.left) and steps(node.right)
-               for a in assignments(loop.body) for node in walk(a.rhs))
+    return any(unites(node, steps) for a in assignments(loop.body) for node in walk(a.rhs))
+
+
+def unites(node, counts=lambda child: True) -> bool:
+    """Whether an operator's node needs each of two or more children that `counts` where the others are
+    absent (a union): none of them decides the node when its reads are absent (an annihilator, through
+    the registry: `*` over fill 0 and `+` over +inf intersect; `+`, `-` and `maximum` over 0 unite).
+    Functions of one operand and reductions unite nothing."""
+    op = operator_of(node)
+    if op is None or op.arity < 2:
+        return False
+    sides = [side for side, child in enumerate(node.children()) if counts(child)]
+    return len(sides) > 1 and not any(_annihilates(op, side, node.children()[side]) for side in sides)
+
+
+def _annihilates(op, side: int, child) -> bool:
+    """Whether `child` of `op`'s node, its reads absent, is a constant that decides the node alone."""
+    value = without(child, set(accesses(child)))
+    return (value is None or isinstance(value, Literal)) and op.is_annihilator(0 if value is None else value.value,
+                                                                                 side)
 
 
 def _cost(coiteration: Coiteration, operands: list[_Operand], trips: list[float], dim: int,

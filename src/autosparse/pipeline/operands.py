@@ -13,7 +13,7 @@ import numpy as np
 from ..format import Format
 from ..format.spec import as_format
 from ..errors import ScheduleError
-from ..notation import Apply, Assignment, Reduce, parse, walk
+from ..notation import Assignment, parse
 from ..notation.operators import Value
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
@@ -30,24 +30,6 @@ def as_assignment(expression) -> Assignment:
 @functools.lru_cache(maxsize=1024)  # `evaluate` and the operators parse on every call: once per text
 def _parsed(text: str) -> Assignment:
     return parse(text)
-
-
-def symbolic(assignment: Assignment, fills: Mapping[str, Value] = {}) -> Assignment:
-    """`assignment`, or a ScheduleError naming the first function, non-sum reduction or operand of a fill
-    other than 0 in it: the default schedule and lowering compile them, but the autoschedulers cost only
-    `+ - * /` and sums over fill 0 so far (they assume `x * 0 = 0` and `x + 0 = x`), so they are refused
-    here, before any search."""
-    for node in walk(assignment.rhs):
-        if isinstance(node, (Apply, Reduce)):
-            raise ScheduleError(f"Expected only + - * / and sum in an assignment to autoschedule, but found {node} "
-                                f"in {assignment}: the autoschedulers do not read the operator {node.op} yet; use "
-                                f"schedule=None (the default schedule) or write one")
-    for name, fill in sorted(fills.items()):
-        if fill != 0:
-            raise ScheduleError(f"Expected operands of fill 0 in {assignment} to autoschedule, but {name} has fill "
-                                f"{fill}: the autoschedulers cost absent entries as 0; use schedule=None (the "
-                                f"default schedule) or write one")
-    return assignment
 
 
 def operand_fills(operands: Mapping[str, object]) -> dict[str, Value]:

@@ -18,6 +18,7 @@ from ..cin import Access, Assign, Stmt, default_loops, default_protocol, legalis
 from ..cin import accesses as cin_accesses
 from ..cin.concretize import compiled_result_fill
 from ..cin.check import check_computes
+from ..cin.rewrite import postwalk
 from ..cin.provenance import Provenance, split_relations
 from ..errors import ScheduleError
 from ..format import Capability, Compressed, Format, Layout
@@ -73,7 +74,8 @@ def scheduled(assignment: Assignment, formats: Mapping[str, Format], temporary_f
             return parallelized(stmt, threads)
     elif hasattr(schedule, "children") and not blocked_operands:
         result = assignment.lhs.tensor
-        stmt = _assembling(schedule, result, formats[result])
+        stmt = _filled(_assembling(schedule, result, formats[result]),
+                       {**fills, result: compiled_result_fill(assignment, fills)})
     else:
         raise ScheduleError(f"Expected None, CIN text, scheduling commands or a CIN statement as the schedule, "
                             f"but found {type(schedule).__name__}")
@@ -120,6 +122,22 @@ def _assembling(stmt: Stmt, result: str, fmt: Format) -> Stmt:
                           for m, p in enumerate(lhs.protocols))
         return replace(stmt, lhs=Access(tensor, lhs.indices, protocols))
     return stmt.with_children(tuple(_assembling(child, result, fmt) for child in stmt.children()))
+
+
+def _filled(stmt: Stmt, fills: Mapping[str, Value]) -> Stmt:
+    """`stmt` with each operand and the result at its fill (0 where not given), as CIN text is parsed: a
+    statement an autoscheduler built (`realise`) names the tensors before the operands' fills are known.
+    Temporaries keep theirs (their reduction's identity)."""
+    def refilled(access: Access) -> Access:
+        tensor, fill = access.tensor, fills.get(access.tensor.name, 0)
+        return access if tensor.temporary or bool(tensor.fill == fill) else \
+            replace(access, tensor=replace(tensor, fill=fill))
+
+    def changed(node):
+        if isinstance(node, Access):
+            return refilled(node)
+        return replace(node, lhs=refilled(node.lhs)) if isinstance(node, Assign) else node
+    return postwalk(stmt, changed)
 
 
 def unscheduled(assignment: Assignment, formats: Mapping[str, Format], fills: Mapping[str, Value] = {}) -> Stmt:

@@ -7,6 +7,9 @@ then follows every zero/nonzero case of those accesses with zeros substituted an
 assignment adds `{[bound…] | guard}` and records that it may have written where the guard holds.
 A tensor's nonzeros are tracked as a predicate over its modes (`state`): sparse inputs start as
 themselves, dense inputs are never zero (untracked), and a `where` starts its temporary at zero.
+"Zero" is the semiring's (autoschedule/algebra.py): ⊕'s identity, which a temporary starts at and ⊗
+annihilates (+inf under min-plus); a sparse input of another fill is costed as a dense one (the
+search leaves it out of `sparse`).
 
 A temporary is recomputed for every iteration of the loops around its `where`, so with `scoped` (the
 default) its state keeps those loops' indices free: in `∀i (… w(l) …) where (∀k ∀l w(l) += B(i,k)·C(k,l))`

@@ -25,6 +25,8 @@ from typing import Callable, Mapping
 
 from ...format import Format
 from ...notation import ast as notation
+from ...notation.operators import Value
+from ..algebra import semiring_of, untracked
 from .cost import Cost, CostModel
 from .frontier import Frontier, Tradeoff
 from .order import NAMED_AT_LEAST, favouring_first, interleaved, promise, stored_orders
@@ -93,8 +95,9 @@ class Search:
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco: bool = False,
            sunk: bool = True, paper: bool = False, time_limit: float | None = None,
-           progress: Callable[[int, int], None] | None = None) -> Search:
-    """The asymptotic frontier of `assignment` with its tensors stored in `formats`."""
+           progress: Callable[[int, int], None] | None = None, fills: Mapping[str, Value] = {}) -> Search:
+    """The asymptotic frontier of `assignment` with its tensors stored in `formats` and its operands'
+    absent entries `fills` (0 where not given), in the semiring its operators make (algebra.py)."""
     stages: list[Stage] = []
     began = clock = time.perf_counter()
 
@@ -107,10 +110,13 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     operands = notation.accesses(assignment.rhs)
     sparse = {a.tensor: tuple(i.name for i in a.indices) for a in operands if not formats[a.tensor].is_dense}
     indices = tuple(dict.fromkeys(i.name for a in (assignment.lhs, *operands) for i in a.indices))
-    lhs, rhs = flatten(assignment.lhs), flatten(assignment.rhs)
+    semiring = semiring_of(assignment)
+    costed_dense = untracked(assignment, semiring, formats, fills)
+    tracked = {name: ix for name, ix in sparse.items() if name not in costed_dense}
+    lhs, rhs = flatten(assignment.lhs, semiring), flatten(assignment.rhs, semiring)
     reduce = assignment.accumulate or bool(assignment.reduction_indices)
-    stage("1 expression rewrites", len(rewrites(rhs)))
-    nests, scopes = groupings(lhs, rhs, reduce)
+    stage("1 expression rewrites", len(rewrites(rhs, semiring.distributes)))
+    nests, scopes = groupings(lhs, rhs, reduce, semiring.distributes, grouped=not costed_dense)
     stage("2 where groupings", len(nests))
     if time_limit is None or time_limit >= COUNTED_PAST:
         stage("3 forall nestings", nestings(nests, frozenset(indices), scopes))
@@ -148,7 +154,7 @@ def search(assignment: notation.Assignment, formats: Mapping[str, Format], taco:
     stage("6 protocols (min-depth schedules)", total)
     stage("6 the same, counting each copy (the paper's count)", sum(shape.choices * shape.copies for shape in shapes.values()))
 
-    model = CostModel(sparse, indices, sunk, scoped=not paper)
+    model = CostModel(tracked, indices, sunk, scoped=not paper)
     by_cost: dict[Tradeoff, list[tuple[Stmt, int]]] = {}  # each program with its copies
     costs: dict[Stmt, Cost] = {}
     processed = 0

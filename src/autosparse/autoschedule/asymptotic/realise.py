@@ -26,6 +26,7 @@ from ...errors import ScheduleError
 from ...format import Format
 from ...notation import ast as notation
 from ...notation.ast import IndexVar
+from ..algebra import PLUS_TIMES, Semiring, applied
 from .sketch import Access, Call, Stmt, map_accesses, reads
 
 
@@ -44,11 +45,14 @@ class Realised:
     probed: frozenset[str]  # operands of `running` reformatted with a hashed level, only read
 
 
-def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realised:
-    """`sketch` compiled against `formats` (every operand's and the result's, as the user gave them)."""
+def realise(sketch: Stmt, formats: Mapping[str, Format], result: str, semiring: Semiring = PLUS_TIMES) -> Realised:
+    """`sketch` compiled against `formats` (every operand's and the result's, as the user gave them), its
+    `+`, `*` and accumulations spelled in `semiring`'s operators (`min=` and `+` for min-plus)."""
     layout = _layout(sketch, formats, result)
     chosen = dict(layout.formats)
-    variables = {name: cin.TensorVar(name, fmt, temporary=name not in formats) for name, fmt in chosen.items()}
+    start = cin.identity(semiring.add)  # a temporary starts where ⊕ leaves its first term alone
+    variables = {name: cin.TensorVar(name, fmt, temporary=name not in formats, fill=start if name not in formats else 0)
+                 for name, fmt in chosen.items()}
     variables[result] = cin.TensorVar(result, formats[result])
     running = _as_stored(sketch, {name: fmt for name, fmt in chosen.items() if fmt.order > 1 or name in formats})
     hashed = {result if name == layout.staging else name for name, fmt in chosen.items()
@@ -56,7 +60,7 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
     probed = frozenset(name for name in hashed if name in formats and name != result)
     tables = frozenset(hashed) - probed
     if layout.staging is None:
-        return Realised(_converted(sketch, variables), chosen, running, tables, probed)
+        return Realised(_converted(sketch, variables, semiring), chosen, running, tables, probed)
     staging, prefix, rest = layout.staging, layout.prefix, layout.rest
     body = sketch
     for _ in prefix:
@@ -68,7 +72,7 @@ def realise(sketch: Stmt, formats: Mapping[str, Format], result: str) -> Realise
             return access
         return Access(staging, rest, tuple(access.protocols[access.indices.index(i)] for i in rest))
 
-    producer = _converted(map_accesses(body, staged), variables)
+    producer = _converted(map_accesses(body, staged), variables, semiring)
     copy = cin.nest(tuple(IndexVar(i) for i in rest),
                     cin.Assign(cin.default_access(variables[result], tuple(IndexVar(i) for i in target.indices),
                                                   write=True),
@@ -233,13 +237,14 @@ def _fresh(base: str, taken: set[str]) -> str:
     return next(name for name in (f"{base}{n}" for n in range(len(taken) + 1)) if name not in taken)
 
 
-def _converted(stmt: Stmt, variables: Mapping[str, cin.TensorVar]) -> cin.Stmt:
+def _converted(stmt: Stmt, variables: Mapping[str, cin.TensorVar], semiring: Semiring) -> cin.Stmt:
     if isinstance(stmt, cin.Forall):
-        return cin.Forall(IndexVar(stmt.index), _converted(stmt.body, variables))
+        return cin.Forall(IndexVar(stmt.index), _converted(stmt.body, variables, semiring))
     if isinstance(stmt, cin.Where):
-        return cin.Where(_converted(stmt.consumer, variables), _converted(stmt.producer, variables))
+        return cin.Where(_converted(stmt.consumer, variables, semiring), _converted(stmt.producer, variables, semiring))
     lhs = _access(stmt.lhs, variables, write=True)
-    return cin.Assign(lhs, _expression(stmt.rhs, variables), stmt.accumulate)
+    return cin.Assign(lhs, _expression(stmt.rhs, variables, semiring), stmt.accumulate,
+                      semiring.add if stmt.accumulate else "add")
 
 
 def _access(access: Access, variables, write: bool) -> cin.Access:
@@ -259,16 +264,20 @@ def _write_protocol(level, wanted: cin.Protocol) -> cin.Protocol:
     return next(p for p in (wanted, cin.Protocol.INSERT, cin.Protocol.APPEND) if cin.allows(level, p))
 
 
-def _expression(expr, variables):
+def _expression(expr, variables, semiring: Semiring):
+    """A sketch expression as CIN's: `+`/`*` as the semiring's ⊕/⊗ (`Add`/`Mul` for add and multiply,
+    else the registry's function), a unary call as its function (`Neg` for `-`)."""
     if isinstance(expr, Access):
         return _access(expr, variables, write=False)
     if not isinstance(expr, Call):
         return expr  # a literal
-    args = [_expression(a, variables) for a in expr.args]
+    args = [_expression(a, variables, semiring) for a in expr.args]
     if expr.op == "-":
         return notation.Neg(args[0])
-    node = notation.Mul if expr.op == "*" else notation.Add
+    if len(args) == 1:
+        return notation.Apply(expr.op, (args[0],))
+    name = semiring.multiply if expr.op == "*" else semiring.add
     result = args[0]
     for arg in args[1:]:
-        result = node(result, arg)
+        result = applied(name, result, arg)
     return result

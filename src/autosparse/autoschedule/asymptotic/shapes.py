@@ -29,6 +29,7 @@ from typing import Iterator, Mapping
 
 from ...notation import ast as notation
 from ...cin.ast import Assign, Forall, Where, assignments, nest
+from ..algebra import PLUS_TIMES, Semiring
 from .sketch import Access, Call, Stmt, Sum, from_expression, reads
 
 _PENDING = "~"  # the name prefix of a workspace whose indices are not known yet
@@ -38,9 +39,10 @@ _UNSCOPED: Mapping[str, frozenset[str]] = MappingProxyType({})  # no scoped sums
 # --- stage 1: expression rewrites --------------------------------------------------------------------
 
 
-def flatten(expr: notation.Expr):
-    """Index notation -> a sketch expression with n-ary `*`/`+` in a canonical argument order."""
-    return from_expression(expr, lambda a: Access(a.tensor, tuple(i.name for i in a.indices)), _nary)
+def flatten(expr: notation.Expr, semiring: Semiring = PLUS_TIMES):
+    """Index notation -> a sketch expression with n-ary `*`/`+` (the semiring's ⊗ and ⊕) in a canonical
+    argument order."""
+    return from_expression(expr, lambda a: Access(a.tensor, tuple(i.name for i in a.indices)), _nary, semiring)
 
 
 def _nary(op: str, args) -> Call:
@@ -50,10 +52,11 @@ def _nary(op: str, args) -> Call:
     return Call(op, tuple(sorted(flat, key=str)))
 
 
-def rewrites(expr) -> list:
-    """`expr` and every form reached by distributing products over sums, each once."""
+def rewrites(expr, distributes: bool = True) -> list:
+    """`expr` and every form reached by distributing products over sums, each once; `expr` alone where
+    the semiring's ⊗ does not distribute over its ⊕ (algebra.py: max-times)."""
     seen = {expr: None}
-    frontier = [expr]
+    frontier = [expr] if distributes else []
     while frontier:
         for form in _distributed_once(frontier.pop()):
             if form not in seen:
@@ -76,8 +79,8 @@ def _distributed_once(expr) -> Iterator:
                 yield _nary("+", tuple(_nary("*", (term, *rest)) for term in arg.args))
     for n, arg in enumerate(expr.args):
         for form in _distributed_once(arg):
-            yield _nary(expr.op, expr.args[:n] + (form,) + expr.args[n + 1:]) if expr.op != "-" \
-                else Call("-", (form,))
+            yield _nary(expr.op, expr.args[:n] + (form,) + expr.args[n + 1:]) if len(expr.args) > 1 \
+                else Call(expr.op, (form,))
 
 
 # --- stage 2: where groupings ------------------------------------------------------------------------
@@ -86,8 +89,14 @@ def _distributed_once(expr) -> Iterator:
 @dataclass
 class Pending:
     """Names for workspaces whose indices are not known yet (`~0`, `~1`, … unique across all of stage 2),
-    and for each scoped sum's workspace the indices it sums (`scopes`), which stage 3 keeps inside it."""
+    and for each scoped sum's workspace the indices it sums (`scopes`), which stage 3 keeps inside it.
+    `distributes`: whether ⊗ distributes over ⊕, so that a workspace of some factors may reduce (move the
+    reduction past the other factors). `grouped`: whether some operands of a node may be computed into a
+    workspace of their own (which starts at ⊕'s identity, so that must be their absent value: the
+    semiring's zero, the fill of every sparse operand; a reduction's workspace is always allowed)."""
 
+    distributes: bool = True
+    grouped: bool = True
     numbers: Iterator[int] = field(default_factory=count)
     scopes: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -98,13 +107,14 @@ class Pending:
         return name
 
 
-def groupings(lhs: Access, expr, reduce: bool) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
+def groupings(lhs: Access, expr, reduce: bool, distributes: bool = True,
+              grouped: bool = True) -> tuple[list[Stmt], Mapping[str, frozenset[str]]]:
     """Where-nests without loops, and the indices each scoped sum's pending workspace sums. A pending
     workspace is written as a scalar `~n`; its producer's `+=` marks a reducing producer (what stage 3
-    needs), settled in stage 5 once indices are known."""
-    names = Pending()
+    needs), settled in stage 5 once indices are known. `distributes`, `grouped`: as `Pending`'s."""
+    names = Pending(distributes, grouped)
     found = []
-    for form in rewrites(expr):
+    for form in rewrites(expr, distributes):
         for consumer, producers in _grouped(form, names):
             stmt: Stmt = Assign(lhs, consumer, reduce)
             for producer in producers:
@@ -120,12 +130,12 @@ def _grouped(expr, names: Pending) -> list[tuple]:
                 for body, producers in _grouped(expr.body, names)]
     if not isinstance(expr, Call):
         return [(expr, ())]
-    if expr.op == "-":
-        return [(Call("-", (inner,)), producers) for inner, producers in _grouped(expr.args[0], names)]
+    if len(expr.args) == 1:  # a negation or a unary function
+        return [(Call(expr.op, (inner,)), producers) for inner, producers in _grouped(expr.args[0], names)]
     args = expr.args
     per_arg = [_grouped(a, names) for a in args]
     results = []
-    for groups in _disjoint_groups(len(args)):
+    for groups in _disjoint_groups(len(args)) if names.grouped else [()]:
         grouped = set().union(*groups) if groups else set()
         free = [per_arg[n] for n in range(len(args)) if n not in grouped]
         computed = [_workspaces(expr.op, tuple(args[n] for n in group), names) for group in groups]
@@ -140,7 +150,7 @@ def _workspaces(op: str, operands: tuple, names: Pending) -> list[tuple]:
     """Every way to compute `op(operands)` into a fresh workspace: (its read, (its producer,))."""
     return [_workspace(body, producers, names.fresh(), reduces)
             for body, producers in _grouped(_nary(op, operands), names)
-            for reduces in ((True, False) if op == "*" else (False,))]
+            for reduces in ((True, False) if op == "*" and names.distributes else (False,))]
 
 
 def _workspace(body, producers: tuple, name: str, reduces: bool) -> tuple:

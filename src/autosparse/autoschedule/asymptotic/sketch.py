@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator, Union
 
-from ...cin.ast import Assign, Forall, Protocol, Where
+from ...cin.ast import Assign, Forall, Protocol, Where, assignments
 from ...cin.rewrite import adds, postwalk
 from ...notation import ast as notation
 from ...notation.ast import Literal
+from ..algebra import PLUS_TIMES, Semiring
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,8 @@ class Access:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """An n-ary `*` or `+`, or a one-argument `-` (negation)."""
+    """An n-ary `*` or `+` (the semiring's ⊗ and ⊕: algebra.py), or a one-argument `-` (negation) or
+    function that keeps the zero (`abs`, `pattern`: its registry name)."""
 
     op: str
     args: tuple
@@ -62,6 +64,8 @@ class Call:
     def __str__(self) -> str:
         if self.op == "-":
             return f"-{_wrapped(self.args[0])}"
+        if len(self.args) == 1:
+            return f"{self.op}({self.args[0]})"
         return f" {self.op} ".join(_wrapped(a) if self.op == "*" else str(a) for a in self.args)
 
 
@@ -121,38 +125,57 @@ def map_accesses(node, change):
     return postwalk(node, changed)
 
 
-def from_expression(expr, leaf, node=Call):
+def from_expression(expr, leaf, node=Call, semiring: Semiring = PLUS_TIMES):
     """An index-notation expression as a sketch expression: leaves through `leaf`, operators through
-    `node(op, args)` (binary `*`/`+`, `-` of one argument; `a - b` is `a + -b`), directly nested sums
-    as one `Sum` over their indices."""
-    if isinstance(expr, notation.Sum):
-        body = from_expression(expr.body, leaf, node)
+    `node(op, args)` (`+` for the semiring's ⊕, `*` for its ⊗, whether written `+`/`*` or as functions;
+    `-` of one argument; `a - b` is `a + -b`; a unary function by its name), directly nested reductions
+    as one `Sum` over their indices (the semiring's ⊕ says which reduction; `algebra.checked` refuses
+    any other)."""
+    def again(child):
+        return from_expression(child, leaf, node, semiring)
+
+    if isinstance(expr, (notation.Sum, notation.Reduce)):
+        body = again(expr.body)
         if isinstance(body, Sum):
             return Sum((expr.index.name, *body.indices), body.body)
         return Sum((expr.index.name,), body)
     if isinstance(expr, notation.Literal):
         return expr
     if isinstance(expr, notation.Neg):
-        return Call("-", (from_expression(expr.operand, leaf, node),))
+        return Call("-", (again(expr.operand),))
     if isinstance(expr, notation.Sub):
-        return node("+", (from_expression(expr.left, leaf, node),
-                          Call("-", (from_expression(expr.right, leaf, node),))))
-    if isinstance(expr, (notation.Add, notation.Mul)):
-        return node("*" if isinstance(expr, notation.Mul) else "+",
-                    (from_expression(expr.left, leaf, node), from_expression(expr.right, leaf, node)))
-    return leaf(expr)
+        return node("+", (again(expr.left), Call("-", (again(expr.right),))))
+    op = notation.operator_of(expr)
+    if op is None or op.arity == 2 and op.name not in (semiring.add, semiring.multiply):
+        return leaf(expr)
+    if op.arity == 1:
+        return Call(op.name, (again(expr.children()[0]),))
+    return node("+" if op.name == semiring.add else "*", tuple(map(again, expr.children())))
 
 
-def from_cin(stmt) -> Stmt:
+def from_cin(stmt, semiring: Semiring | None = None) -> Stmt:
     """A sketch of a CIN statement (formats and loop marks dropped, protocols kept), to cost hand-written
-    schedules."""
+    schedules; its semiring, where not given, that of its accumulations (`min=`) and other operator."""
+    if semiring is None:
+        semiring = _cin_semiring(stmt)
+
     def access(a) -> Access:
         return Access(a.tensor.name, tuple(i.name for i in a.indices), a.protocols)
 
     if isinstance(stmt, Forall):
-        return Forall(stmt.index.name, from_cin(stmt.body))
+        return Forall(stmt.index.name, from_cin(stmt.body, semiring))
     if isinstance(stmt, Where):
-        return Where(from_cin(stmt.consumer), from_cin(stmt.producer))
+        return Where(from_cin(stmt.consumer, semiring), from_cin(stmt.producer, semiring))
     if isinstance(stmt, Assign):
-        return Assign(access(stmt.lhs), from_expression(stmt.rhs, access), stmt.accumulate)
+        return Assign(access(stmt.lhs), from_expression(stmt.rhs, access, semiring=semiring), stmt.accumulate)
     raise TypeError(f"Expected a forall, where or assignment, but found {stmt}")
+
+
+def _cin_semiring(stmt) -> Semiring:
+    """⊕: the operator CIN's accumulations reduce with, other than add where there is one; ⊗: the other
+    binary operator it applies (multiply where none)."""
+    assigns = assignments(stmt)
+    plus = next((a.reduce for a in assigns if a.accumulate and a.reduce != "add"), "add")
+    binary = {op.name for a in assigns for op in map(notation.operator_of, notation.walk(a.rhs))
+              if op is not None and op.arity == 2} - {plus, "subtract", "divide"}
+    return Semiring(plus, min(binary, default="multiply"))

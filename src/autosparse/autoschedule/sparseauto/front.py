@@ -22,6 +22,7 @@ from ...notation import ast as notation
 from ...schedule.big import Node, cin_text, show, temporaries
 from ...schedule.big_cin import operand_accesses, to_cin
 from ...tensor import as_tensor
+from ..algebra import PLUS_TIMES, Semiring, in_semiring, semiring_of
 from ..asymptotic.cost import CostModel
 from ..candidate import Candidates, CostedByCin, KernelFactory, ScheduleCandidate, cost_model
 from .cost import Costs
@@ -38,6 +39,7 @@ class SparseAutoCandidate(CostedByCin, ScheduleCandidate):
     cost: Costs
     user_formats: Mapping[str, Format] = field(repr=False, compare=False)
     model: CostModel = field(repr=False, compare=False)
+    semiring: Semiring = field(default=PLUS_TIMES, repr=False, compare=False)  # the CIN's ⊕ and ⊗
 
     found_by = "sparseauto"
 
@@ -57,7 +59,7 @@ class SparseAutoCandidate(CostedByCin, ScheduleCandidate):
     def cin(self) -> cin_ast.Stmt:
         """The BIG as CIN (what `text` spells): operands read with their formats' default protocols, dense
         ones and the temporaries located."""
-        return to_cin(self.big, operand_accesses(self.big, self.user_formats))
+        return in_semiring(to_cin(self.big, operand_accesses(self.big, self.user_formats)), self.semiring)
 
     def kernel_schedule(self) -> tuple[cin_ast.Stmt, dict[str, Format]]:
         return self.cin, self.formats
@@ -74,7 +76,9 @@ class SparseAutoFront(Candidates):
         self.assignment, self.formats, self.search = assignment, dict(formats), found
         self.kernel_factory = kernel_factory
         model = cost_model(assignment, self.formats)
-        self.candidates = [SparseAutoCandidate(big, cost, self.formats, model) for big, cost in found.schedules]
+        semiring = semiring_of(assignment)
+        self.candidates = [SparseAutoCandidate(big, cost, self.formats, model, semiring)
+                           for big, cost in found.schedules]
 
     @property
     def complete(self) -> bool:

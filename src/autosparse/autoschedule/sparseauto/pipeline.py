@@ -15,11 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ...errors import AutosparseError
+from ...errors import AutosparseError, ScheduleError
 from ...format import Format
 from ...notation import ast as notation
+from ...notation.operators import Value
 from ...notation.scope import sums_normalised
 from ...schedule.big import Compute, Factor, Node
+from ..algebra import as_products, semiring_of
 from .cost import Costs, costs
 from .prune import Solver, dominated, one_placement, pareto_depths
 from .space import Space, SpaceBuilder, numbered
@@ -48,13 +50,23 @@ class Search:
     complete: bool = True  # False: the time limit cut the space's nesting or stage 3's solver short
 
 
-def as_compute(assignment: notation.Assignment) -> Compute:
-    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3).
+def as_compute(assignment: notation.Assignment, fills: Mapping[str, Value] = {},
+               formats: Mapping[str, Format] = {}) -> Compute:
+    """The assignment as one statement `lhs += f1 * … * fn`; SparseAuto schedules products only (§3), in
+    a semiring (⊕, ⊗) (`min(j, A(i,j) + d(j))`: algebra.py) whose ⊗ distributes over its ⊕ (fission and
+    fusion move reductions), every sparse factor (per `formats`; each one where not given) of a fill
+    that is its zero (its cost and its kernels read absent entries as that zero): a ScheduleError
+    names the semiring or the operand otherwise, which the asymptotic model may still schedule.
     A sum scoped to some factors of a product (`sum(j, A(i,j)) * x(i)`) is drawn out over the whole
     product, which means the same; a sum scoped to part of a sum (`A(i,j) * x(j) + z(i)`) is refused,
     as every sum of terms is: its candidates could not compute that meaning."""
     factors = []
-    _, rhs = notation.peeled(sums_normalised(assignment.rhs))
+    semiring = semiring_of(assignment)
+    if not semiring.distributes:
+        raise ScheduleError(f"Expected a semiring whose ⊗ distributes over its ⊕ for the sparseauto model, but "
+                            f"{assignment} reduces by {semiring.add} products of {semiring.multiply}: use "
+                            f"model='asymptotic'")
+    _, rhs = notation.peeled(sums_normalised(as_products(assignment.rhs, semiring)))
 
     def collect(expr) -> None:
         if isinstance(expr, notation.Mul):
@@ -67,18 +79,26 @@ def as_compute(assignment: notation.Assignment) -> Compute:
                                   f"{assignment} has {expr}: use model='asymptotic'")
 
     collect(rhs)
+    for factor in factors:
+        fill = fills.get(factor.tensor, 0)
+        fmt = formats.get(factor.tensor)
+        if (fmt is None or not fmt.is_dense) and not semiring.has_zero(fill):
+            raise ScheduleError(f"Expected sparse operands of fill {semiring.zero} (the zero of {semiring.add} and "
+                                f"{semiring.multiply}) for the sparseauto model, but {factor.tensor} has fill {fill} "
+                                f"in {assignment}: use model='asymptotic'")
     lhs = assignment.lhs
     return Compute(Factor(lhs.tensor, tuple(i.name for i in lhs.indices)), tuple(factors))
 
 
 def search(assignment: notation.Assignment, formats: Mapping[str, Format], constraints: Sequence[str] = (),
            rule: str = "everywhere", max_memory_depth: int = 2, stage1_groups: bool = False, timeout_ms: int = 2000,
-           time_limit: float | None = None, progress: Callable[[int, int], None] | None = None) -> Search:
+           time_limit: float | None = None, progress: Callable[[int, int], None] | None = None,
+           fills: Mapping[str, Value] = {}) -> Search:
     """Stages 1–3 for `assignment` with its tensors stored in `formats`. `stage1_groups` also costs
     every schedule stage 1 keeps, only to report how many distinct costs they have (Table 3).
     `time_limit` (seconds) makes the search anytime; `progress(done, total)` hears of each nesting
     depth built under a time limit, then of each group stage 3 compares."""
-    compute = as_compute(assignment)
+    compute = as_compute(assignment, fills, formats)
     began = clock = time.perf_counter()
     deadline = None if time_limit is None else began + time_limit
     stages: list[Stage] = []
