@@ -182,12 +182,9 @@ OTHER = np.flip(DENSE, 1) - 2 * np.flip(DENSE, 0)  # negative entries, and zeros
     (np.greater_equal, 2.0), (np.equal, OTHER), (np.not_equal, 0.0), (np.logical_and, OTHER), (np.logical_or, OTHER),
     (np.logical_not, None),
 ])
-def test_numpy_ufuncs_on_tensors_route_to_one_kernel(ufunc, right, fmt, monkeypatch, request):
+def test_numpy_ufuncs_on_tensors_route_to_one_kernel(ufunc, right, fmt, monkeypatch):
     from autosparse.tensor import operations
 
-    if fmt == "coo" and right is not None and np.ndim(right) == 0:  # as xp's functions do on main
-        request.applymarker(pytest.mark.xfail(raises=asp.ScheduleError, strict=True, reason=(
-            "the default schedule parallelises a coo tensor's loop beside a number, which it cannot")))
     called = []
     monkeypatch.setattr(operations, "apply", lambda name, *operands, **options: called.append(name) or
                         asp.api.operators(name, operands, **options))
