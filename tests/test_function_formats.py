@@ -1,7 +1,8 @@
 """autosparse.array's functions beyond + and * on every format, on one thread and on the default schedule's
 threads, against numpy on dense copies: the default schedule never picks a parallel loop its own lowering
 refuses (a loop over a COO or DCSR operand's rows that must also visit the rows it does not store), and
-logical results (comparisons, logical_*, any, all) hold truth values 0/1 in every format, eager and lazy."""
+logical results (comparisons, logical_*, any, all) hold truth values 0/1 in every format, eager and lazy;
+a product over a fill of 0 is 0 wherever its slice has an absent entry."""
 
 from __future__ import annotations
 
@@ -85,3 +86,22 @@ def test_any_and_all_of_size_one_and_all_fill_operands(word, fmt):
     for array in (np.array([[0.0, 2.5, 0.0]]), np.array([[0.5], [0.0], [-1.0]]), np.zeros((2, 3))):
         for axis in (0, 1, ()):
             check(getattr(xp, word)(asp.Tensor.from_numpy(array, fmt), axis=axis), getattr(np, word)(array, axis=axis))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_prod_over_fill_0_is_0_where_a_slice_has_an_absent_entry(fmt, threads):
+    full = np.array([[0.0, 1.5, 0.0], [0.2, 2.0, 3.0], [0.0, 0.0, 0.0], [4.0, 0.5, -1.0]])  # row 1 and 3 full
+    a = asp.Tensor.from_numpy(full, fmt)
+    for axis in (0, 1, None):
+        np.testing.assert_array_equal(dense(xp.prod(a, axis=axis)), np.prod(full, axis=axis))
+    (lazy,) = asp.compute(xp.prod(asp.lazy(a), axis=1) * 2)
+    np.testing.assert_array_equal(dense(lazy), np.prod(full, axis=1) * 2)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0)])
+def test_prod_over_an_empty_dimension_is_the_identity(shape):
+    a = asp.Tensor.from_numpy(np.zeros(shape), "csr")
+    for axis in (0, 1, None):
+        np.testing.assert_array_equal(dense(xp.prod(a, axis=axis)), np.prod(np.zeros(shape), axis=axis))
+    sparse_result = asp.Kernel("C(i) = prod(j, A(i,j))", {"A": "csr", "C": "s"})(A=a)
+    np.testing.assert_array_equal(dense(sparse_result), np.prod(np.zeros(shape), axis=1))
