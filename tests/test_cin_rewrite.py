@@ -72,3 +72,14 @@ def test_without_nothing_absent_is_the_same_statement():
     stmt = parse_cin("∀i where(y(i) = w() + z(i), ∀j w() += A(i,j) * x(j))", FORMATS)
     assert without(stmt, set()) is stmt
     assert all(isinstance(a, Access) for a in accesses(stmt))
+
+
+@pytest.mark.parametrize("before, fills, after", [
+    ("∀i ∀j y(i) += A(i,j)", {"A": float("inf"), "y": float("inf")}, "∀i ∀j y(i) += inf"),  # inf adds
+    ("∀i ∀j y(i) max= A(i,j)", {"A": 2.0, "y": 2.0}, None),  # a maximum starting at 2 stays above it
+    ("∀i ∀j y(i) += A(i,j) * x(j)", {"y": 3.0}, None),  # + 0 leaves any target as it is
+])
+def test_an_accumulation_is_dropped_only_where_it_leaves_its_target_as_it_is(before, fills, after):
+    stmt = parse_cin(before, FORMATS, fills)
+    result = without(stmt, _absent(stmt, "A"))
+    assert (None if result is None else str(result)) == after

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from autosparse.cin import default_access, TensorVar
+from autosparse.coiterate.lattice import (DIMENSION, Iterator, Point, dense_loop, join, meet, single, sub_points,
+                                          universe)
 from autosparse.format import Format
-from autosparse.lower.lattice import DIMENSION, Iterator, Point, dense_loop, join, meet, single, sub_points, universe
 from autosparse.notation.ast import IndexVar
 
 

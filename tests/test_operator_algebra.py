@@ -182,6 +182,7 @@ A, N, D = Role.ANNIHILATES, Role.NEITHER, Role.DROPS
     ("C(i,j) = maximum(A(i,j), 0)", {"A": -1.0}, 0.0),
     ("y(i) = any(j, logical_and(A(i,j), q(j)))", {"A": False, "q": False}, False),
     ("y(i) = max(j, A(i,j))", {"A": 3.0}, 3.0),                        # idempotent over any fill
+    ("y(i) = prod(j, A(i,j))", {}, 0),                                 # prod over its annihilator
     ("C(i,j) = where(M(i,j), A(i,j), 7)", {"M": False}, 7),
     ("y(j) = logical_not(pattern(v(j))) * A(j,i) * q(i)", {}, 0),
 ])
@@ -191,7 +192,6 @@ def test_fill_of(text, fills, fill):
 
 @pytest.mark.parametrize("text,fills", [
     ("y(i) = A(i,j) * x(j)", {"A": 1, "x": 1}),                       # a sum over fill 1: n, not a fill
-    ("y(i) = prod(j, A(i,j))", {}),                                    # prod over 0 is not its identity
     ("y(i) = min(j, prod(k, B(i,j,k)) + 1)", {"B": 2}),
 ])
 def test_fill_of_refuses_a_reduction_over_a_fill_it_neither_drops_nor_repeats(text, fills):

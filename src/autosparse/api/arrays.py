@@ -334,7 +334,9 @@ def _reduction(word: str):
         indices = index_names(order)
         kept = [index for mode, index in enumerate(indices) if mode not in summed]
         reduced = [index for mode, index in enumerate(indices) if mode in summed]
-        if not (keepdims and reduced):
+        if not reduced:
+            return f"{_access('C', kept)} = {_truth(word, _access('A', indices))}", {"A": operand}
+        if not keepdims:
             return f"{_access('C', kept)} = {_reduced(REDUCTIONS[word].name, reduced, _access('A', indices))}", \
                 {"A": operand}
         ones = index_names(order + len(reduced))[order:]
@@ -342,6 +344,12 @@ def _reduction(word: str):
         body = _reduced(REDUCTIONS[word].name, reduced, f"{_access('A', indices)} * {_access('B', ones)}")
         return f"{_access('C', result)} = {body}", {"A": operand, "B": np.ones((1,) * len(ones), operand.dtype)}
     return builder
+
+
+def _truth(word: str, body: str) -> str:
+    """`body` reduced over no axes: itself, but for `any` and `all` its truth (numpy's `np.any(a, axis=())` is
+    `a != 0`), which no reduction operator is left to make 0/1."""
+    return f"not_equal({body}, 0)" if word in LOGICAL else body
 
 
 def _axes(axes, order: int) -> list[int]:

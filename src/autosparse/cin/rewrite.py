@@ -93,8 +93,8 @@ def without(node, absent: Collection):
         return _folded(node, op, children, kept)
     if isinstance(node, Assign) and (kept[0] is None or isinstance(kept[0], Literal)):
         value = 0 if kept[0] is None else kept[0].value
-        if _same(value, _fill(node.lhs)):
-            return None  # writes what the target holds already
+        if _leaves_as_is(node, value):
+            return None
         return node.with_children((Literal(value),))
     if None not in kept:
         return node.with_children(kept)
@@ -102,6 +102,17 @@ def without(node, absent: Collection):
     if not adds(node) or not present:
         return None
     return present[0] if len(present) == 1 else node.with_children(present)
+
+
+def _leaves_as_is(assign: Assign, value) -> bool:
+    """Whether storing `value` by `assign` leaves its target as it is: a plain store of the target's fill (what
+    it starts at), an accumulation of its operator's identity, or of the fill under an idempotent operator
+    (min, max, and, or only move a target away from its start in one direction). `y(i) += inf` over a target
+    of fill inf changes what earlier terms summed, `y(i) *= 0` over a target of fill 0 what they multiplied."""
+    op = REGISTRY[assign.reduce]
+    if assign.accumulate and not op.idempotent:
+        return op.is_identity(value)
+    return _same(value, _fill(assign.lhs)) or assign.accumulate and op.is_identity(value)
 
 
 def _folded(node, op, children: tuple, kept: tuple):

@@ -10,21 +10,20 @@ scope of that point (its stepped levels positioned, its written levels entered).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from ..cin.ast import Access, Assign, Forall, Protocol, Race, Sequence, Where, accesses, assignments, results
+from ..cin.ast import Access, Forall, Protocol, Race, Sequence, accesses, assignments
 from ..cin.rewrite import without
 from ..codegen import names
 from ..codegen.c_ast import (Continue, Decl, Expr, Unroll, Var, and_, cast, eq, ge, gt, increment, lt, ne,
                              ternary)
+from ..coiterate import lattice as lat
 from ..errors import ScheduleError
 from ..format.level import Capability
-from ..notation.ast import Add, Apply, Div, IndexVar, Literal, Mul, Neg, Sub, operator_of
+from ..notation.ast import IndexVar
 from ..runtime.abi import ReturnCode
 from . import finds
-from . import lattice as lat
 from .context import Lowering, Scope, count_iteration
 from .outputs import dense_operand
 from .parallel import RowSplit, iteration, parallel_region
@@ -89,66 +88,6 @@ def survey(cx: Lowering, stmt: Forall, scope: Scope) -> Loop:
             raise ScheduleError(f"Expected {assign.lhs} to be written in its storage order (format "
                                 f"{assign.lhs.tensor.format}), but loop {index} comes before {levels[level]}")
     return Loop(index, stepped, tuple(located), tuple(dict.fromkeys(written)))
-
-
-def loop_lattice(stmt, loop: Loop, produced: Mapping[str, lat.Lattice]) -> lat.Lattice:
-    """The iteration lattice of `stmt` for the loop: a temporary read stands for its producer. An
-    operator's node meets its children's lattices where an absent child annihilates it (`*` over fill 0,
-    `+` over +inf), and joins them otherwise; an assignment that still writes something where every
-    operand the loop steps is absent (`exp(A)` into a target of fill 0) runs over the whole dimension."""
-    if isinstance(stmt, Access):
-        if stmt in loop.stepped:
-            return lat.single(loop.stepped[stmt])
-        return produced.get(stmt.tensor.name, lat.universe()) if stmt.tensor.temporary else lat.universe()
-    if isinstance(stmt, Literal):
-        return lat.universe()
-    if isinstance(stmt, Assign):
-        inner = loop_lattice(stmt.rhs, loop, produced)
-        if lat.dense_loop(inner) or without(stmt, _absent_in(stmt.rhs, loop, produced)) is None:
-            return inner
-        return lat.join(inner, lat.universe())
-    if isinstance(stmt, (Forall, Neg)):
-        return loop_lattice(stmt.children()[0], loop, produced)
-    if isinstance(stmt, Div) and not _absent_in(stmt.right, loop, produced):  # a divisor stored everywhere
-        return loop_lattice(stmt.left, loop, produced)
-    if isinstance(stmt, (Add, Sub, Mul, Div, Apply)):
-        return _operator_lattice(stmt, loop, produced)
-    if isinstance(stmt, Sequence):
-        return lat.join(*(loop_lattice(child, loop, produced) for child in stmt.children()))
-    if isinstance(stmt, Where):
-        inner = loop_lattice(stmt.producer, loop, produced)
-        made = dict.fromkeys(results(stmt.producer), inner)
-        return loop_lattice(stmt.consumer, loop, {**produced, **made})
-    raise TypeError(f"not CIN: {stmt!r}")
-
-
-def _absent_in(expr, loop: Loop, produced: Mapping[str, lat.Lattice]) -> list[Access]:
-    """The reads in `expr` that can be absent in the loop: the operands it steps, the temporaries its
-    producers leave unwritten."""
-    return [a for a in accesses(expr) if a in loop.stepped or a.tensor.temporary and a.tensor.name in produced]
-
-
-def _operator_lattice(node, loop: Loop, produced: Mapping[str, lat.Lattice]) -> lat.Lattice:
-    """An operator's node exists where every child that annihilates it when absent is present (`*` over
-    fill 0, `+` over +inf: their meet); a child that does not (`T(j)` of fill -1 in `A(i,j) * T(j)`) only
-    splits those points into cases, present or not. With no such annihilating child, the children's join."""
-    op, children = operator_of(node), node.children()
-    lattices = [loop_lattice(child, loop, produced) for child in children]
-    absent = [_absent_in(child, loop, produced) for child in children]
-    kills = [not absent[side] or _annihilates(op, side, without(child, absent[side]))
-             for side, child in enumerate(children)]
-    if not any(kill and absent[side] for side, kill in enumerate(kills)):
-        return functools.reduce(lat.join, lattices)
-    return functools.reduce(lat.meet, (lattice if kill else lat.join(lattice, lat.universe())
-                                       for lattice, kill in zip(lattices, kills)))
-
-
-def _annihilates(op, side: int, value) -> bool:
-    """Whether a child that became `value` (None: 0) once its reads are absent decides the node alone:
-    an annihilating constant, or any constant under a function of one operand."""
-    if value is not None and not isinstance(value, Literal):
-        return False
-    return op.arity == 1 or op.is_annihilator(0 if value is None else value.value, side)
 
 
 def iterator_names(cx: Lowering, it: lat.Iterator) -> tuple[str, str, str, str]:

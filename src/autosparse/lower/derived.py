@@ -16,11 +16,11 @@ from ..cin.ast import Access, Assign, Forall, Stmt, Strategy, accesses
 from ..cin.provenance import Bound, BoundKind, Collapse, Pos, Split
 from ..codegen import names
 from ..codegen.c_ast import Decl, Expr, Literal, Unroll, Var, and_, as_expr, call, eq, ge, gt, increment, le, lt
+from ..coiterate import lattice as lat
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
 from . import finds
-from . import lattice as lat
-from .coiteration import (Loop, case_body, declare_iterators, iterator_names, load, loop_lattice, point_cases,
+from .coiteration import (Loop, case_body, declare_iterators, iterator_names, load, point_cases,
                           sparse_iterators, survey)
 from .context import Fixed, Lowering, Scope, count_iteration
 from .outputs import hoisting, store, target_position
@@ -282,7 +282,7 @@ def fixed_forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
     scope = replace(scope, fixed={k: v for k, v in scope.fixed.items() if k != stmt.index})
     rule = scope.provenance.deriving(stmt.index)
     loop = survey(cx, stmt, scope)
-    lattice = loop_lattice(stmt.body, loop, {})
+    lattice = lat.loop_lattice(stmt.body, loop.stepped, {})
     _check_fixed_writes(cx, stmt.index, rule, fixed, loop, scope)
     index = names.coordinate(stmt.index)
     sparse = sparse_iterators(lattice)

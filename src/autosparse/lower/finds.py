@@ -39,7 +39,7 @@ from ..codegen.c_ast import (Expr, Literal, Prelude, SizeOf, Var, and_, call, ca
                              ge, gt, increment, lt, ne, not_, or_, ternary)
 from ..errors import ScheduleError
 from ..notation.ast import IndexVar
-from . import lattice as lat
+from ..coiterate import lattice as lat
 from ..coiterate.findable import NEEDS, findable
 from ..runtime.abi import ReturnCode
 from .reads import ReadLevel

@@ -14,8 +14,8 @@ from functools import reduce
 from ..cin.ast import Assign, Forall, unnest_loops
 from ..codegen import names
 from ..codegen.c_ast import Decl, Expr, Literal, SizeOf, Unroll, Var, as_expr, call, increment, lt
-from . import lattice as lat
-from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load, loop_lattice,
+from ..coiterate import lattice as lat
+from .coiteration import (Loop, advance, coiterate, declare_iterators, iterator_names, load,
                           parallel_sparse_loop, point_cases, require_ordered, sparse_iterators, survey)
 from .context import Lowering, Scope
 from .derived import blocked_loop, check_appends, derived_forall, fixed_forall, indexes_levels
@@ -36,7 +36,7 @@ def forall(cx: Lowering, stmt: Forall, scope: Scope) -> None:
         stmt, scope, bound = blocked_loop(cx, stmt, relation, scope)
     loop = survey(cx, stmt, scope)
     check_appends(loop, scope)
-    lattice = loop_lattice(stmt.body, loop, {})
+    lattice = lat.loop_lattice(stmt.body, loop.stepped, {})
     bounded = bounded_target(cx, stmt, scope)
     if bounded is not None:
         _count_trips(cx, loop, lattice, bounded, scope)

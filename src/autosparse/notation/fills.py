@@ -33,8 +33,11 @@ class Role(Enum):
 def fill_of(expr: Expr, fills: Mapping[str, Value]) -> Value:
     """The value of `expr` where every operand is absent: each tensor's fill (`fills`, by name, 0 when not
     given), folded through the registry. A reduction keeps its body's fill when the operator is
-    idempotent or the fill is its identity; any other reduction is refused (a ScheduleError): a sum over
-    a fill of 1 would be its extent, not a fill."""
+    idempotent, the fill is its identity, or the fill is its annihilator (a product over fill 0 is 0
+    wherever its slice has an absent entry, which lowering visits: the assignment writes 0, not the
+    identity, there, so the loop runs over the whole dimension; a full slice is its product, and an empty
+    dimension leaves the identity the result starts at); any other reduction is refused (a ScheduleError):
+    a sum over a fill of 1 would be its extent, not a fill."""
     if isinstance(expr, Access):
         return fills.get(expr.tensor, 0)
     if isinstance(expr, Literal):
@@ -42,9 +45,10 @@ def fill_of(expr: Expr, fills: Mapping[str, Value]) -> Value:
     reduction = reduction_of(expr)
     if reduction is not None:
         body = fill_of(expr.children()[0], fills)
-        if not (reduction.idempotent or reduction.is_identity(body)):
+        if not (reduction.idempotent or reduction.is_identity(body) or reduction.is_annihilator(body)):
             raise ScheduleError(f"Expected the body of {expr} to have a fill that {reduction.name} drops (its "
-                                f"identity) or repeats (an idempotent reduction), but its fill is {body!r}: "
+                                f"identity), repeats (an idempotent reduction) or is decided by (its "
+                                f"annihilator), but its fill is {body!r}: "
                                 f"the reduction would depend on the extent of {expr.index}")
         return body
     op = operator_of(expr)

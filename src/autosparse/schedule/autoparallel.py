@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from ..cin.ast import Access, Forall, ParallelUnit, Race, Stmt, Strategy, accesses, assignments, walk
 from ..cin.provenance import split_relations
+from ..coiterate.lattice import Iterator, dense_loop, loop_lattice
 from ..errors import ScheduleError
 from ..cin.rewrite import without
 from ..coiterate.choice import unites
@@ -93,13 +94,23 @@ def _starts_apart(loop: Forall, result: Access) -> bool:
     """Each iteration can begin without the one before: no operand's position carries over `loop`, or
     one operand alone is stepped there, whose positions the threads split: with unique coordinates, or
     with coordinates repeated in order into a dense result (split at rows)."""
-    levels = [_level_at(read, loop) for read in accesses(loop)]
-    stepped = [level for level in levels if level is not None and not level.properties.full]
+    levels = {read: _level_at(read, loop) for read in accesses(loop)}
+    stepped = {read: level for read, level in levels.items() if level is not None and not level.properties.full}
     if not stepped:
         return True
-    if len(stepped) != 1 or _sums(loop):
+    if len(stepped) != 1 or _sums(loop) or _whole_dimension(loop, *stepped):
         return False
-    return stepped[0].properties.unique or (result.tensor.format.is_dense and not _repeated_in_any_order(stepped[0]))
+    level = next(iter(stepped.values()))
+    return level.properties.unique or (result.tensor.format.is_dense and not _repeated_in_any_order(level))
+
+
+def _whole_dimension(loop: Forall, read: Access) -> bool:
+    """Whether the loop visits coordinates where the one operand it steps stores nothing (`A < 0.5` gives
+    true there, `minimum(A, 0.5)` is no product that A's absence decides): its lattice, as lowering reads
+    it, is dense. Such a loop runs over the dimension and finds the operand's runs as it goes, carrying its
+    position from one iteration to the next, which threads cannot split."""
+    stepped = {read: Iterator(read, read.level_indices.index(loop.index), False)}
+    return dense_loop(loop_lattice(loop.body, stepped, {}))
 
 
 def _repeated_in_any_order(level) -> bool:
