@@ -11,6 +11,7 @@ fill, the value of every entry its inputs' fills give (`exp` of a fill-0 operand
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -25,6 +26,9 @@ from ..tensor.interop import is_scipy
 from .plan import plan
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+#: Texts (and their shapes) whose parse `record` keeps: a loop records the same few texts every iteration.
+KEPT = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,10 +115,7 @@ def record(name: str, operands: tuple, **options) -> LazyArray:
     given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
     nodes = [given.get(id(value)) or (value.of if isinstance(value, Shaped) else leaf(value))
              for value in named.values()]
-    assignment = parse(expression)
-    extents = index_extents(assignment, {name: node.shape for name, node in zip(named, nodes)})
-    shape = tuple(extents[index] for index in assignment.lhs.indices)
-    count = prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
+    assignment, shape, count = _shaped(expression, tuple((name, node.shape) for name, node in zip(named, nodes)))
     dtype, fill = _dtype_and_fill(name, nodes, options, count)
     if not options.get("keepdims"):
         return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
@@ -123,6 +124,21 @@ def record(name: str, operands: tuple, **options) -> LazyArray:
     kept = tuple(m for m, index in enumerate(assignment.lhs.indices) if index not in read)
     return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes), kept=kept,
                           squeezed=squeezed))
+
+
+@lru_cache(maxsize=KEPT)
+def _shaped(expression: str, shapes: tuple) -> tuple[Assignment, tuple[int, ...], int]:
+    """The builder's text parsed, the result's shape and how many coordinates it reduces over, for the
+    operands' `shapes` (name, shape): each depends on these alone, so a loop parses each text once."""
+    assignment = _parsed(expression)
+    extents = index_extents(assignment, dict(shapes))
+    shape = tuple(extents[index] for index in assignment.lhs.indices)
+    return assignment, shape, prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
+
+
+@lru_cache(maxsize=KEPT)
+def _parsed(expression: str) -> Assignment:
+    return parse(expression)
 
 
 def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):

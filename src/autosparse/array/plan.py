@@ -26,6 +26,7 @@ from itertools import count
 from ..api.arrays import NAMES, index_names
 from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
 from ..notation.ast import REDUCING, peeled, summed
+from ..tensor import Tensor
 from .fusion import costlier
 
 
@@ -39,9 +40,60 @@ class Step:
     operands: tuple
 
 
+#: Plans kept, by the graph's structure (`_structure`), emptied when it holds this many.
+KEPT = 256
+_plans: dict = {}
+
+
 def plan(roots) -> list[Step]:
-    """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads."""
-    return _Planner(roots).steps
+    """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads: planned
+    once per structure of the graph, then the steps' texts mapped onto the nodes of a graph like it."""
+    nodes, key = _structure(roots)
+    steps = _plans.get(key)
+    if steps is None:
+        if len(_plans) >= KEPT:
+            _plans.clear()
+        position = {node: k for k, node in enumerate(nodes)}
+        steps = _plans[key] = tuple((position[step.target], step.expression, tuple(map(position.get, step.operands)))
+                                    for step in _Planner(roots).steps)
+    return [Step(nodes[target], text, tuple(nodes[k] for k in operands)) for target, text, operands in steps]
+
+
+def _structure(roots) -> tuple[list, tuple]:
+    """The nodes the roots need, inputs before their readers, and what the plan depends on: each node's
+    assignment, shape, dtype, fill and kept modes and its inputs' positions; each leaf's kind (a Tensor's
+    format, index dtype and fill, a scipy matrix's format, a numpy array) and which leaves hold one value
+    (the planner reads such leaves as one operand); and the roots' positions."""
+    nodes: list = []
+    position: dict = {}
+    values: dict = {}
+    signature: list = []
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in position:
+                continue
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(node.inputs))
+                continue
+            position[node] = len(nodes)
+            nodes.append(node)
+            if node.is_leaf:
+                same = values.setdefault(id(node.value), len(values))
+                signature.append((same, _kind(node.value), node.shape, node.dtype, node.fill))
+            else:
+                signature.append((node.assignment, node.shape, node.dtype, node.fill, node.kept,
+                                  tuple(position[child] for child in node.inputs)))
+    return nodes, (tuple(signature), tuple(position[root] for root in roots))
+
+
+def _kind(value) -> tuple:
+    """What planning reads of a leaf's value beyond its shape, dtype and fill."""
+    if isinstance(value, Tensor):
+        return Tensor, value.kind
+    return type(value), getattr(value, "format", None)
 
 
 class _Planner:
