@@ -287,3 +287,13 @@ def test_record_parses_a_text_seen_before_no_more(monkeypatch):
         asp.lazy(np.ones((2, n))) @ asp.lazy(np.arange(float(n)))
     asp.lazy(x) + x
     assert parsed == ["C(i) = A(i,j) * B(j)", "C(i) = A(i) + B(i)"]
+
+
+def test_a_node_recorded_again_reads_its_own_operands():
+    x, y, z = np.arange(1.0, 5.0), np.arange(5.0, 9.0), np.arange(4, dtype=np.int64)
+    programs = [asp.lazy(x) * asp.lazy(x), asp.lazy(x) * asp.lazy(y), asp.lazy(y) * asp.lazy(x),
+                asp.lazy(x) * x, asp.lazy(y) * z, asp.lazy(z) * z, asp.lazy(x) * 2, asp.lazy(z) * 2]
+    expected = [x * x, x * y, y * x, x * x, y * z, z * z, x * 2, z * 2]
+    for program, value in zip(programs, expected):
+        assert program.dtype == value.dtype
+        np.testing.assert_array_equal(asp.compute(program)[0], value)

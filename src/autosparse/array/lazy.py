@@ -23,7 +23,7 @@ from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
-from .plan import plan
+from .plan import leaf_kind, plan
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -103,27 +103,63 @@ def lazy(value) -> LazyArray:
 
 def record(name: str, operands: tuple, **options) -> LazyArray:
     """The node of `name` of the operands (LazyArrays or values, numbers typed weakly beside the others'
-    dtypes), checked by the builder that the eager operation uses."""
+    dtypes), checked by the builder that the eager operation uses: once per `_signature` of the operation,
+    then made from the one kept (a loop records the same operations on like operands every iteration)."""
     values = [o if isinstance(o, (LazyArray, *_NUMBERS)) else lazy(o) for o in operands]
     dtypes = [value.dtype for value in values if isinstance(value, LazyArray)]
     inputs = [(value if isinstance(value, LazyArray) else lazy(weakly_typed(value, dtypes))).node for value in values]
+    signature = _signature(name, inputs, options)
+    made = _made.get(signature) if signature is not None else None
+    if made is not None:
+        picks, assignment, shape, dtype, fill = made
+        return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment,
+                              inputs=tuple(inputs[k] for k in picks)))
     stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype, node.kept, node.squeezed)
                  for node in inputs]
     expression, named = build(name, tuple(stand_ins), **options)
     # an array squeezed to broadcast is a leaf of its own, a node's stand-in the node it names; every other
-    # value is its input's
-    given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
-    nodes = [given.get(id(value)) or (value.of if isinstance(value, Shaped) else leaf(value))
-             for value in named.values()]
+    # value is its input's (the last one, for a value given twice)
+    given = {id(stand_in): k for k, stand_in in enumerate(stand_ins)}
+    picks = tuple(given.get(id(value)) for value in named.values())
+    nodes = [inputs[k] if k is not None else value.of if isinstance(value, Shaped) else leaf(value)
+             for k, value in zip(picks, named.values())]
     assignment, shape, count = _shaped(expression, tuple((name, node.shape) for name, node in zip(named, nodes)))
     dtype, fill = _dtype_and_fill(name, nodes, options, count)
     if not options.get("keepdims"):
+        if signature is not None and None not in picks:
+            if len(_made) >= KEPT:
+                _made.clear()
+            _made[signature] = picks, assignment, shape, dtype, fill
         return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
     squeezed = record(name, operands, **{**options, "keepdims": False}).node
     read = next(n.indices for n in walk(assignment.rhs) if isinstance(n, Access) and n.tensor == "A")
     kept = tuple(m for m, index in enumerate(assignment.lhs.indices) if index not in read)
     return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes), kept=kept,
                           squeezed=squeezed))
+
+
+#: The nodes `record` made, by `_signature`: which inputs the assignment reads, the assignment, and the
+#: result's shape, dtype and fill; emptied when it holds KEPT.
+_made: dict = {}
+
+
+def _signature(name: str, inputs: list[Node], options: dict) -> tuple | None:
+    """What the builder and a node's dtype and fill read of an operation: its name and options, each
+    input's kind (a leaf's `leaf_kind`, shape, dtype and fill; a node's shape, dtype and fill),
+    and which inputs are one value (the builder names such a value once). None where the options are no
+    values (lists) or ask for keepdims, or an input keeps modes: such nodes are made anew each time."""
+    if options.get("keepdims") or any(node.kept for node in inputs):
+        return None
+    try:
+        settings = tuple(sorted(options.items()))
+        hash(settings)
+    except TypeError:
+        return None
+    first: dict = {}
+    kinds = tuple(((leaf_kind(node.value) if node.is_leaf else None), node.shape, node.dtype, node.fill,
+                   first.setdefault(id(node.value) if node.is_leaf else id(node), k))
+                  for k, node in enumerate(inputs))
+    return name, settings, kinds
 
 
 @lru_cache(maxsize=KEPT)

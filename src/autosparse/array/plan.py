@@ -82,16 +82,17 @@ def _structure(roots) -> tuple[list, tuple]:
             nodes.append(node)
             if node.is_leaf:
                 same = values.setdefault(id(node.value), len(values))
-                signature.append((same, _kind(node.value), node.shape, node.dtype, node.fill))
+                signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
             else:
                 signature.append((node.assignment, node.shape, node.dtype, node.fill, node.kept,
                                   tuple(position[child] for child in node.inputs)))
     return nodes, (tuple(signature), tuple(position[root] for root in roots))
 
 
-def _kind(value) -> tuple:
-    """What planning reads of a leaf's value beyond its shape, dtype and fill."""
-    if isinstance(value, Tensor):
+def leaf_kind(value) -> tuple:
+    """What the builders and the planner read of a leaf's value beyond its shape, dtype and fill: a Tensor's
+    format and index dtype (its kind), a scipy matrix's format, or that it is a numpy array."""
+    if type(value) is Tensor:
         return Tensor, value.kind
     return type(value), getattr(value, "format", None)
 
