@@ -49,19 +49,23 @@ def plan(roots) -> list[Step]:
     """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads: planned
     once per structure of the graph, then the steps' texts mapped onto the nodes of a graph like it."""
     nodes, key = _structure(roots)
-    steps = _plans.get(key)
-    if steps is None:
+    kept = _plans.get(key)
+    if kept is None:
         if len(_plans) >= KEPT:
             _plans.clear()
         position = {node: k for k, node in enumerate(nodes)}
-        steps = _plans[key] = tuple((position[step.target], step.expression, tuple(map(position.get, step.operands)))
-                                    for step in _Planner(roots).steps)
+        steps = tuple((position[step.target], step.expression, tuple(map(position.get, step.operands)))
+                      for step in _Planner(roots).steps)
+        # the key names each node's assignment by its id: the plan holds them, so no other takes their ids
+        kept = _plans[key] = steps, tuple(node.assignment for node in nodes)
+    steps = kept[0]
     return [Step(nodes[target], text, tuple(nodes[k] for k in operands)) for target, text, operands in steps]
 
 
 def _structure(roots) -> tuple[list, tuple]:
     """The nodes the roots need, inputs before their readers, and what the plan depends on: each node's
-    assignment, shape, dtype, fill and kept modes and its inputs' positions; each leaf's kind (a Tensor's
+    assignment (its id: record makes a loop's nodes with one assignment per text, and hashing it deeply on
+    every call would cost more than the rest), shape, dtype, fill and kept modes and its inputs' positions; each leaf's kind (a Tensor's
     format, index dtype and fill, a scipy matrix's format, a numpy array) and which leaves hold one value
     (the planner reads such leaves as one operand); and the roots' positions."""
     nodes: list = []
@@ -84,7 +88,7 @@ def _structure(roots) -> tuple[list, tuple]:
                 same = values.setdefault(id(node.value), len(values))
                 signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
             else:
-                signature.append((node.assignment, node.shape, node.dtype, node.fill, node.kept,
+                signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept,
                                   tuple(position[child] for child in node.inputs)))
     return nodes, (tuple(signature), tuple(position[root] for root in roots))
 
