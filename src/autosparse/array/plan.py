@@ -14,7 +14,10 @@ a kernel of its own, and read as an operand) when
 
 Every assignment names its operands T0, T1, ... in order of first appearance and its indices i, j, k, ...
 (the result's first), so that a program run again on like operands (a solver's iterations) is the same
-text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel.
+text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel. Such a
+program is not even planned again: a graph of the structure of one planned before (`_structure`: its nodes'
+assignments, shapes, dtypes and fills, its leaves' kinds and which are one value) takes the kept steps, their
+targets and operands mapped onto its own nodes by position.
 """
 
 from __future__ import annotations
