@@ -297,3 +297,28 @@ def test_a_node_recorded_again_reads_its_own_operands():
     for program, value in zip(programs, expected):
         assert program.dtype == value.dtype
         np.testing.assert_array_equal(asp.compute(program)[0], value)
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo"])
+def test_a_lifted_scipy_matrix_is_converted_once_and_computes_as_eagerly(monkeypatch, layout):
+    """A CSR or CSC matrix becomes the Tensor over its arrays when lifted, so that each compute passes
+    evaluate that Tensor (its warm path) rather than the matrix to convert again; a COO matrix goes as it is."""
+    matrix, x = sp.random(7, 5, density=0.4, format=layout, random_state=31), np.arange(1.0, 6.0)
+    passed, evaluate = [], api.evaluate
+    monkeypatch.setattr(api, "evaluate", lambda text, operands: passed.append(operands["T0"]) or evaluate(
+        text, operands=operands))
+    a = asp.lazy(matrix)
+    for scale in (2.0, 3.0):
+        np.testing.assert_allclose(asp.compute(a @ (asp.lazy(x) * scale))[0], matrix @ (x * scale))
+    assert passed[0] is passed[1]
+    assert isinstance(passed[0], asp.Tensor) == (layout != "coo")
+    assert asp.compute(a)[0] is matrix
+
+
+@pytest.mark.xfail(strict=True, reason="pipeline: a sum scoped under a product, `C(i) = T0() * sum(j, T1(i,j) * "
+                   "T2(j))`, over a scipy COO operand whose rows come out of order assigns C(i) once per run of "
+                   "row i instead of summing the runs (found by WP5c; evaluate gives the same)")
+def test_a_scoped_sum_over_coordinates_out_of_row_order():
+    matrix, x = sp.random(7, 5, density=0.4, format="coo", random_state=31), np.arange(1.0, 6.0)
+    assert not np.all(np.diff(matrix.row) >= 0)
+    np.testing.assert_allclose(asp.compute((asp.lazy(matrix) @ x) * 2.0)[0], (matrix @ x) * 2.0)

@@ -42,6 +42,7 @@ class Node:
     dtype: np.dtype
     fill: object
     value: object = None
+    operand: object = None  # a leaf's value as the kernels read it (`leaf`)
     op: str = ""
     assignment: Assignment | None = None
     inputs: tuple[Node, ...] = field(default=())
@@ -54,10 +55,16 @@ class Node:
 
 
 def leaf(value) -> Node:
-    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array."""
+    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array. Its
+    operand is the value, but for a scipy CSR or CSC matrix the Tensor wrapping its arrays, made once here:
+    a kernel would convert the matrix on every call (checking its arrays again), and a loop computes with
+    one lifted matrix many times."""
     if not (isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)):
         value = np.asarray(value)
-    return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value)
+    operand = Tensor.from_scipy(value) if is_scipy(value) and value.format in ("csr", "csc") and value.ndim == 2 \
+        else value
+    return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value,
+                operand)
 
 
 class LazyArray:
@@ -212,7 +219,7 @@ def compute(*lazies):
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
-        operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
+        operands = {f"T{k}": values.get(node, node.operand) for k, node in enumerate(step.operands)}
         values[step.target] = api.evaluate(step.expression, operands=operands)
     return tuple(numpy_bool(values[node]) if node.dtype == bool and node in values else values.get(node, node.value)
                  for node in roots)
