@@ -68,32 +68,29 @@ def plan(roots) -> list[Step]:
 def _structure(roots) -> tuple[list, tuple]:
     """The nodes the roots need, inputs before their readers, and what the plan depends on: each node's
     assignment (its id: record makes a loop's nodes with one assignment per text, and hashing it deeply on
-    every call would cost more than the rest), shape, dtype, fill and kept modes and its inputs' positions; each leaf's kind (a Tensor's
-    format, index dtype and fill, a scipy matrix's format, a numpy array) and which leaves hold one value
-    (the planner reads such leaves as one operand); and the roots' positions."""
+    every call would cost more than the rest), shape, dtype, fill and kept modes and its inputs' positions;
+    each leaf's kind (a Tensor's format, index dtype and fill, a scipy matrix's format, a numpy array) and
+    which leaves hold one value (the planner reads such leaves as one operand); and the roots' positions."""
     nodes: list = []
     position: dict = {}
     values: dict = {}
     signature: list = []
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if node in position:
-                continue
-            if not expanded:
-                stack.append((node, True))
-                stack.extend((child, False) for child in reversed(node.inputs))
-                continue
-            position[node] = len(nodes)
-            nodes.append(node)
+
+    def visit(node) -> int:
+        at = position.get(node)
+        if at is None:
             if node.is_leaf:
                 same = values.setdefault(id(node.value), len(values))
                 signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
             else:
-                signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept,
-                                  tuple(position[child] for child in node.inputs)))
-    return nodes, (tuple(signature), tuple(position[root] for root in roots))
+                inputs = tuple([visit(child) for child in node.inputs])
+                signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept, inputs))
+            at = position[node] = len(nodes)
+            nodes.append(node)
+        return at
+
+    at_roots = tuple([visit(root) for root in roots])
+    return nodes, (tuple(signature), at_roots)
 
 
 def leaf_kind(value) -> tuple:
