@@ -29,7 +29,7 @@ from .plan import leaf_kind, plan
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
-#: Texts (and their shapes) whose parse `record` keeps: a loop records the same few texts every iteration.
+#: Entries each of record's caches keeps (texts parsed, nodes made): a loop records a few, every iteration.
 KEPT = 256
 
 
