@@ -5,12 +5,15 @@ Each operation builds its node with the operators' own builders (api/arrays.py) 
 operands' shapes, so a node's shape is checked when it is made, exactly as the eager operation checks it,
 and keeps the one assignment that computes it from its inputs (named A, B, D): plan.py inlines those
 assignments into each other. A node also knows its dtype (numpy's, from the operator registry) and its
-fill, the value of every entry its inputs' fills give (`exp` of a fill-0 operand has fill 1).
+fill, the value of every entry its inputs' fills give (`exp` of a fill-0 operand has fill 1). A loop records
+the same operations on like operands every iteration, so a node is built, parsed and typed once per
+signature (`_signature`) and made from the one kept after that: recording costs microseconds, not a parse.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -22,9 +25,12 @@ from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
-from .plan import plan
+from .plan import leaf_kind, plan
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+#: Entries each of record's caches keeps (texts parsed, nodes made): a loop records a few, every iteration.
+KEPT = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +42,7 @@ class Node:
     dtype: np.dtype
     fill: object
     value: object = None
+    operand: object = None  # a leaf's value as the kernels read it (`leaf`)
     op: str = ""
     assignment: Assignment | None = None
     inputs: tuple[Node, ...] = field(default=())
@@ -48,10 +55,16 @@ class Node:
 
 
 def leaf(value) -> Node:
-    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array."""
+    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array. Its
+    operand is the value, but for a scipy CSR or CSC matrix the Tensor wrapping its arrays, made once here:
+    a kernel would convert the matrix on every call (checking its arrays again), and a loop computes with
+    one lifted matrix many times."""
     if not (isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)):
         value = np.asarray(value)
-    return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value)
+    operand = Tensor.from_scipy(value) if is_scipy(value) and value.format in ("csr", "csc") and value.ndim == 2 \
+        else value
+    return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value,
+                operand)
 
 
 class LazyArray:
@@ -99,30 +112,78 @@ def lazy(value) -> LazyArray:
 
 def record(name: str, operands: tuple, **options) -> LazyArray:
     """The node of `name` of the operands (LazyArrays or values, numbers typed weakly beside the others'
-    dtypes), checked by the builder that the eager operation uses."""
+    dtypes), checked by the builder that the eager operation uses: once per `_signature` of the operation,
+    then made from the one kept (a loop records the same operations on like operands every iteration)."""
     values = [o if isinstance(o, (LazyArray, *_NUMBERS)) else lazy(o) for o in operands]
     dtypes = [value.dtype for value in values if isinstance(value, LazyArray)]
     inputs = [(value if isinstance(value, LazyArray) else lazy(weakly_typed(value, dtypes))).node for value in values]
+    signature = _signature(name, inputs, options)
+    made = _made.get(signature) if signature is not None else None
+    if made is not None:
+        picks, assignment, shape, dtype, fill = made
+        return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment,
+                              inputs=tuple(inputs[k] for k in picks)))
     stand_ins = [node.value if node.is_leaf else Shaped(node.shape, node.dtype, node.kept, node.squeezed)
                  for node in inputs]
     expression, named = build(name, tuple(stand_ins), **options)
     # an array squeezed to broadcast is a leaf of its own, a node's stand-in the node it names; every other
-    # value is its input's
-    given = {id(stand_in): node for stand_in, node in zip(stand_ins, inputs)}
-    nodes = [given.get(id(value)) or (value.of if isinstance(value, Shaped) else leaf(value))
-             for value in named.values()]
-    assignment = parse(expression)
-    extents = index_extents(assignment, {name: node.shape for name, node in zip(named, nodes)})
-    shape = tuple(extents[index] for index in assignment.lhs.indices)
-    count = prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
+    # value is its input's (the last one, for a value given twice)
+    given = {id(stand_in): k for k, stand_in in enumerate(stand_ins)}
+    picks = tuple(given.get(id(value)) for value in named.values())
+    nodes = [inputs[k] if k is not None else value.of if isinstance(value, Shaped) else leaf(value)
+             for k, value in zip(picks, named.values())]
+    assignment, shape, count = _shaped(expression, tuple((name, node.shape) for name, node in zip(named, nodes)))
     dtype, fill = _dtype_and_fill(name, nodes, options, count)
     if not options.get("keepdims"):
+        if signature is not None and None not in picks:
+            if len(_made) >= KEPT:
+                _made.clear()
+            _made[signature] = picks, assignment, shape, dtype, fill
         return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes)))
     squeezed = record(name, operands, **{**options, "keepdims": False}).node
     read = next(n.indices for n in walk(assignment.rhs) if isinstance(n, Access) and n.tensor == "A")
     kept = tuple(m for m, index in enumerate(assignment.lhs.indices) if index not in read)
     return LazyArray(Node(shape, dtype, fill, op=name, assignment=assignment, inputs=tuple(nodes), kept=kept,
                           squeezed=squeezed))
+
+
+#: The nodes `record` made, by `_signature`: which inputs the assignment reads, the assignment, and the
+#: result's shape, dtype and fill; emptied when it holds KEPT.
+_made: dict = {}
+
+
+def _signature(name: str, inputs: list[Node], options: dict) -> tuple | None:
+    """What the builder and a node's dtype and fill read of an operation: its name and options, each
+    input's kind (a leaf's `leaf_kind`, shape, dtype and fill; a node's shape, dtype and fill),
+    and which inputs are one value (the builder names such a value once). None where the options are no
+    values (lists) or ask for keepdims, or an input keeps modes: such nodes are made anew each time."""
+    if options.get("keepdims") or any(node.kept for node in inputs):
+        return None
+    try:
+        settings = tuple(sorted(options.items()))
+        hash(settings)
+    except TypeError:
+        return None
+    first: dict = {}
+    kinds = tuple(((leaf_kind(node.value) if node.is_leaf else None), node.shape, node.dtype, node.fill,
+                   first.setdefault(id(node.value) if node.is_leaf else id(node), k))
+                  for k, node in enumerate(inputs))
+    return name, settings, kinds
+
+
+@lru_cache(maxsize=KEPT)
+def _shaped(expression: str, shapes: tuple) -> tuple[Assignment, tuple[int, ...], int]:
+    """The builder's text parsed, the result's shape and how many coordinates it reduces over, for the
+    operands' `shapes` (name, shape): each depends on these alone, so a loop parses each text once."""
+    assignment = _parsed(expression)
+    extents = index_extents(assignment, dict(shapes))
+    shape = tuple(extents[index] for index in assignment.lhs.indices)
+    return assignment, shape, prod(extent for index, extent in extents.items() if index not in assignment.lhs.indices)
+
+
+@lru_cache(maxsize=KEPT)
+def _parsed(expression: str) -> Assignment:
+    return parse(expression)
 
 
 def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):
@@ -158,7 +219,7 @@ def compute(*lazies):
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
-        operands = {f"T{k}": values.get(node, node.value) for k, node in enumerate(step.operands)}
+        operands = {f"T{k}": values.get(node, node.operand) for k, node in enumerate(step.operands)}
         values[step.target] = api.evaluate(step.expression, operands=operands)
     return tuple(numpy_bool(values[node]) if node.dtype == bool and node in values else values.get(node, node.value)
                  for node in roots)

@@ -14,7 +14,10 @@ a kernel of its own, and read as an operand) when
 
 Every assignment names its operands T0, T1, ... in order of first appearance and its indices i, j, k, ...
 (the result's first), so that a program run again on like operands (a solver's iterations) is the same
-text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel.
+text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel. Such a
+program is not even planned again: a graph of the structure of one planned before (`_structure`: its nodes'
+assignments, shapes, dtypes and fills, its leaves' kinds and which are one value) takes the kept steps, their
+targets and operands mapped onto its own nodes by position.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from itertools import count
 from ..api.arrays import NAMES, index_names
 from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
 from ..notation.ast import REDUCING, peeled, summed
+from ..tensor import Tensor
 from .fusion import costlier
 
 
@@ -39,9 +43,62 @@ class Step:
     operands: tuple
 
 
+#: Plans kept, by the graph's structure (`_structure`), emptied when it holds this many.
+KEPT = 256
+_plans: dict = {}
+
+
 def plan(roots) -> list[Step]:
-    """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads."""
-    return _Planner(roots).steps
+    """The steps computing every root (lazy.Node) that is no leaf, each after the steps it reads: planned
+    once per structure of the graph, then the steps' texts mapped onto the nodes of a graph like it."""
+    nodes, key = _structure(roots)
+    kept = _plans.get(key)
+    if kept is None:
+        if len(_plans) >= KEPT:
+            _plans.clear()
+        position = {node: k for k, node in enumerate(nodes)}
+        steps = tuple((position[step.target], step.expression, tuple(map(position.get, step.operands)))
+                      for step in _Planner(roots).steps)
+        # the key names each node's assignment by its id: the plan holds them, so no other takes their ids
+        kept = _plans[key] = steps, tuple(node.assignment for node in nodes)
+    steps = kept[0]
+    return [Step(nodes[target], text, tuple(nodes[k] for k in operands)) for target, text, operands in steps]
+
+
+def _structure(roots) -> tuple[list, tuple]:
+    """The nodes the roots need, inputs before their readers, and what the plan depends on: each node's
+    assignment (its id: record makes a loop's nodes with one assignment per text, and hashing it deeply on
+    every call would cost more than the rest), shape, dtype, fill and kept modes and its inputs' positions;
+    each leaf's kind (a Tensor's format, index dtype and fill, a scipy matrix's format, a numpy array) and
+    which leaves hold one value (the planner reads such leaves as one operand); and the roots' positions."""
+    nodes: list = []
+    position: dict = {}
+    values: dict = {}
+    signature: list = []
+
+    def visit(node) -> int:
+        at = position.get(node)
+        if at is None:
+            if node.is_leaf:
+                same = values.setdefault(id(node.value), len(values))
+                signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
+            else:
+                inputs = tuple([visit(child) for child in node.inputs])
+                signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept, inputs))
+            at = position[node] = len(nodes)
+            nodes.append(node)
+        return at
+
+    at_roots = tuple([visit(root) for root in roots])
+    return nodes, (tuple(signature), at_roots)
+
+
+def leaf_kind(value) -> tuple:
+    """What the builders and the planner read of a leaf's value beyond its shape, dtype and fill: a Tensor's
+    format and index dtype (its kind), a scipy matrix's format, or that it is a numpy array."""
+    if type(value) is Tensor:
+        return Tensor, value.kind
+    return type(value), getattr(value, "format", None)
 
 
 class _Planner:
