@@ -266,6 +266,33 @@ def test_from_coo_takes_a_fill():
         asp.Tensor.from_coo([[0], [0]], [1], (1, 1), "csr", fill=np.inf)
 
 
+
+@pytest.mark.parametrize("fmt", [*FORMATS_2D, "sd", "ds"])
+@pytest.mark.parametrize("entries", [0, 1, 40])
+def test_coordinates_of_any_fill_are_sorted_natively_where_the_format_stores_only_entries(fmt, entries, monkeypatch):
+    """Duplicates summed, every conversion keeping the fill; the compiled sorts serve a fill other than 0 only
+    into formats whose values are all entries' (they pad absent ones with 0)."""
+    from autosparse.tensor import native
+
+    sorted_natively = []
+    monkeypatch.setattr(native, "_installed", [lambda tensor, to, compiled=native._installed[0]:
+                                               sorted_natively.append(tensor.fill) or compiled(tensor, to)])
+    rng = np.random.default_rng(entries)
+    coords, values = rng.integers(0, 5, (2, entries)), rng.random(entries) - 0.5
+    tensor = asp.Tensor.from_coo(coords, values, (5, 6), fmt, fill=np.inf)
+    expected, stored = np.zeros((5, 6)), np.zeros((5, 6), bool)
+    np.add.at(expected, tuple(coords), values)
+    stored[tuple(coords)] = True
+    expected[~stored] = np.inf
+    assert tensor.fill == np.inf
+    np.testing.assert_allclose(tensor.to_numpy(), expected)
+    assert (np.inf in sorted_natively) == (fmt not in ("dense", "sd"))
+    for other in FORMATS_2D:
+        converted = tensor.to_format(other)
+        assert converted.fill == np.inf
+        np.testing.assert_allclose(converted.to_numpy(), expected)
+
+
 def test_files_and_repr_say_the_fill(tmp_path):
     tensor = asp.Tensor.from_numpy(np.eye(2), "csr", fill=np.inf)
     assert "fill=inf" in repr(tensor) and "fill" not in repr(asp.Tensor.from_numpy(np.eye(2), "csr"))
