@@ -68,6 +68,7 @@ class ArrayOperations:
             options["axis"] = axis
         if options:
             return self.run(*build(name, operands, **options))
+        operands = _as_operands(operands)  # a number as the 0-d array the builders make of it: warm calls too
         key = _warm_key(name, operands)
         if key is not None:
             kernel = self.warm.find(key)
