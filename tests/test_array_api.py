@@ -137,6 +137,36 @@ def test_tensordot_vecdot_and_transposes(k):
     expect("matrix_transpose", (a,), "C(j,i) = A(i,j)", DENSE.T)
 
 
+@pytest.mark.parametrize("fmt", ["csf", "coo", "dense"])
+@pytest.mark.parametrize("subscripts, text, planned", [
+    # MTTKRP: one product, the tensor walked once
+    ("ikl,kj,lj->ij", "C(i,j) = A(i,k,l) * B(k,j) * D(l,j)", "C(i,j) = T0(i,k,l) * T1(k,j) * T2(l,j)"),
+    ("kil,kj,lj->ij", "C(i,j) = A(k,i,l) * B(k,j) * D(l,j)", "C(i,j) = T0(k,i,l) * T1(k,j) * T2(l,j)"),
+    ("ikl,kl", "C(i) = A(i,k,l) * B(k,l)", "C(i) = T0(i,j,k) * T1(j,k)"),  # numpy's output: letters seen once
+    ("ikl->", "C() = A(i,k,l)", "C() = T0(i,j,k)"),
+    ("ikl,l->lik", "C(l,i,k) = A(i,k,l) * B(l)", "C(i,j,k) = T0(j,k,i) * T1(i)"),
+])
+def test_einsum_eager_and_lazy(subscripts, text, planned, fmt):
+    rng = np.random.default_rng(5)
+    tensor = np.where(rng.random((3, 4, 5)) < 0.4, rng.random((3, 4, 5)), 0.0)
+    others = [rng.random(shape) for shape in {"ikl,kj,lj->ij": [(4, 2), (5, 2)], "kil,kj,lj->ij": [(3, 2), (5, 2)],
+                                               "ikl,kl": [(4, 5)], "ikl->": [], "ikl,l->lik": [(5,)]}[subscripts]]
+    operands = (asp.Tensor.from_numpy(tensor, fmt), *others)
+    expected = np.einsum(subscripts, tensor, *others)
+    assert build("einsum", operands, subscripts=subscripts)[0] == text
+    np.testing.assert_allclose(dense(xp.einsum(subscripts, *operands)), expected)
+    lazy = xp.einsum(subscripts, *map(asp.lazy, operands))
+    assert [step.expression for step in plan([lazy.node])] == [planned]
+    np.testing.assert_allclose(dense(asp.compute(lazy * 2.0)[0]), 2.0 * expected)
+
+
+def test_einsum_refuses_more_operands_than_its_names_and_bad_subscripts():
+    with pytest.raises(asp.AutosparseError, match="at most 3 operands"):
+        xp.einsum("i,i,i,i->i", *[np.ones(2)] * 4)
+    with pytest.raises(asp.ParseError):
+        xp.einsum("ij,j->i", np.ones((2, 2)))
+
+
 def test_shape_errors_name_the_shapes():
     with pytest.raises(ShapeError, match=r"\(3, 4\), \(3,\)"):
         xp.add(DENSE, np.ones(3))

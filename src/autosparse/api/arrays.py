@@ -27,6 +27,8 @@ import numpy as np
 
 from ..config import num_threads as default_threads
 from ..errors import AutosparseError, ShapeError
+from ..notation import accesses
+from ..notation.einsum import einsum_assignment, operand_name
 from ..notation.operators import REDUCTIONS, REGISTRY
 from ..pipeline.kernel import PARALLEL_MIN_ENTRIES
 from ..pipeline.lastfirst import LastFirst
@@ -299,6 +301,19 @@ def _tensordot(left, right, axes=2):
     return f"{_access('C', result)} = {_access('A', a)} * {_access('B', b)}", {"A": left, "B": right}
 
 
+def _einsum(*operands, subscripts: str):
+    """numpy's einsum of up to three operands: the one product summed over the letters the output lacks
+    (notation/einsum.py), so that a lazy MTTKRP is `C(i,j) = A(i,k,l) * B(k,j) * D(l,j)`, whose default loop
+    order walks the tensor once, not a tensordot whose product is then multiplied and summed apart."""
+    if len(operands) > len(NAMES):
+        raise AutosparseError(f"Expected at most {len(NAMES)} operands of autosparse.array.einsum, but found "
+                              f"{len(operands)}: use autosparse.einsum")
+    assignment = einsum_assignment(subscripts, [operand.shape for operand in operands])
+    names = {operand_name(k): name for k, name in enumerate(NAMES)}
+    product = " * ".join(_access(names[a.tensor], [i.name for i in a.indices]) for a in accesses(assignment.rhs))
+    return f"{_access('C', [i.name for i in assignment.lhs.indices])} = {product}", dict(zip(NAMES, operands))
+
+
 def _vecdot(left, right, axis: int = -1):
     """The array API's vecdot (of real values): the product summed over `axis` of the broadcast shape."""
     indices, (a, b), named = _broadcast_all("vecdot", (left, right))
@@ -362,6 +377,7 @@ def _axes(axes, order: int) -> list[int]:
 
 
 _BUILDERS = {"negative": _negative, "matmul": _matmul, "dot": _dot, "tensordot": _tensordot, "vecdot": _vecdot,
+             "einsum": _einsum,
              "permute_dims": _permute_dims, "matrix_transpose": _matrix_transpose,
              **{name: _elementwise(name) for name in (*_SYMBOLS, *_FUNCTIONS)},
              **{word: _reduction(word) for word in REDUCTIONS}}

@@ -89,6 +89,12 @@ def tensordot(x1, x2, /, *, axes=2):
     return _computed("tensordot", (x1, x2), axes=axes)
 
 
+def einsum(subscripts: str, /, *operands):
+    """numpy's einsum (`"ikl,kj,lj->ij"`; up to three operands): one kernel of their product, summed over the
+    letters the output lacks."""
+    return _computed("einsum", operands, subscripts=subscripts)
+
+
 def vecdot(x1, x2, /, *, axis=-1):
     """The products of x1 and x2 (broadcast) summed over `axis` (real values)."""
     return _computed("vecdot", (x1, x2), axis=axis)

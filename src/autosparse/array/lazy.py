@@ -13,7 +13,7 @@ signature (`_signature`) and made from the one kept after that: recording costs 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 from math import prod
 
 import numpy as np
@@ -191,8 +191,13 @@ def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):
     fills, then, for a reduction or a product over `count` coordinates, reduced `count` times."""
     element, reduction = _operators(name, options)
     dtypes, fills = [node.dtype for node in inputs], [node.fill for node in inputs]
-    dtype = np.dtype(element.result_dtype(*dtypes)) if element else dtypes[0]
-    fill = fold(element, *fills) if element else fills[0]
+    if element is None:
+        dtype, fill = dtypes[0], fills[0]
+    elif len(inputs) != element.arity:  # an einsum's product of one factor, or more than its operator takes
+        dtype = reduce(lambda a, b: np.dtype(element.result_dtype(a, b)), dtypes)
+        fill = reduce(lambda a, b: fold(element, a, b), fills)
+    else:
+        dtype, fill = np.dtype(element.result_dtype(*dtypes)), fold(element, *fills)
     if reduction is None:
         return dtype, fill
     dtype = np.dtype(reduction.result_dtype(dtype, dtype))
@@ -205,7 +210,7 @@ def _dtype_and_fill(name: str, inputs: list[Node], options: dict, count: int):
 
 def _operators(name: str, options: dict):
     """The element-wise operator and the reduction operator of an operation, each None where it has none."""
-    if name in ("matmul", "dot", "tensordot", "vecdot"):
+    if name in ("matmul", "dot", "tensordot", "vecdot", "einsum"):
         return REGISTRY[options.get("multiply", "multiply")], REGISTRY[options.get("add", "add")]
     if name in REDUCTIONS:
         return None, REDUCTIONS[name]
