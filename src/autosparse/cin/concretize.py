@@ -13,7 +13,8 @@ A reduction scoped to part of the right-hand side (`y(i) = sum(j, A(i,j) * x(j))
 is computed by a `where` whose producer sums it into a temporary: `∀i where(y(i) = t + z(i), ∀j t +=
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
-orders forbid it (then a workspace over the remaining indices, stepped like legalisation's).
+orders forbid it (then a workspace over the remaining indices, stepped like legalisation's) or the loop
+would come back to a coordinate (unsorted COO's rows: a workspace over them, filled by one walk).
 
 Operands whose storage orders disagree (CSR + CSC; CSR × CSC SpGEMM, whose only concordant order runs
 an inner product over every row and column) are computed in concordant formats: `concordant_formats`
