@@ -315,9 +315,6 @@ def test_a_lifted_scipy_matrix_is_converted_once_and_computes_as_eagerly(monkeyp
     assert asp.compute(a)[0] is matrix
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline: a sum scoped under a product, `C(i) = T0() * sum(j, T1(i,j) * "
-                   "T2(j))`, over a scipy COO operand whose rows come out of order assigns C(i) once per run of "
-                   "row i instead of summing the runs (found by WP5c; evaluate gives the same)")
 def test_a_scoped_sum_over_coordinates_out_of_row_order():
     matrix, x = sp.random(7, 5, density=0.4, format="coo", random_state=31), np.arange(1.0, 6.0)
     assert not np.all(np.diff(matrix.row) >= 0)

@@ -13,7 +13,8 @@ A reduction scoped to part of the right-hand side (`y(i) = sum(j, A(i,j) * x(j))
 is computed by a `where` whose producer sums it into a temporary: `∀i where(y(i) = t + z(i), ∀j t +=
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
-orders forbid it (then a workspace over the remaining indices, stepped like legalisation's).
+orders forbid it (then a workspace over the remaining indices, stepped like legalisation's) or the loop
+would come back to a coordinate (unsorted COO's rows: a workspace over them, filled by one walk).
 
 Operands whose storage orders disagree (CSR + CSC; CSR × CSC SpGEMM, whose only concordant order runs
 an inner product over every row and column) are computed in concordant formats: `concordant_formats`
@@ -148,13 +149,30 @@ def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum
            formats: Mapping[str, Format]) -> int:
     """How many of the consumer's outer loops the producer of `summed` can sit inside (within loops over
     `bound`): loops over indices it keeps, each of which its sparse operands let come before the
-    indices not yet bound."""
+    indices not yet bound, and none of which comes back to a coordinate it left (`_revisits`)."""
     depth = 0
     kept = set(unbound_indices(summed))
-    while depth < len(order) and order[depth] in kept and \
+    while depth < len(order) and order[depth] in kept and not _revisits(order[depth], summed, formats) and \
             _before({*bound, *order[:depth + 1]}, summed, formats):
         depth += 1
     return depth
+
+
+def _revisits(index: IndexVar, summed: Sum, formats: Mapping[str, Format]) -> bool:
+    """Whether a sparse operand of `summed` stores `index` in a level that repeats coordinates in no order
+    (unsorted COO's rows, or rows with their duplicates anywhere): a loop stepping it visits a coordinate
+    once per run, so a producer inside would reduce each run alone and its consumer assign once per run.
+    Outside, one walk gathers every run into a workspace indexed by `index` (as lowering adds, rather than
+    stores, the writes of a loop that revisits: `lower.context.Scope.revisits`), which the consumer reads
+    once per coordinate."""
+    for access in notation.accesses(summed):
+        fmt = formats.get(access.tensor)
+        if fmt is None or fmt.is_dense or index not in access.indices:
+            continue
+        properties = fmt.levels[fmt.mode_order.index(access.indices.index(index))].properties
+        if not (properties.unique or properties.ordered or properties.descending):
+            return True
+    return False
 
 
 def _before(bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format]) -> bool:

@@ -324,8 +324,9 @@ class Kernel:
         order are not (OrderError). Only under the default schedule (a given one names its formats'
         strategies) and for a dense result that is linear in each (`linear_in`), written by adding each
         entry's term, so their order and repeated coordinates do not matter; each kernel, built once per
-        formats, must lower without converting them (it refuses to merge unordered levels: `y = A x + z`
-        converts a scipy matrix whose rows come out of order). None: convert.
+        formats, must lower without converting them (it refuses to merge unordered levels: `y = (A * B) x`
+        with B in CSR converts a scipy matrix whose rows come out of order, while `y = A x + z` sums A x over
+        each row's runs into a workspace first, `cin.concretize._revisits`). None: convert.
 
         A scipy matrix is read first as `coo`, its rows taken as in order (as `coo_matrix(csr)` and most
         files give them), by a kernel that checks each coordinate's range and each run's order where it
