@@ -58,6 +58,23 @@ def test_the_bfs_step(fmt, mask, shape, threads):
     np.testing.assert_array_equal(dense(result).astype(np.float64), expected.astype(np.float64))
 
 
+@pytest.mark.parametrize("fmt", ["csr", "coo"])
+def test_the_bfs_step_into_a_sparse_result(fmt, threads):
+    """A result assembled in phases: the counting ones run the guard too."""
+    rng = np.random.default_rng(9)
+    A, q = pattern(rng, (9, 6), 0.4), (rng.random(6) < 0.5).astype(np.float64)
+    levels = np.array([-1.0, 0, -1, 2, -1, -1, 1, -1, -1])
+    result = asp.evaluate(BFS, format="s", num_threads=threads, A=asp.Tensor.from_numpy(A, fmt),
+                          L=asp.Tensor.from_numpy(levels, "s"), z=np.float64(0), q=q)
+    assert isinstance(result, asp.Tensor)
+    expected = (levels < 0) & (A.astype(bool) & q.astype(bool)).any(axis=1)
+    np.testing.assert_array_equal(result.to_numpy(), expected.astype(np.float64))
+    c = source(BFS, {"A": fmt, "L": "s", "z": "", "q": "d", "C": "s"})
+    producers = c.split("/* produce t */")[1:]
+    assert len(producers) >= 2  # the count's and the fill's, in each case of the merge over L
+    assert all(part.lstrip().startswith("if (") for part in producers)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("mask", ["d", "s"])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
