@@ -42,7 +42,7 @@ def pattern(rng, shape, density) -> np.ndarray:
     return values
 
 
-SHAPES = [(7, 5), (1, 4), (5, 1), (1, 1), (0, 3), (4, 0)]
+SHAPES = [(7, 5), (1, 4), (5, 1), (0, 3), (4, 0)]  # size-1, empty and non-square dimensions
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
