@@ -98,6 +98,9 @@ class Scope:
     writes: Mapping[tuple[str, int], Position] = field(default_factory=dict)
     flags: Mapping[str, str | None] = field(default_factory=dict)
     accumulators: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: The registers above whose loops may stop once the reduction is decided (`guards.saturates`): a
+    #: sequential `any` or `all`; a parallel loop between a register and its sum takes it out.
+    stops: frozenset[str] = frozenset()
     loops: tuple[IndexVar, ...] = ()  # the indices of the enclosing loops, outermost first
     bounded: frozenset[str] = frozenset()  # the targets whose loops the bound phase replaces
     atomic: bool = False  # sums into results and outer registers race (a parallel loop with atomics)

@@ -13,16 +13,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from ..cin.ast import (Access, Assign, Forall, Protocol, Stmt, Where, assignments, identity, nest, results, unnest,
-                      unnest_loops)
+import numpy as np
+
+from ..cin.ast import (Access, Assign, Forall, Protocol, Stmt, Where, accesses, assignments, identity, nest, results,
+                       unnest, unnest_loops)
 from ..cin.provenance import Provenance
 from ..codegen import names
-from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, cast, increment, lt, ternary
-from ..codegen.literals import c_literal
+from ..codegen.c_ast import Binary, Decl, Expr, OmpAtomic, Var, and_, cast, ctype, increment, lt, ne, not_, ternary
+from ..codegen.literals import INT64, c_literal
 from ..errors import ScheduleError
 from ..notation.ast import Add, Apply, Div, Literal, Mul, Neg, Sub, factors, product
 from ..notation.operators import REGISTRY
 from .context import Lowering, Phase, Scope
+from .guards import Guard, guards, saturates
 from .reads import ROOT, Position
 from .writes import Combine, combine, combiner, start_value
 
@@ -37,13 +40,34 @@ def where(cx: Lowering, stmt: Where, scope: Scope) -> None:
         # the consumer only counts the entries: the producer may count them at most too
         producing = replace(producing, bounded=scope.bounded | {n for n in temporaries if cx.plan.targets[n].bounds})
     cx.b.comment(f"produce {', '.join(temporaries)}")
-    cx.lower(stmt.producer, producing)
+    with cx.b.when(_needed(cx, stmt, temporaries, scope)):
+        cx.lower(stmt.producer, producing)
     for name in temporaries:
         cx.plan.targets[name].prepare_read(cx.b, ordered=ordered)
     cx.b.comment(f"consume {', '.join(temporaries)}")
     cx.lower(stmt.consumer, scope)
     for name in temporaries:
         cx.plan.targets[name].reset(cx.b, values=not cx.plan.counting)
+
+
+def _needed(cx: Lowering, stmt: Where, temporaries: tuple[str, ...], scope: Scope) -> Expr | None:
+    """Where a consumer that stores `f(m, t)` needs its temporaries at all (`guards`): the C of `m` is
+    not `f`'s annihilator; None where it always does."""
+    if not isinstance(stmt.consumer, Assign):
+        return None
+    rhs = stmt.consumer.rhs
+    integral = all(ctype(cx.plan.value_types[a.tensor.name]) == INT64 for a in accesses(rhs)) and \
+        cx.plan.value_type == INT64
+    found = guards(rhs, frozenset(temporaries), integral)
+    return and_(*(_holds_not(cx, guard, scope) for guard in found)) if found else None
+
+
+def _holds_not(cx: Lowering, guard: Guard, scope: Scope) -> Expr:
+    """C that is true where the guard's operand is not its value (a truth value as C tests one)."""
+    operand = _expr(cx, guard.operand, scope)
+    if isinstance(guard.value, (bool, np.bool_)):
+        return not_(operand) if guard.value else operand
+    return ne(operand, start_value(guard.value, cx.plan.value_type))
 
 
 def _copied_to_last_level(consumer: Stmt) -> bool:
@@ -80,6 +104,9 @@ def assign(cx: Lowering, stmt: Assign, scope: Scope) -> None:
             combine(cx.b, Var(register), value, op)
         if stored:
             cx.b.assign(Var(stored), 1)
+        if name in scope.stops:  # decided: the rest of the loop could not change it
+            with cx.b.if_(Var(register) if saturates(stmt.reduce) else not_(Var(register))):
+                cx.b.break_()
         return
     position = target_position(cx, stmt.lhs, scope)
     if cx.plan.counting:
@@ -208,7 +235,9 @@ def hoisting(cx: Lowering, stmt: Forall, scope: Scope) -> Iterator[tuple[Forall,
     if stored:
         cx.b.decl("int", stored, 0)
     # the register is this block's own: only iterations of this very loop can race on it
-    yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False)
+    stops = scope.stops | {name} if saturates(reduce) is not None and not cx.plan.counting else scope.stops
+    yield stmt, replace(scope, accumulators={**scope.accumulators, name: (register, stored)}, atomic=False,
+                        stops=stops)
     total = product([*invariant, _Register(register)]) if invariant else _Register(register)
     _store_hoisted(cx, stmt, name, total, stored, scope)
 

@@ -173,9 +173,10 @@ def parallel_region(cx: Lowering, stmt: Forall, sparse: list, scope: Scope,
             clauses += [Reduction(OMP_REDUCTIONS[op], tuple(sections[n] for n in copied if reduces[n] == op))
                         for op in dict.fromkeys(reduces[n] for n in copied)]
         cx.b.pragma(OmpSimd(tuple(clauses)))
-        yield replace(scope, parallel=True)
+        yield replace(scope, parallel=True, stops=frozenset())
         return
-    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True, dealt=False)
+    # no `break` out of a worksharing or SIMD loop (OpenMP): the registers around stop nowhere inside
+    atomic = replace(scope, atomic=race is Race.ATOMICS, parallel=True, dealt=False, stops=frozenset())
     if chunked:  # inside the kernel's region, which made the temporaries and deals the rows once for all phases
         if rows is not None and not clauses and rows.whole_dimension:
             cx.logs.region_rows = rows
