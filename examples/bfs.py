@@ -25,7 +25,6 @@ def bfs(adjacency: sp.sparray, source: int, *, lazy: bool = True) -> np.ndarray:
     """The level of each vertex (edges directed, row i holds i's out-edges) in a breadth-first search from
     `source`, int64, -1 where unreachable."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     pattern = sp.csr_array(adjacency, dtype=np.float64)
     pattern.data[:] = 1.0
     incoming = asp.Tensor.from_scipy(sp.csr_array(pattern.T))  # row i: the edges into i
@@ -34,7 +33,7 @@ def bfs(adjacency: sp.sparray, source: int, *, lazy: bool = True) -> np.ndarray:
     frontier = (levels == 0).astype(np.float64)
     for depth in range(1, pattern.shape[0]):
         reached = xp.matmul(lift(incoming), lift(frontier), semiring="lor_land")
-        (frontier,) = run(xp.logical_and(xp.less(lift(levels), 0), reached))
+        (frontier,) = asp.compute(xp.logical_and(xp.less(lift(levels), 0), reached))
         if not frontier.any():
             break
         levels[frontier != 0] = depth
@@ -43,10 +42,6 @@ def bfs(adjacency: sp.sparray, source: int, *, lazy: bool = True) -> np.ndarray:
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

@@ -28,7 +28,6 @@ def conjugate_gradient(matrix: sp.sparray, rhs: np.ndarray, tol: float = 1e-8, m
                        lazy: bool = True):
     """x with `matrix @ x ≈ rhs` (the residual's norm at most `tol` times rhs's), and the iterations taken."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     a = lift(asp.Tensor.from_scipy(sp.csr_array(matrix, dtype=np.float64)))
     x, r = np.zeros(len(rhs)), np.asarray(rhs, dtype=np.float64).copy()
     p, rr = r.copy(), float(r @ r)
@@ -37,21 +36,17 @@ def conjugate_gradient(matrix: sp.sparray, rhs: np.ndarray, tol: float = 1e-8, m
         if rr <= goal:
             return x, iteration - 1
         product = xp.matmul(a, lift(p))
-        ap, pap = run(product, xp.vecdot(lift(p), product))
+        ap, pap = asp.compute(product, xp.vecdot(lift(p), product))
         alpha = rr / pap
         residual = xp.subtract(lift(r), xp.multiply(alpha, lift(ap)))
-        x, r, new = run(xp.add(lift(x), xp.multiply(alpha, lift(p))), residual, xp.vecdot(residual, residual))
-        (p,) = run(xp.add(lift(r), xp.multiply(new / rr, lift(p))))
+        x, r, new = asp.compute(xp.add(lift(x), xp.multiply(alpha, lift(p))), residual, xp.vecdot(residual, residual))
+        (p,) = asp.compute(xp.add(lift(r), xp.multiply(new / rr, lift(p))))
         rr = new
     return x, max_iterations
 
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

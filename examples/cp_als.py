@@ -27,14 +27,13 @@ def cp_als(tensor: asp.Tensor, rank: int, iterations: int, seed: int = 0, *, laz
     """The weights (rank) and factors (shape[m] × rank each) of a rank-`rank` CP model of the order-3
     `tensor` after `iterations` sweeps from random factors drawn with `seed`; factors' columns of unit norm."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     rng = np.random.default_rng(seed)
     factors = [rng.random((extent, rank)) for extent in tensor.shape]
     weights = np.ones(rank)
     operand = lift(tensor)
     for _ in range(iterations):
         for mode in range(3):
-            (product,) = run(_mttkrp(operand, factors, mode, lift))
+            (product,) = asp.compute(_mttkrp(operand, factors, mode, lift))
             grams = np.prod([f.T @ f for m, f in enumerate(factors) if m != mode], axis=0)
             solved = np.linalg.lstsq(grams, np.asarray(product).T, rcond=None)[0].T
             weights = np.linalg.norm(solved, axis=0)
@@ -54,10 +53,6 @@ def _mttkrp(tensor, factors: list, mode: int, lift):
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

@@ -24,23 +24,18 @@ from autosparse import array as xp
 def gcn_layer(adjacency: sp.sparray, features: np.ndarray, weight: np.ndarray, *, lazy: bool = True) -> np.ndarray:
     """`relu(Â @ features @ weight)` for the undirected graph `adjacency` (its pattern, made symmetric)."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     pattern = sp.csr_array(adjacency, dtype=np.float64)
     pattern.data[:] = 1.0
     looped = sp.csr_array(((pattern + pattern.T + sp.eye_array(pattern.shape[0])) > 0).astype(np.float64))
     scale = (1.0 / np.sqrt(looped.sum(axis=1)))[:, None]
     projected = xp.matmul(lift(np.asarray(features, dtype=np.float64)), lift(np.asarray(weight, dtype=np.float64)))
     mixed = xp.matmul(lift(asp.Tensor.from_scipy(looped)), xp.multiply(lift(scale), projected))
-    (layer,) = run(xp.maximum(xp.multiply(lift(scale), mixed), 0.0))
+    (layer,) = asp.compute(xp.maximum(xp.multiply(lift(scale), mixed), 0.0))
     return layer
 
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

@@ -22,7 +22,6 @@ def pagerank(adjacency: sp.sparray, damping: float = 0.85, tol: float = 1e-10, m
     """The PageRank vector of the directed graph `adjacency` (row i holds i's out-links), and the iterations
     taken. Dangling vertices (no out-links) spread their rank evenly, as networkx does."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     adjacency = sp.csr_array(adjacency, dtype=np.float64)
     n = adjacency.shape[0]
     out_degree = np.asarray(adjacency.sum(axis=1)).ravel()
@@ -32,7 +31,7 @@ def pagerank(adjacency: sp.sparray, damping: float = 0.85, tol: float = 1e-10, m
     rank = np.full(n, 1.0 / n)
     for iteration in range(1, max_iterations + 1):
         teleport = (1.0 - damping + damping * rank[dangling].sum()) / n
-        (updated,) = run(xp.add(xp.multiply(damping, xp.matmul(transition, lift(rank))), teleport))
+        (updated,) = asp.compute(xp.add(xp.multiply(damping, xp.matmul(transition, lift(rank))), teleport))
         if np.abs(updated - rank).sum() < tol:
             return updated, iteration
         rank = updated
@@ -41,10 +40,6 @@ def pagerank(adjacency: sp.sparray, damping: float = 0.85, tol: float = 1e-10, m
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

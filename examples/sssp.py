@@ -21,7 +21,6 @@ def shortest_paths(weights: sp.sparray, source: int, *, lazy: bool = True) -> np
     """Distances from `source` along the directed, non-negatively weighted edges of `weights` (row i holds
     i's out-edges); +inf where unreachable."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     edges = sp.coo_array(weights)
     n = weights.shape[0]
     incoming = lift(asp.Tensor.from_coo(np.vstack([edges.col, edges.row]), edges.data.astype(np.float64), (n, n),
@@ -29,7 +28,7 @@ def shortest_paths(weights: sp.sparray, source: int, *, lazy: bool = True) -> np
     distance = np.full(n, np.inf)
     distance[source] = 0.0
     for _ in range(n):
-        (relaxed,) = run(xp.minimum(lift(distance), xp.matmul(incoming, lift(distance), semiring="min_plus")))
+        (relaxed,) = asp.compute(xp.minimum(lift(distance), xp.matmul(incoming, lift(distance), semiring="min_plus")))
         if np.array_equal(relaxed, distance):
             break
         distance = relaxed
@@ -38,10 +37,6 @@ def shortest_paths(weights: sp.sparray, source: int, *, lazy: bool = True) -> np
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:

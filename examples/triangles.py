@@ -21,22 +21,17 @@ def triangles(adjacency: sp.sparray, *, lazy: bool = True) -> int:
     """The triangles of the undirected graph whose edges `adjacency` holds (in either or both directions;
     weights and self-loops ignored)."""
     lift = asp.lazy if lazy else _identity
-    run = asp.compute if lazy else _values
     pattern = sp.csr_array(adjacency, dtype=np.float64)
     pattern.data[:] = 1.0
     lower = sp.csr_array(sp.tril(((pattern + pattern.T) > 0).astype(np.float64), -1))
     lower.sort_indices()
     below = lift(asp.Tensor.from_scipy(lower))
-    (count,) = run(xp.sum(xp.multiply(below, xp.matmul(below, below))))
+    (count,) = asp.compute(xp.sum(xp.multiply(below, xp.matmul(below, below))))
     return round(count)
 
 
 def _identity(value):
     return value
-
-
-def _values(*values):
-    return values
 
 
 def main(argv: list[str]) -> None:
