@@ -319,3 +319,11 @@ def test_a_scoped_sum_over_coordinates_out_of_row_order():
     matrix, x = sp.random(7, 5, density=0.4, format="coo", random_state=31), np.arange(1.0, 6.0)
     assert not np.all(np.diff(matrix.row) >= 0)
     np.testing.assert_allclose(asp.compute((asp.lazy(matrix) @ x) * 2.0)[0], (matrix @ x) * 2.0)
+
+
+def test_compute_gives_back_what_is_not_lazy_as_it_is():
+    """One program runs eagerly or lazily by what it lifts (examples/): compute passes values through."""
+    x, tensor = np.arange(3.0), asp.Tensor.from_numpy(np.eye(2), "csr")
+    values = asp.compute(x, tensor, 2.5, asp.lazy(x) * 2.0)
+    assert values[0] is x and values[1] is tensor and values[2] == 2.5 and type(values[2]) is float
+    np.testing.assert_array_equal(values[3], 2.0 * x)
