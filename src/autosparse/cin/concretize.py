@@ -85,7 +85,7 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     outer = notation.Assignment(assignment.lhs, rhs, assignment.accumulate)
     formats = {name: v.format for name, v in variables.items()}
     order = _order(outer, formats, bound, frozenset(sums))
-    around = {name: (*bound, *order[:_depth(order, bound, summed, formats)]) for name, summed in sums.items()}
+    around = {name: (*bound, *order[:_depth(order, bound, summed, formats, rhs)]) for name, summed in sums.items()}
     kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
             for name, summed in sums.items()}
     temporaries = {name: _workspace(name, kept[name], extents, identity(_reduced_by(summed)))
@@ -145,16 +145,48 @@ def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound
 
 
 def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum,
-           formats: Mapping[str, Format]) -> int:
+           formats: Mapping[str, Format], consumer) -> int:
     """How many of the consumer's outer loops the producer of `summed` can sit inside (within loops over
     `bound`): loops over indices it keeps, each of which its sparse operands let come before the
-    indices not yet bound."""
+    indices not yet bound, and which would not have it walk a sparse operand again for every index of
+    the consumer's whole last loop (`_rewalks`)."""
     depth = 0
     kept = set(unbound_indices(summed))
     while depth < len(order) and order[depth] in kept and \
-            _before({*bound, *order[:depth + 1]}, summed, formats):
+            _before({*bound, *order[:depth + 1]}, summed, formats) and \
+            not _rewalks(order[depth:], {*bound, *order[:depth]}, summed, formats, consumer):
         depth += 1
     return depth
+
+
+def _rewalks(order: tuple[IndexVar, ...], bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format],
+             consumer) -> bool:
+    """Whether a producer of `summed` placed inside the loop over `order[0]`, the last index it keeps,
+    would walk one of its sparse operands once per index of that loop, which the consumer runs over its
+    whole dimension: `maximum(sum(k, A(i,k) * B(k,j)), 0)` with A sparse would walk row i of A for every
+    j. Outside that loop the sum is a row workspace over it, filled by one walk (TACO's SpMM: `∀i where(∀j
+    C(i,j) = maximum(w(j), 0), ∀k ∀j w(j) += A(i,k) * B(k,j))`). Where a sparse operand of the consumer
+    bounds that loop (`B(i,j) * sum(k, ...)`, SDDMM-like), the scalar is computed only at its entries."""
+    index = order[0]
+    kept = set(unbound_indices(summed))
+    if any(i in kept for i in order[1:]) or _bounded(consumer, index, formats):
+        return False
+    walked = [access for access in notation.accesses(summed) if index not in access.indices
+              and not set(access.indices) <= bound and access.tensor in formats]
+    return any(not formats[access.tensor].is_dense for access in walked)
+
+
+def _bounded(expr, index: IndexVar, formats: Mapping[str, Format]) -> bool:
+    """Whether a loop over `index` computing `expr` visits only the entries of sparse operands that store
+    it (a product's factor, both terms of a sum). Any other node counts as bounded by any of its operands:
+    that keeps the producer's scalar where this cannot tell."""
+    if isinstance(expr, notation.Access):
+        fmt = formats.get(expr.tensor)
+        return fmt is not None and any(expr.indices[mode] == index and not level.properties.full
+                                       for mode, level in zip(fmt.mode_order, fmt.levels))
+    if isinstance(expr, (notation.Add, notation.Sub)):
+        return _bounded(expr.left, index, formats) and _bounded(expr.right, index, formats)
+    return any(_bounded(child, index, formats) for child in expr.children())
 
 
 def _before(bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format]) -> bool:
