@@ -75,18 +75,25 @@ def _cin(text, formats):
 @pytest.mark.parametrize("c_format", ["dense", "csr"])
 def test_the_sparse_row_is_walked_once_into_a_row_workspace(a_format, b_format, c_format):
     cin = _cin(RELU, {"A": a_format, "B": b_format, "C": c_format})
-    assert cin == "∀i where(∀j C(i,j) = maximum(t(j), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))"
+    assert cin == "∀i where(∀j C(i,j) = maximum(t(j@locate), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))"
+
+
+def test_the_row_workspace_is_a_plain_array_swept_by_the_consumer():
+    """No mark check per store: the consumer's loop over j runs over the whole row anyway."""
+    source = asp.compile(expression=RELU, formats={"A": "csr", "B": "dense", "C": "dense"}, num_threads=1).source
+    assert "t_vals[j_] += " in source and "t_mark" not in source
 
 
 def test_the_min_plus_row_workspace_starts_at_the_reductions_identity():
     cin = asp.compile(expression=MIN_PLUS, formats={"A": "csr", "B": "dense", "E": "dense", "C": "dense"},
                       num_threads=1).cin
-    assert str(cin) == "∀i where(∀j C(i,j) = minimum(E(i,j), t(j)), ∀k ∀j t(j) min= A(i,k) + B(k,j))"
+    assert str(cin) == "∀i where(∀j C(i,j) = minimum(E(i,j), t(j@locate)), ∀k ∀j t(j) min= A(i,k) + B(k,j))"
 
 
 @pytest.mark.parametrize("text, formats, expected", [
     # no sparse operand in the sum: nothing is walked again
-    (RELU, {"A": "dense", "B": "dense", "C": "dense"}, "∀i ∀j where(C(i,j) = maximum(t(), 0), ∀k t() += A(i,k) * B(k,j))"),
+    (RELU, {"A": "dense", "B": "dense", "C": "dense"},
+     "∀i ∀j where(C(i,j) = maximum(t(), 0), ∀k t() += A(i,k) * B(k,j))"),
     # a sparse factor bounds the consumer's j (SDDMM-like): the scalar is computed at its entries only
     ("C(i,j) = E(i,j) * sum(k, A(i,k) * B(k,j))", {"A": "csr", "B": "dense", "E": "csr", "C": "csr"},
      "∀i ∀j where(C(i,j) = E(i,j) * t(), ∀k t() += A(i,k) * B(k,j))"),

@@ -13,7 +13,10 @@ A reduction scoped to part of the right-hand side (`y(i) = sum(j, A(i,j) * x(j))
 is computed by a `where` whose producer sums it into a temporary: `∀i where(y(i) = t + z(i), ∀j t +=
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
-orders forbid it (then a workspace over the remaining indices, stepped like legalisation's).
+orders forbid it (then a workspace over the remaining indices, stepped like legalisation's) or unless it
+would walk a sparse operand once per iteration of the consumer's whole last loop: `maximum(sum(k, A(i,k) *
+B(k,j)), 0)` is `∀i where(∀j C(i,j) = maximum(t(j), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))`, a row workspace
+filled by one walk of row i and located by the consumer (TACO's SpMM), not a scalar re-walking it per j.
 
 Operands whose storage orders disagree (CSR + CSC; CSR × CSC SpGEMM, whose only concordant order runs
 an inner product over every row and column) are computed in concordant formats: `concordant_formats`
@@ -90,10 +93,14 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
             for name, summed in sums.items()}
     temporaries = {name: _workspace(name, kept[name], extents, identity(_reduced_by(summed)))
                    for name, summed in sums.items()}
+    # a row workspace the consumer runs over whole (`_rewalks`) is located: one load per j, no merge with its list
+    rows = {name for name, summed in sums.items()
+            if len(kept[name]) == 1 and _rewalks(kept[name], set(around[name]), summed, formats, rhs)}
 
     def read(access: notation.Access) -> Access:
         if access.tensor in temporaries:
-            return default_access(temporaries[access.tensor], kept[access.tensor], write=False)
+            stepped = default_access(temporaries[access.tensor], kept[access.tensor], write=False)
+            return replace(stepped, protocols=(Protocol.LOCATE,)) if access.tensor in rows else stepped
         return _access(access, variables, write=False)
     accumulate = assignment.accumulate or any(i not in bound for i in outer.reduction_indices)
     stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate,
