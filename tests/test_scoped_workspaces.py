@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import autosparse as asp
+from autosparse.cin.rewrite import bounded
+from autosparse.notation import Access, parse
 
 INF = np.inf
 
@@ -78,10 +80,22 @@ def test_the_sparse_row_is_walked_once_into_a_row_workspace(a_format, b_format, 
     assert cin == "∀i where(∀j C(i,j) = maximum(t(j@locate), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))"
 
 
-def test_the_row_workspace_is_a_plain_array_swept_by_the_consumer():
-    """No mark check per store: the consumer's loop over j runs over the whole row anyway."""
-    source = asp.compile(expression=RELU, formats={"A": "csr", "B": "dense", "C": "dense"}, num_threads=1).source
+@pytest.mark.parametrize("text", [RELU, SCALED])
+def test_the_row_workspace_is_a_plain_array_swept_by_the_consumer(text):
+    """No mark check per store: the consumer's loop over j runs over the whole row anyway (`+ E(i,j)` with
+    E sparse merges E's row into that loop; it does not bound it)."""
+    formats = {"A": "csr", "B": "dense", "C": "dense", "d": "d", "E": "csr"}
+    used = {name: fmt for name, fmt in formats.items() if f"{name}(" in text}
+    source = asp.compile(expression=text, formats=used, num_threads=1).source
     assert "t_vals[j_] += " in source and "t_mark" not in source
+
+
+@pytest.mark.parametrize("text, bound", [("a(i) * b(i)", True), ("a(i) * x(i)", True), ("a(i) + x(i)", False),
+                                         ("a(i) - b(i)", True), ("maximum(x(i), 0)", False),
+                                         ("maximum(a(i), x(i))", True), ("-(a(i) + 2)", False)])
+def test_bounded_holds_for_a_factor_and_for_both_terms(text, bound):
+    rhs = parse(f"y(i) = {text}").rhs
+    assert bounded(rhs, lambda leaf: isinstance(leaf, Access) and leaf.tensor in "ab") is bound
 
 
 def test_the_min_plus_row_workspace_starts_at_the_reductions_identity():

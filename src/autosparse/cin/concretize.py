@@ -40,7 +40,7 @@ from ..notation.operators import Value
 from .ast import (Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, accesses, assignments,
                   default_access, identity, nest, tensors)
 from .provenance import Provenance, attach, split_relations
-from .rewrite import fresh_name, prewalk, rebuild_expr
+from .rewrite import bounded, fresh_name, prewalk, rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
 DENSE_WORKSPACE_LIMIT = 1 << 24
@@ -176,24 +176,19 @@ def _rewalks(order: tuple[IndexVar, ...], bound: set[IndexVar], summed: Sum, for
     bounds that loop (`B(i,j) * sum(k, ...)`, SDDMM-like), the scalar is computed only at its entries."""
     index = order[0]
     kept = set(unbound_indices(summed))
-    if any(i in kept for i in order[1:]) or _bounded(consumer, index, formats):
+    sparse = lambda leaf: _stores_sparse(leaf, index, formats)
+    if any(i in kept for i in order[1:]) or bounded(consumer, sparse):
         return False
     walked = [access for access in notation.accesses(summed) if index not in access.indices
               and not set(access.indices) <= bound and access.tensor in formats]
     return any(not formats[access.tensor].is_dense for access in walked)
 
 
-def _bounded(expr, index: IndexVar, formats: Mapping[str, Format]) -> bool:
-    """Whether a loop over `index` computing `expr` visits only the entries of sparse operands that store
-    it (a product's factor, both terms of a sum). Any other node counts as bounded by any of its operands:
-    that keeps the producer's scalar where this cannot tell."""
-    if isinstance(expr, notation.Access):
-        fmt = formats.get(expr.tensor)
-        return fmt is not None and any(expr.indices[mode] == index and not level.properties.full
-                                       for mode, level in zip(fmt.mode_order, fmt.levels))
-    if isinstance(expr, (notation.Add, notation.Sub)):
-        return _bounded(expr.left, index, formats) and _bounded(expr.right, index, formats)
-    return any(_bounded(child, index, formats) for child in expr.children())
+def _stores_sparse(leaf, index: IndexVar, formats: Mapping[str, Format]) -> bool:
+    """Whether `leaf` is an operand storing `index` in a level that is not full."""
+    fmt = formats.get(leaf.tensor) if isinstance(leaf, notation.Access) else None
+    return fmt is not None and any(leaf.indices[mode] == index and not level.properties.full
+                                   for mode, level in zip(fmt.mode_order, fmt.levels))
 
 
 def _before(bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format]) -> bool:

@@ -19,6 +19,7 @@ from ..codegen.c_ast import (Block, CType, Define, Function, Include, OmpBarrier
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Bound, Provenance, Split, split_relations
+from ..cin.rewrite import bounded
 from ..notation.ast import Div, IndexVar, Neg, factors
 from ..runtime.abi import SYMBOL, KernelSource, Slot, Types, WorkspaceSize
 from . import finds, keyed
@@ -518,18 +519,19 @@ def _located(access: Access, indices: tuple[IndexVar, ...]) -> bool:
 
 
 def _swept(var: TensorVar, stmt: Stmt) -> bool:
-    """Whether every read of the one-index temporary `var` locates it in a loop over its index that steps
-    no sparse level there, so runs over the whole dimension (a row workspace under `maximum(..., 0)`): a
-    plain array then serves, its producer's stores one combine each and its reset a sweep the consumer's
-    loop costs anyway, where a list of touched coordinates would cost a mark check per store."""
+    """Whether every read of the one-index temporary `var` locates it in a loop over its index that no
+    sparse level it steps bounds (`cin.rewrite.bounded`), so runs over the whole dimension (a row workspace
+    under `maximum(..., 0)`, or `+ E(i,j)`): a plain array then serves, its producer's stores one combine
+    each and its reset a sweep the consumer's loop costs anyway, where a list of touched coordinates would
+    cost a mark check per store."""
     reads = [a for assign in assignments(stmt) for a in accesses(assign.rhs) if a.tensor.name == var.name]
     if not reads or any(a.level_protocols != (Protocol.LOCATE,) for a in reads):
         return False
     index = reads[0].level_indices[0]
     loops = [loop for loop in walk(stmt) if isinstance(loop, Forall) and loop.index == index
              and any(a.tensor.name == var.name for assign in assignments(loop.body) for a in accesses(assign.rhs))]
-    return bool(loops) and not any(_steps(a, index) for loop in loops for assign in assignments(loop.body)
-                                   for a in accesses(assign.rhs))
+    steps = lambda leaf: isinstance(leaf, Access) and _steps(leaf, index)
+    return bool(loops) and not any(bounded(assign.rhs, steps) for loop in loops for assign in assignments(loop.body))
 
 
 def _steps(access: Access, index: IndexVar) -> bool:
