@@ -14,7 +14,7 @@ is computed by a `where` whose producer sums it into a temporary: `∀i where(y(
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
 orders forbid it (then a workspace over the remaining indices, stepped like legalisation's) or unless it
-would walk a sparse operand once per iteration of the consumer's whole last loop: `maximum(sum(k, A(i,k) *
+would walk an operand once per iteration of the consumer's whole last loop: `maximum(sum(k, A(i,k) *
 B(k,j)), 0)` is `∀i where(∀j C(i,j) = maximum(t(j), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))`, a row workspace
 filled by one walk of row i and located by the consumer (TACO's SpMM), not a scalar re-walking it per j.
 
@@ -169,19 +169,25 @@ def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum
 def _rewalks(order: tuple[IndexVar, ...], bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format],
              consumer) -> bool:
     """Whether a producer of `summed` placed inside the loop over `order[0]`, the last index it keeps,
-    would walk one of its sparse operands once per index of that loop, which the consumer runs over its
-    whole dimension: `maximum(sum(k, A(i,k) * B(k,j)), 0)` with A sparse would walk row i of A for every
-    j. Outside that loop the sum is a row workspace over it, filled by one walk (TACO's SpMM: `∀i where(∀j
-    C(i,j) = maximum(w(j), 0), ∀k ∀j w(j) += A(i,k) * B(k,j))`). Where a sparse operand of the consumer
-    bounds that loop (`B(i,j) * sum(k, ...)`, SDDMM-like), the scalar is computed only at its entries."""
+    would walk one of its operands once per index of that loop, which the consumer runs over its whole
+    dimension: `maximum(sum(k, A(i,k) * B(k,j)), 0)` would walk row i of A for every j, and read B a
+    column at a time. Outside that loop the sum is a row workspace over it, filled by one walk (TACO's
+    SpMM: `∀i where(∀j C(i,j) = maximum(w(j), 0), ∀k ∀j w(j) += A(i,k) * B(k,j))`), A sparse or dense.
+    Not where a sparse operand of the consumer bounds that loop (`B(i,j) * sum(k, ...)`, SDDMM-like: the
+    scalar is computed only at its entries), nor where the producer's own loops would still run over
+    `index` first (`maximum(sum(j, A(i,j) * x(j)), 0)` at i: A's rows come first either way)."""
     index = order[0]
     kept = set(unbound_indices(summed))
     sparse = lambda leaf: _stores_sparse(leaf, index, formats)
     if any(i in kept for i in order[1:]) or bounded(consumer, sparse):
         return False
-    walked = [access for access in notation.accesses(summed) if index not in access.indices
-              and not set(access.indices) <= bound and access.tensor in formats]
-    return any(not formats[access.tensor].is_dense for access in walked)
+    if not any(index not in access.indices and not set(access.indices) <= bound
+               for access in notation.accesses(summed)):
+        return False
+    workspace = fresh_name("t", set(formats))
+    produced = notation.Assignment(notation.Access(workspace, (index,)), _reduced_body(summed), accumulate=True)
+    order = loop_order(produced, {**formats, workspace: Format("d")}, tuple(bound))
+    return order[0] != index  # the walk can come outside the loop over `index` (SpMV's over i cannot)
 
 
 def _stores_sparse(leaf, index: IndexVar, formats: Mapping[str, Format]) -> bool:
