@@ -155,8 +155,8 @@ def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum
            formats: Mapping[str, Format], consumer) -> int:
     """How many of the consumer's outer loops the producer of `summed` can sit inside (within loops over
     `bound`): loops over indices it keeps, each of which its sparse operands let come before the
-    indices not yet bound, and which would not have it walk a sparse operand again for every index of
-    the consumer's whole last loop (`_rewalks`)."""
+    indices not yet bound, and which would not have it walk an operand again for every index of the
+    consumer's whole last loop (`_rewalks`)."""
     depth = 0
     kept = set(unbound_indices(summed))
     while depth < len(order) and order[depth] in kept and \
@@ -186,8 +186,8 @@ def _rewalks(order: tuple[IndexVar, ...], bound: set[IndexVar], summed: Sum, for
         return False
     workspace = fresh_name("t", set(formats))
     produced = notation.Assignment(notation.Access(workspace, (index,)), _reduced_body(summed), accumulate=True)
-    order = loop_order(produced, {**formats, workspace: Format("d")}, tuple(bound))
-    return order[0] != index  # the walk can come outside the loop over `index` (SpMV's over i cannot)
+    # the walk can come outside the loop over `index` (SpMV's over i cannot: A's rows come first)
+    return loop_order(produced, {**formats, workspace: Format("d")}, tuple(bound))[0] != index
 
 
 def _stores_sparse(leaf, index: IndexVar, formats: Mapping[str, Format]) -> bool:
