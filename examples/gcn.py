@@ -5,7 +5,9 @@ adjacency with self loops (Kipf and Welling) and D the degrees of A + I.
 Lazily it is two kernels: `C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))`, the scaled `d ∘ (X @ W)` (its
 product is read by the next product for every row of A, so it is materialised rather than computed again
 per row), and `C(i,j) = maximum(T0(i) * sum(k, T1(i,k) * T2(k,j)), T3())`: the other scaling, the sparse
-product and the ReLU in one. Eagerly it is five kernels. A + I and its degrees are built with scipy, once a graph.
+product and the ReLU in one, which runs row by row through a workspace of the row's outputs (the scoped sum
+walks each row of A once, as the SpMM alone does). Eagerly it is five kernels. A + I and its degrees are
+built with scipy, once a graph.
 
     python examples/gcn.py [graph.mtx[.gz]]    # default: a generated graph, 64 features, 16 outputs
 """

@@ -13,8 +13,11 @@ A reduction scoped to part of the right-hand side (`y(i) = sum(j, A(i,j) * x(j))
 is computed by a `where` whose producer sums it into a temporary: `∀i where(y(i) = t + z(i), ∀j t +=
 A(i,j) * x(j))`. The producer sits as deep in the consumer's loops as it can: inside every loop over an
 index the sum keeps whose operands let that loop come first, so the temporary is a scalar unless storage
-orders forbid it (then a workspace over the remaining indices, stepped like legalisation's) or the loop
-would come back to a coordinate (unsorted COO's rows: a workspace over them, filled by one walk).
+orders forbid it (then a workspace over the remaining indices, stepped like legalisation's), unless the
+loop would come back to a coordinate (unsorted COO's rows: a workspace over them, filled by one walk), or
+unless it would walk an operand once per iteration of the consumer's whole last loop: `maximum(sum(k, A(i,k) *
+B(k,j)), 0)` is `∀i where(∀j C(i,j) = maximum(t(j), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))`, a row workspace
+filled by one walk of row i and located by the consumer (TACO's SpMM), not a scalar re-walking it per j.
 
 Operands whose storage orders disagree (CSR + CSC; CSR × CSC SpGEMM, whose only concordant order runs
 an inner product over every row and column) are computed in concordant formats: `concordant_formats`
@@ -38,7 +41,7 @@ from ..notation.operators import Value
 from .ast import (Access, Assign, Forall, Protocol, Sequence, Stmt, TensorVar, Where, accesses, assignments,
                   default_access, identity, nest, tensors)
 from .provenance import Provenance, attach, split_relations
-from .rewrite import fresh_name, prewalk, rebuild_expr
+from .rewrite import bounded, fresh_name, prewalk, rebuild_expr
 
 #: Dense workspaces larger than this many entries become hashed: a hypersparse output must not be densified.
 DENSE_WORKSPACE_LIMIT = 1 << 24
@@ -86,15 +89,19 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
     outer = notation.Assignment(assignment.lhs, rhs, assignment.accumulate)
     formats = {name: v.format for name, v in variables.items()}
     order = _order(outer, formats, bound, frozenset(sums))
-    around = {name: (*bound, *order[:_depth(order, bound, summed, formats)]) for name, summed in sums.items()}
+    around = {name: (*bound, *order[:_depth(order, bound, summed, formats, rhs)]) for name, summed in sums.items()}
     kept = {name: tuple(i for i in order if i in unbound_indices(summed) and i not in around[name])
             for name, summed in sums.items()}
     temporaries = {name: _workspace(name, kept[name], extents, identity(_reduced_by(summed)))
                    for name, summed in sums.items()}
+    # a row workspace the consumer runs over whole (`_rewalks`) is located: one load per j, no merge with its list
+    rows = {name for name, summed in sums.items()
+            if len(kept[name]) == 1 and _rewalks(kept[name], set(around[name]), summed, formats, rhs)}
 
     def read(access: notation.Access) -> Access:
         if access.tensor in temporaries:
-            return default_access(temporaries[access.tensor], kept[access.tensor], write=False)
+            stepped = default_access(temporaries[access.tensor], kept[access.tensor], write=False)
+            return replace(stepped, protocols=(Protocol.LOCATE,)) if access.tensor in rows else stepped
         return _access(access, variables, write=False)
     accumulate = assignment.accumulate or any(i not in bound for i in outer.reduction_indices)
     stmt = nest(order, Assign(_access(assignment.lhs, variables, write=True), rebuild_expr(rhs, read), accumulate,
@@ -146,14 +153,16 @@ def _order(assignment: notation.Assignment, formats: Mapping[str, Format], bound
 
 
 def _depth(order: tuple[IndexVar, ...], bound: tuple[IndexVar, ...], summed: Sum,
-           formats: Mapping[str, Format]) -> int:
+           formats: Mapping[str, Format], consumer) -> int:
     """How many of the consumer's outer loops the producer of `summed` can sit inside (within loops over
     `bound`): loops over indices it keeps, each of which its sparse operands let come before the
-    indices not yet bound, and none of which comes back to a coordinate it left (`_revisits`)."""
+    indices not yet bound, none of which comes back to a coordinate it left (`_revisits`), and which would
+    not have it walk an operand again for every index of the consumer's whole last loop (`_rewalks`)."""
     depth = 0
     kept = set(unbound_indices(summed))
     while depth < len(order) and order[depth] in kept and not _revisits(order[depth], summed, formats) and \
-            _before({*bound, *order[:depth + 1]}, summed, formats):
+            _before({*bound, *order[:depth + 1]}, summed, formats) and \
+            not _rewalks(order[depth:], {*bound, *order[:depth]}, summed, formats, consumer):
         depth += 1
     return depth
 
@@ -173,6 +182,37 @@ def _revisits(index: IndexVar, summed: Sum, formats: Mapping[str, Format]) -> bo
         if not (properties.unique or properties.ordered or properties.descending):
             return True
     return False
+
+
+def _rewalks(order: tuple[IndexVar, ...], bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format],
+             consumer) -> bool:
+    """Whether a producer of `summed` placed inside the loop over `order[0]`, the last index it keeps,
+    would walk one of its operands once per index of that loop, which the consumer runs over its whole
+    dimension: `maximum(sum(k, A(i,k) * B(k,j)), 0)` would walk row i of A for every j, and read B a
+    column at a time. Outside that loop the sum is a row workspace over it, filled by one walk (TACO's
+    SpMM: `∀i where(∀j C(i,j) = maximum(w(j), 0), ∀k ∀j w(j) += A(i,k) * B(k,j))`), A sparse or dense.
+    Not where a sparse operand of the consumer bounds that loop (`B(i,j) * sum(k, ...)`, SDDMM-like: the
+    scalar is computed only at its entries), nor where the producer's own loops would still run over
+    `index` first (`maximum(sum(j, A(i,j) * x(j)), 0)` at i: A's rows come first either way)."""
+    index = order[0]
+    kept = set(unbound_indices(summed))
+    sparse = lambda leaf: _stores_sparse(leaf, index, formats)
+    if any(i in kept for i in order[1:]) or bounded(consumer, sparse):
+        return False
+    if not any(index not in access.indices and not set(access.indices) <= bound
+               for access in notation.accesses(summed)):
+        return False
+    workspace = fresh_name("t", set(formats))
+    produced = notation.Assignment(notation.Access(workspace, (index,)), _reduced_body(summed), accumulate=True)
+    # the walk can come outside the loop over `index` (SpMV's over i cannot: A's rows come first)
+    return loop_order(produced, {**formats, workspace: Format("d")}, tuple(bound))[0] != index
+
+
+def _stores_sparse(leaf, index: IndexVar, formats: Mapping[str, Format]) -> bool:
+    """Whether `leaf` is an operand storing `index` in a level that is not full."""
+    fmt = formats.get(leaf.tensor) if isinstance(leaf, notation.Access) else None
+    return fmt is not None and any(leaf.indices[mode] == index and not level.properties.full
+                                   for mode, level in zip(fmt.mode_order, fmt.levels))
 
 
 def _before(bound: set[IndexVar], summed: Sum, formats: Mapping[str, Format]) -> bool:

@@ -49,6 +49,16 @@ def rebuild_expr(expr, leaf: Callable):
     return postwalk(expr, lambda node: node if node.children() or isinstance(node, Literal) else leaf(node))
 
 
+def bounded(expr, bounds: Callable) -> bool:
+    """Whether a loop computing `expr` need visit only the entries of the leaves `bounds` holds for: one of
+    a product's factors, both terms of a sum or difference. Any other node counts as bounded where any of
+    its operands is, so a caller that cannot tell keeps what it would do for a bounded loop."""
+    if isinstance(expr, (Add, Sub)):
+        return bounded(expr.left, bounds) and bounded(expr.right, bounds)
+    children = expr.children()
+    return any(bounded(child, bounds) for child in children) if children else bounds(expr)
+
+
 def is_zero(expr) -> bool:
     return isinstance(expr, Literal) and expr.value == 0
 

@@ -19,6 +19,7 @@ from ..codegen.c_ast import (Block, CType, Define, Function, Include, OmpBarrier
 from ..errors import ScheduleError
 from ..format.level import Level
 from ..cin.provenance import Bound, Provenance, Split, split_relations
+from ..cin.rewrite import bounded
 from ..notation.ast import Div, IndexVar, Neg, factors
 from ..runtime.abi import SYMBOL, KernelSource, Slot, Types, WorkspaceSize
 from . import finds, keyed
@@ -517,9 +518,34 @@ def _located(access: Access, indices: tuple[IndexVar, ...]) -> bool:
                if index in indices)
 
 
+def _swept(var: TensorVar, stmt: Stmt) -> bool:
+    """Whether every read of the one-index temporary `var` locates it in a loop over its index that no
+    sparse level it steps bounds (`cin.rewrite.bounded`), so runs over the whole dimension (a row workspace
+    under `maximum(..., 0)`, or `+ E(i,j)`): a plain array then serves, its producer's stores one combine
+    each and its reset a sweep the consumer's loop costs anyway, where a list of touched coordinates would
+    cost a mark check per store."""
+    reads = [a for assign in assignments(stmt) for a in accesses(assign.rhs) if a.tensor.name == var.name]
+    if not reads or any(a.level_protocols != (Protocol.LOCATE,) for a in reads):
+        return False
+    index = reads[0].level_indices[0]
+    loops = [loop for loop in walk(stmt) if isinstance(loop, Forall) and loop.index == index
+             and any(a.tensor.name == var.name for assign in assignments(loop.body) for a in accesses(assign.rhs))]
+    steps = lambda leaf: isinstance(leaf, Access) and _steps(leaf, index)
+    return bool(loops) and not any(bounded(assign.rhs, steps) for loop in loops for assign in assignments(loop.body))
+
+
+def _steps(access: Access, index: IndexVar) -> bool:
+    """Whether `access` steps a sparse level over `index`."""
+    return any(i == index and protocol is Protocol.STEP and not level.properties.full
+               for i, protocol, level in zip(access.level_indices, access.level_protocols,
+                                             access.tensor.format.levels))
+
+
 def _workspace(var: TensorVar, stmt: Stmt, extent: Mapping[IndexVar, str], value_c: CType) -> Workspace:
     dims = _level_extents(var, stmt, extent)
     fmt = var.format
+    if fmt.is_dense and fmt.order == 1 and _swept(var, stmt):
+        return DenseWorkspace(var.name, dims, value_c, var.fill)
     if fmt.is_dense and fmt.order == 1:
         located = any(a.tensor.name == var.name and Protocol.LOCATE in a.level_protocols for a in accesses(stmt))
         return ListWorkspace(var.name, dims[0], value_c, located, var.fill)

@@ -4,7 +4,9 @@
                    The consumer steps the ordered list; the reset is a new generation, so a row costs its
                    entries. One the consumer locates keeps untouched values zero instead (the reset
                    clears the touched ones), so a located read is one load, not a mark check and a load.
-  DenseWorkspace   any order: a dense array, located, cleared after the consumer.
+  DenseWorkspace   any order: a dense array, located, cleared after the consumer. Also one index where the
+                   consumer locates it in a loop over the whole dimension (a row workspace under
+                   `maximum(sum(...), 0)`): the sweep then costs what the consumer's loop costs anyway.
   ScalarWorkspace  no index: one value on the stack (a register), cleared after the consumer.
   HashedWorkspace  any order: open addressing on the linearised coordinates (so a hypersparse workspace
                    costs its entries); the consumer steps the entries sorted by coordinates.
