@@ -4,8 +4,10 @@ against the Hadamard product of their Gram matrices (rank × rank), in numpy.
 
 MTTKRP for mode 0 is `M(i,r) = sum(j, sum(k, T(i,j,k) * C(k,r)) * B(j,r))`, written as a tensordot with one
 factor, a product with the other (broadcast along the tensor's remaining mode) and a sum. Lazily that is
-one kernel per mode (the tensordot and the product inline into the sum, so the order-3 intermediate is
-never stored), three an iteration; eagerly three kernels per mode, the intermediate stored between them.
+one kernel per mode, three an iteration: the tensordot and the product inline into the sum, and the inner
+sum is taken around the dense factor, so the kernel is `einsum("ijk,kr,jr->ir")`'s one product walking the
+tensor once in its storage order, the order-3 intermediate never stored. Eagerly it is three kernels per
+mode, the intermediate (nonzero fibres × rank) stored between them.
 The solves, the Gram matrices and the column norms are rank × rank or factor-sized work in numpy.
 
     python examples/cp_als.py [tensor.tns[.gz]] [rank]    # default: /work/shared/data/yelp.tns.gz, rank 8

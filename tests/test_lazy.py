@@ -305,8 +305,8 @@ def test_a_lifted_scipy_matrix_is_converted_once_and_computes_as_eagerly(monkeyp
     evaluate that Tensor (its warm path) rather than the matrix to convert again; a COO matrix goes as it is."""
     matrix, x = sp.random(7, 5, density=0.4, format=layout, random_state=31), np.arange(1.0, 6.0)
     passed, evaluate = [], api.evaluate
-    monkeypatch.setattr(api, "evaluate", lambda text, operands: passed.append(operands["T0"]) or evaluate(
-        text, operands=operands))
+    monkeypatch.setattr(api, "evaluate", lambda text, operands, **options: passed.append(operands["T0"]) or evaluate(
+        text, operands=operands, **options))
     a = asp.lazy(matrix)
     for scale in (2.0, 3.0):
         np.testing.assert_allclose(asp.compute(a @ (asp.lazy(x) * scale))[0], matrix @ (x * scale))
@@ -327,3 +327,40 @@ def test_compute_gives_back_what_is_not_lazy_as_it_is():
     values = asp.compute(x, tensor, 2.5, asp.lazy(x) * 2.0)
     assert values[0] is x and values[1] is tensor and values[2] == 2.5 and type(values[2]) is float
     np.testing.assert_array_equal(values[3], 2.0 * x)
+
+
+@pytest.mark.parametrize("semiring", ["plus_times", "min_plus"])
+def test_compute_autoschedules_each_step_and_agrees_with_the_default_schedule(semiring):
+    """One meaning everywhere: the steps autoscheduled give the default schedule's values (and numpy's). A step
+    the autoschedulers do not read (a function around a sum of another semiring) is refused by name."""
+    rng = np.random.default_rng(3)
+    fill = np.inf if semiring == "min_plus" else 0.0
+    dense = np.where(rng.random((6, 5)) < 0.4, rng.random((6, 5)), fill)
+    matrix = asp.Tensor.from_numpy(dense, "csr", fill=fill)
+    x, z = rng.random(5), rng.random(6)
+    combine = xp.minimum if semiring == "min_plus" else xp.add  # the semiring's own ⊕ around its product
+    program = lambda: combine(xp.matmul(asp.lazy(matrix), asp.lazy(x), semiring=semiring), asp.lazy(z))
+    expected = np.minimum((dense + x).min(axis=1), z) if semiring == "min_plus" else dense @ x + z
+    np.testing.assert_allclose(asp.compute(program(), schedule="auto")[0], expected)
+    np.testing.assert_allclose(asp.compute(program())[0], expected)
+    with pytest.raises(asp.ScheduleError, match="autoschedul"):
+        asp.compute(xp.maximum(xp.matmul(asp.lazy(matrix.to_format("csr")), asp.lazy(x)), 0.0) if semiring ==
+                    "plus_times" else xp.negative(xp.matmul(asp.lazy(matrix), asp.lazy(x), semiring=semiring)),
+                    schedule="auto")
+
+
+@pytest.mark.parametrize("fmt, planned", [
+    ("dense", "C(i) = T0(i,j,k) * T1(k) * T2(i,j)"),  # a dense factor: the inner sum goes around it
+    ("csr", "C(i) = sum(k, T0(i,j,k) * T1(k)) * T2(i,j)"),  # a sparse one masks where the inner sum runs
+])
+def test_a_reduced_product_takes_a_sum_around_a_dense_factor_only(fmt, planned):
+    rng = np.random.default_rng(8)
+    tensor = asp.Tensor.from_numpy(np.where(rng.random((3, 4, 5)) < 0.5, rng.random((3, 4, 5)), 0.0), "csf")
+    vector, factor = rng.random(5), np.where(rng.random((3, 4)) < 0.5, rng.random((3, 4)), 0.0)
+    other = factor if fmt == "dense" else asp.Tensor.from_numpy(factor, fmt)
+    inner = xp.tensordot(asp.lazy(tensor), asp.lazy(vector), axes=1)  # (i, j)
+    program = xp.sum(xp.multiply(inner, asp.lazy(other)), axis=1)
+    assert [step.expression for step in plan([program.node])] == [planned]
+    (result,) = asp.compute(program)
+    result = result.to_numpy() if isinstance(result, asp.Tensor) else result
+    np.testing.assert_allclose(result, ((tensor.to_numpy() @ vector) * factor).sum(axis=1))

@@ -217,16 +217,18 @@ def _operators(name: str, options: dict):
     return REGISTRY.get(name), None
 
 
-def compute(*lazies):
+def compute(*lazies, schedule=None):
     """Each lazy array computed (a tuple, in order), by the kernels of plan.py's assignments: a dense result is
     a numpy array, a sparse one a Tensor, an order-0 one a number; a comparison's, a logical function's, any's or
     all's is numpy's bool where it is dense. A LazyArray's leaf, and any value that is no LazyArray, is given back
-    as it is, so that one program runs eagerly or lazily by what it lifts alone (examples/)."""
+    as it is, so that one program runs eagerly or lazily by what it lifts alone (examples/). `schedule="auto"`
+    autoschedules each step as `evaluate` does (its choice kept per step and operands; a step the autoschedulers
+    do not read is refused by name); the plan itself is decided on default schedules (fusion.py)."""
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):
         operands = {f"T{k}": values.get(node, node.operand) for k, node in enumerate(step.operands)}
-        values[step.target] = api.evaluate(step.expression, operands=operands)
+        values[step.target] = api.evaluate(step.expression, schedule=schedule, operands=operands)
     return tuple(given if not isinstance(given, LazyArray) else
                  numpy_bool(values[node]) if node.dtype == bool and node in values else values.get(node, node.value)
                  for given, node in zip(lazies, roots))

@@ -12,6 +12,9 @@ a kernel of its own, and read as an operand) when
    functions, divisions, min/max reductions), the syntactic rule stands in: materialise it when inlining
    would put its reduction under a loop over an index it does not use.
 
+A step's sums that a reduced product multiplies by dense factors are taken around the product
+(`_distributed`): a lazy MTTKRP is one product walking the tensor once, as einsum's is.
+
 Every assignment names its operands T0, T1, ... in order of first appearance and its indices i, j, k, ...
 (the result's first), so that a program run again on like operands (a solver's iterations) is the same
 text, and every cache keyed by it (evaluate's kernels, the operators' warm calls) finds its kernel. Such a
@@ -26,9 +29,11 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import count
 
+import numpy as np
+
 from ..api.arrays import NAMES, index_names
 from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
-from ..notation.ast import REDUCING, peeled, summed
+from ..notation.ast import REDUCING, Literal, Mul, peeled, summed
 from ..tensor import Tensor
 from .fusion import costlier
 
@@ -136,7 +141,7 @@ class _Planner:
         return self.reduces[node]
 
     def _materialise(self, node) -> None:
-        """Appends `node`'s step: built with every input inlined that rules 1 and 3 allow, then again while
+        """Appends `node`'s step: built with every input inlined that rule 1 allows, then again while
         rule 2 finds an inlined reducing input to materialise (the outermost first)."""
         if node.is_leaf or node in self.done:
             return
@@ -150,7 +155,9 @@ class _Planner:
             if costlier is None:
                 break
             self.materialised.add(costlier)
-        self.steps.append(_canonical(node, Access("C", lhs), rhs, operands))
+        dense = {name for name, child in operands.values() if child.is_leaf and child.fill == 0 and (
+                 isinstance(child.value, np.ndarray) or isinstance(child.value, Tensor) and child.value.format.is_dense)}
+        self.steps.append(_canonical(node, Access("C", lhs), _distributed(rhs, dense), operands))
 
     def _costlier(self, lhs: Access, rhs, inlined: _Inlined, operands: dict) -> bool:
         """Rule 2: whether the step is asymptotically costlier with `inlined` in it than with it materialised
@@ -228,6 +235,36 @@ def _rewritten(expr, access, renamed: dict):
     if isinstance(expr, Reduce):
         return Reduce(expr.op, renamed[expr.index], _rewritten(expr.body, access, renamed))
     return expr.with_children(tuple(_rewritten(child, access, renamed) for child in expr.children()))
+
+
+def _distributed(expr, dense: set[str], reduced: bool = False):
+    """`expr` with each sum that a reduced product multiplies by a dense factor taken around the product:
+    Σ_k (Σ_l X)·Y = Σ_k Σ_l X·Y where Y reads dense operands only, none at l. A lazy MTTKRP written as a
+    tensordot, a broadcast product and a sum (examples/cp_als.py) inlines as `sum(l, T0(i,k,l) * T1(l,j)) *
+    T2(k,j)`, whose default schedule gathers the inner sum into a workspace per (i, k); as one product,
+    `T0(i,k,l) * T1(l,j) * T2(k,j)`, it walks the tensor once in its storage order, as einsum does. A sparse
+    factor stays outside: it masks where the inner sum is computed (`sum(L ∘ (L @ L))`, triangles). Only
+    under a reduction (`reduced`), where the product's value is summed anyway; a scaled sum that is the
+    step's result (PageRank's `d * sum(j, ...)`) keeps its scalar."""
+    if isinstance(expr, Sum):
+        return Sum(expr.index, _distributed(expr.body, dense, True))
+    if not (reduced and isinstance(expr, Mul)):
+        return expr
+    left, right = _distributed(expr.left, dense, True), _distributed(expr.right, dense, True)
+    for inner, other, rebuilt in ((left, right, lambda body: Mul(body, right)),
+                                  (right, left, lambda body: Mul(left, body))):
+        if isinstance(inner, Sum) and _dense_factor(other, inner.index, dense):
+            return Sum(inner.index, _distributed(rebuilt(inner.body), dense, True))
+    return Mul(left, right)
+
+
+def _dense_factor(expr, index: IndexVar, dense: set[str]) -> bool:
+    """Whether `expr` is a product of accesses to `dense` operands (and numbers), none of them at `index`."""
+    if isinstance(expr, Mul):
+        return _dense_factor(expr.left, index, dense) and _dense_factor(expr.right, index, dense)
+    if isinstance(expr, Access):
+        return expr.tensor in dense and index not in expr.indices
+    return isinstance(expr, Literal)
 
 
 def _canonical(target, lhs: Access, rhs, operands: dict) -> Step:
