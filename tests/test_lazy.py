@@ -3,7 +3,9 @@ and the plan has as few kernels as the fusion rule allows (design31.md §3.2).""
 
 from __future__ import annotations
 
+import gc
 import importlib
+import weakref
 
 import numpy as np
 import pytest
@@ -364,3 +366,18 @@ def test_a_reduced_product_takes_a_sum_around_a_dense_factor_only(fmt, planned):
     (result,) = asp.compute(program)
     result = result.to_numpy() if isinstance(result, asp.Tensor) else result
     np.testing.assert_allclose(result, ((tensor.to_numpy() @ vector) * factor).sum(axis=1))
+
+
+def test_a_computed_program_holds_no_value_in_a_reference_cycle():
+    """A solver's vectors are freed when its loop drops them, not when the cyclic collector next runs: a
+    planner walk that held the graph in a cycle grew a CG loop's heap by a vector a call (page faults)."""
+    gc.disable()
+    try:
+        for _ in range(2):  # planned, then from the kept plan
+            x = np.arange(6.0)
+            dropped = weakref.ref(x)
+            (y,) = asp.compute(xp.vecdot(asp.lazy(x), asp.lazy(x) * 2.0 + 1.0) + asp.lazy(x) @ asp.lazy(x))
+            del x
+            assert dropped() is None and y == 2 * 55.0 + 15.0 + 55.0
+    finally:
+        gc.enable()

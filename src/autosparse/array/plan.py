@@ -80,22 +80,25 @@ def _structure(roots) -> tuple[list, tuple]:
     position: dict = {}
     values: dict = {}
     signature: list = []
-
-    def visit(node) -> int:
-        at = position.get(node)
-        if at is None:
-            if node.is_leaf:
-                same = values.setdefault(id(node.value), len(values))
-                signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
-            else:
-                inputs = tuple([visit(child) for child in node.inputs])
-                signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept, inputs))
-            at = position[node] = len(nodes)
-            nodes.append(node)
-        return at
-
-    at_roots = tuple([visit(root) for root in roots])
+    at_roots = tuple([_visit(root, nodes, position, values, signature) for root in roots])
     return nodes, (tuple(signature), at_roots)
+
+
+def _visit(node, nodes: list, position: dict, values: dict, signature: list) -> int:
+    """`_structure`'s walk: `node`'s position, its inputs visited first. A function of module level, not a
+    closure calling itself: that closure would be a reference cycle holding every node and leaf value of the
+    graph (a solver's vectors) until the cyclic collector ran, and a CG loop's heap grew by a vector a call."""
+    at = position.get(node)
+    if at is None:
+        if node.is_leaf:
+            same = values.setdefault(id(node.value), len(values))
+            signature.append((same, leaf_kind(node.value), node.shape, node.dtype, node.fill))
+        else:
+            inputs = tuple([_visit(child, nodes, position, values, signature) for child in node.inputs])
+            signature.append((id(node.assignment), node.shape, node.dtype, node.fill, node.kept, inputs))
+        at = position[node] = len(nodes)
+        nodes.append(node)
+    return at
 
 
 def leaf_kind(value) -> tuple:
