@@ -178,7 +178,8 @@ def _ratio(other: dict, ours: dict) -> str:
     if ours["seconds"] is None:
         return "—"
     if other["seconds"] is not None:
-        return f"{other['seconds'] / ours['seconds']:.2f}×"
+        ratio = other["seconds"] / ours["seconds"]
+        return f"{ratio:.2f}×" if ratio >= 0.01 else f"{ratio:.2g}×"  # eager CP-ALS: 1/384 is no 0.00×
     if other.get("limit") and other["status"] == "timeout":  # cut off: a lower bound
         return f"> {other['limit'] / ours['seconds']:.3g}×"
     return other["status"] or "—"
