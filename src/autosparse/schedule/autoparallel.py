@@ -33,10 +33,7 @@ from ..cin.ast import Access, Forall, ParallelUnit, Race, Stmt, Strategy, access
 from ..cin.provenance import split_relations
 from ..coiterate.lattice import Iterator, dense_loop, loop_lattice
 from ..errors import ScheduleError
-from ..cin.rewrite import without
 from ..coiterate.choice import unites
-from ..notation.ast import Literal
-from ..notation.operators import REGISTRY
 from .commands.parallel import Parallelize
 
 
@@ -128,21 +125,12 @@ def _level_at(read: Access, loop: Forall):
     return read.level_of_mode(read.indices.index(loop.index)) if loop.index in read.indices else None
 
 
-def _adds_nothing_where_absent(assign) -> bool:
-    """Whether an accumulation's right side, every read absent, is its reduction's identity (0 for `+=`):
-    `y(i) max= A(i,j) * x(j)` over fill 0 is not (maximum's identity is -inf), so its loops visit every
-    point, merging the stepped operand with the whole dimension."""
-    value = without(assign.rhs, set(accesses(assign.rhs)))
-    return (value is None or isinstance(value, Literal)) and \
-        REGISTRY[assign.reduce].is_identity(0 if value is None else value.value)
-
-
 def _sums(loop: Forall) -> bool:
-    """Whether a sum, difference or other union (`coiterate.choice.unites`) is computed inside, or an
-    accumulation that adds something where its operands are absent: beside the one stepped operand it would add a
-    term the loop must visit where that operand stores nothing (a merge). The terms may be written apart,
+    """Whether a sum, difference or other union (`coiterate.choice.unites`) is computed inside: beside the one
+    stepped operand it would add a term the loop must visit where that operand stores nothing (a merge); an
+    accumulation that adds something where its operands are absent (`max=` over fill 0) makes the loop's lattice
+    dense, which `_whole_dimension` asks the lattice rule about. The terms may be written apart,
     each added into one workspace (a sum gathered from an unordered operand, `cin.concretize.unordered_merges`)."""
     added = [a.lhs.tensor.name for a in assignments(loop) if a.accumulate]
     return (any(unites(n) for a in assignments(loop) for n in walk(a.rhs))
-            or not all(_adds_nothing_where_absent(a) for a in assignments(loop) if a.accumulate)
             or len(added) != len(set(added)))
