@@ -1,14 +1,15 @@
 """The conjugate gradient method for a symmetric positive definite matrix (such as bcsstk13).
 
-Lazily an iteration is six kernels in three `compute` calls, against nine eager ones (`x + α·p` is a product
-and a sum eagerly, one kernel lazily):
-1. `A @ p` and `p·(A @ p)`: two kernels. The product is read by the dot product and by the update of r, so
-   it is materialised; in one kernel the two would need a kernel with two results, which autosparse's
-   kernels do not have (design31.md §6 risk 8). Fusing `p·(A @ p)` alone would compute `A @ p` twice.
-2. `x + α·p`, `r' = r - α·(A @ p)` and `r'·r'`: three kernels, each update with its scaling; the dot
-   product reads r', which is a result, so it is its own kernel.
-3. `r' + β·p`: one kernel.
-The step sizes α and β are quotients of two order-0 results, computed in Python between the calls.
+Lazily an iteration is a fused function (`asp.fused`): traced once into six kernels, which every later
+iteration runs one after another with nothing recorded or planned again, against nine eager ones (`x + α·p`
+is a product and a sum eagerly, one kernel lazily):
+1. `A @ p`: it is read by the dot product and by the update of r, so it is materialised; with `p·(A @ p)` in
+   one kernel it would need a kernel with two results, which autosparse's kernels do not have (design31.md
+   §6 risk 8). Fusing `p·(A @ p)` alone would compute `A @ p` twice.
+2. `α = r·r / p·(A @ p)`: an order-0 kernel, read by both updates.
+3. `x + α·p` and `r' = r - α·(A @ p)`: a kernel each, with its scaling.
+4. `r'·r'`: r' is a result, so the dot product is its own kernel; and `r' + (r'·r' / r·r)·p`.
+Eagerly the step sizes α and β are Python numbers; in the fused step they are arrays of order 0.
 
     python examples/cg.py [matrix.mtx[.gz]]    # default: a generated SPD matrix
 """
@@ -27,26 +28,28 @@ from autosparse import array as xp
 def conjugate_gradient(matrix: sp.sparray, rhs: np.ndarray, tol: float = 1e-8, max_iterations: int = 1000, *,
                        lazy: bool = True):
     """x with `matrix @ x ≈ rhs` (the residual's norm at most `tol` times rhs's), and the iterations taken."""
-    lift = asp.lazy if lazy else _identity
-    a = lift(asp.Tensor.from_scipy(sp.csr_array(matrix, dtype=np.float64)))
+    step = fused_iteration if lazy else _iteration
+    a = asp.Tensor.from_scipy(sp.csr_array(matrix, dtype=np.float64))
     x, r = np.zeros(len(rhs)), np.asarray(rhs, dtype=np.float64).copy()
     p, rr = r.copy(), float(r @ r)
     goal = tol * tol * rr
     for iteration in range(1, max_iterations + 1):
         if rr <= goal:
             return x, iteration - 1
-        product = xp.matmul(a, lift(p))
-        ap, pap = asp.compute(product, xp.vecdot(lift(p), product))
-        alpha = rr / pap
-        residual = xp.subtract(lift(r), xp.multiply(alpha, lift(ap)))
-        x, r, new = asp.compute(xp.add(lift(x), xp.multiply(alpha, lift(p))), residual, xp.vecdot(residual, residual))
-        (p,) = asp.compute(xp.add(lift(r), xp.multiply(new / rr, lift(p))))
-        rr = new
+        x, r, p, rr = step(a, x, r, p, rr)
     return x, max_iterations
 
 
-def _identity(value):
-    return value
+def _iteration(a, x, r, p, rr):
+    """x, r, p and r·r after one iteration."""
+    product = xp.matmul(a, p)
+    alpha = rr / xp.vecdot(p, product)
+    r = xp.subtract(r, xp.multiply(alpha, product))
+    new = xp.vecdot(r, r)
+    return xp.add(x, xp.multiply(alpha, p)), r, xp.add(r, xp.multiply(new / rr, p)), new
+
+
+fused_iteration = asp.fused(_iteration)
 
 
 def main(argv: list[str]) -> None:

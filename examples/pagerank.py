@@ -1,6 +1,7 @@
-"""PageRank by power iteration: each step `r' = d·(M @ r) + (1 - d + d·s)/n`. Lazily it is planned into one
-kernel, `C(i) = T0() * sum(j, T1(i,j) * T2(j)) + T3()` (the product and the update fused), the same kernel
-every iteration; eagerly three (the product, the scaling, the sum). The dangling vertices' rank s and the
+"""PageRank by power iteration: each step `r' = d·(M @ r) + (1 - d + d·s)/n`. Lazily the step is a fused
+function (`asp.fused`): traced once into one kernel, `C(i) = T0() * sum(j, T1(i,j) * T2(j)) + T3()` (the
+product and the update fused), which every later iteration runs with nothing recorded or planned again;
+eagerly it is three kernels (the product, the scaling, the sum). The dangling vertices' rank s and the
 convergence test are sums over numpy vectors, in numpy.
 
     python examples/pagerank.py [graph.mtx[.gz]]    # default: a generated R-MAT-like graph
@@ -21,25 +22,28 @@ def pagerank(adjacency: sp.sparray, damping: float = 0.85, tol: float = 1e-10, m
              lazy: bool = True):
     """The PageRank vector of the directed graph `adjacency` (row i holds i's out-links), and the iterations
     taken. Dangling vertices (no out-links) spread their rank evenly, as networkx does."""
-    lift = asp.lazy if lazy else _identity
+    step = fused_step if lazy else _step
     adjacency = sp.csr_array(adjacency, dtype=np.float64)
     n = adjacency.shape[0]
     out_degree = np.asarray(adjacency.sum(axis=1)).ravel()
     dangling = out_degree == 0
     scale = np.divide(1.0, out_degree, out=np.zeros(n), where=~dangling)
-    transition = lift(asp.Tensor.from_scipy(sp.csr_array(adjacency.T @ sp.diags_array(scale))))  # M(i,j): j links to i
+    transition = asp.Tensor.from_scipy(sp.csr_array(adjacency.T @ sp.diags_array(scale)))  # M(i,j): j links to i
     rank = np.full(n, 1.0 / n)
     for iteration in range(1, max_iterations + 1):
         teleport = (1.0 - damping + damping * rank[dangling].sum()) / n
-        (updated,) = asp.compute(xp.add(xp.multiply(damping, xp.matmul(transition, lift(rank))), teleport))
+        updated = step(transition, rank, damping, teleport)
         if np.abs(updated - rank).sum() < tol:
             return updated, iteration
         rank = updated
     return rank, max_iterations
 
 
-def _identity(value):
-    return value
+def _step(transition, rank, damping, teleport):
+    return xp.add(xp.multiply(damping, xp.matmul(transition, rank)), teleport)
+
+
+fused_step = asp.fused(_step)
 
 
 def main(argv: list[str]) -> None:

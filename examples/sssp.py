@@ -1,7 +1,7 @@
 """Single-source shortest paths by Bellman-Ford over the min-plus semiring: `d'(i) = min(d(i), min_j(W(j,i) +
 d(j)))`, with the weights stored under fill +inf (an absent edge is an infinite one), until nothing changes.
-Lazily a step is one kernel, `C(i) = minimum(T0(i), min(j, T1(i,j) + T0(j)))` (the product's scoped minimum
-fused with the update); eagerly two. The test for a change compares numpy vectors, in numpy.
+Lazily the step is a fused function (`asp.fused`), traced once into one kernel, `C(i) = minimum(T0(i), min(j,
+T1(i,j) + T0(j)))` (the product's scoped minimum fused with the update); eagerly it is two. The test for a change compares numpy vectors, in numpy.
 
     python examples/sssp.py [graph.mtx[.gz]]    # default: a generated graph with random weights
 """
@@ -20,23 +20,26 @@ from autosparse import array as xp
 def shortest_paths(weights: sp.sparray, source: int, *, lazy: bool = True) -> np.ndarray:
     """Distances from `source` along the directed, non-negatively weighted edges of `weights` (row i holds
     i's out-edges); +inf where unreachable."""
-    lift = asp.lazy if lazy else _identity
+    step = fused_step if lazy else _step
     edges = sp.coo_array(weights)
     n = weights.shape[0]
-    incoming = lift(asp.Tensor.from_coo(np.vstack([edges.col, edges.row]), edges.data.astype(np.float64), (n, n),
-                                        format="csr", fill=np.inf))  # row i: the edges into i
+    incoming = asp.Tensor.from_coo(np.vstack([edges.col, edges.row]), edges.data.astype(np.float64), (n, n),
+                                   format="csr", fill=np.inf)  # row i: the edges into i
     distance = np.full(n, np.inf)
     distance[source] = 0.0
     for _ in range(n):
-        (relaxed,) = asp.compute(xp.minimum(lift(distance), xp.matmul(incoming, lift(distance), semiring="min_plus")))
+        relaxed = step(incoming, distance)
         if np.array_equal(relaxed, distance):
             break
         distance = relaxed
     return distance
 
 
-def _identity(value):
-    return value
+def _step(incoming, distance):
+    return xp.minimum(distance, xp.matmul(incoming, distance, semiring="min_plus"))
+
+
+fused_step = asp.fused(_step)
 
 
 def main(argv: list[str]) -> None:

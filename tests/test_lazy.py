@@ -381,3 +381,15 @@ def test_a_computed_program_holds_no_value_in_a_reference_cycle():
             assert dropped() is None and y == 2 * 55.0 + 15.0 + 55.0
     finally:
         gc.enable()
+
+
+def test_an_elementwise_node_over_materialised_reductions_inlines():
+    """CG's `β = r'·r' / r·r` reads a result and a leaf: its consumer `r' + β p` reads the quotient in its own
+    kernel, not a kernel of its own (its reductions are materialised, so inlining puts none under a loop)."""
+    r, p = np.arange(1.0, 5.0), np.ones(4)
+    new = xp.vecdot(asp.lazy(r), asp.lazy(r))
+    updated = asp.lazy(r) + (new / 2.0) * asp.lazy(p)
+    assert texts(new, updated) == ["C() = T0(i) * T0(i)", "C(i) = T0(i) + T1() / T2() * T3(i)"]
+    total, value = asp.compute(new, updated)
+    assert total == 30.0
+    np.testing.assert_allclose(value, r + 15.0 * p)

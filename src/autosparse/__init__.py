@@ -5,7 +5,7 @@ This module is the public API; see ARCHITECTURE.md's public contract for the nam
 
 from . import array
 from .api import Kernel, autoschedule, compile, einsum, evaluate
-from .array import compute, lazy
+from .array import compute, fused, lazy
 from .config import fp_contract, memory_limit, num_threads, set_fp_contract, set_memory_limit, set_num_threads
 from .errors import (AutosparseError, CacheWarning, CompileError, FormatError, MemoryLimitError, ParseError,
                      PerformanceWarning, RangeError, ScheduleError, ShapeError)
@@ -29,6 +29,6 @@ def __getattr__(name: str):
 __all__ = [
     "AutosparseError", "CacheWarning", "CompileError", "autoschedule", "Format", "FormatError", "Kernel", "Layout",
     "MemoryLimitError", "ParseError", "PerformanceWarning", "RangeError", "Schedule", "ScheduleError", "ShapeError",
-    "Tensor", "array", "compile", "compute", "einsum", "evaluate", "fp_contract", "lazy", "memory_limit", "num_threads", "read", "register_level",
+    "Tensor", "array", "compile", "compute", "einsum", "evaluate", "fp_contract", "fused", "lazy", "memory_limit", "num_threads", "read", "register_level",
     "set_fp_contract", "set_memory_limit", "set_num_threads", "write",
 ]

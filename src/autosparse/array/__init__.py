@@ -38,6 +38,7 @@ from .functions import (
                         vecdot,
                         where,
 )
+from .fused import Fused, fused
 from .lazy import LazyArray, compute, lazy
 from .semirings import (
                         SEMIRINGS,
@@ -51,6 +52,7 @@ from .semirings import (
 
 __all__ = [
                         "SEMIRINGS",
+                        "Fused",
                         "LazyArray",
                         "Semiring",
                         "abs",
@@ -63,6 +65,7 @@ __all__ = [
                         "einsum",
                         "equal",
                         "exp",
+                        "fused",
                         "greater",
                         "greater_equal",
                         "lazy",

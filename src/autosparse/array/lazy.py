@@ -12,6 +12,8 @@ signature (`_signature`) and made from the one kept after that: recording costs 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from math import prod
@@ -55,16 +57,19 @@ class Node:
 
 
 def leaf(value) -> Node:
-    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array. Its
-    operand is the value, but for a scipy CSR or CSC matrix the Tensor wrapping its arrays, made once here:
-    a kernel would convert the matrix on every call (checking its arrays again), and a loop computes with
-    one lifted matrix many times."""
+    """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array."""
     if not (isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)):
         value = np.asarray(value)
-    operand = Tensor.from_scipy(value) if is_scipy(value) and value.format in ("csr", "csc") and value.ndim == 2 \
-        else value
     return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value,
-                operand)
+                operand_of(value))
+
+
+def operand_of(value):
+    """A leaf's value as the kernels read it: the value, but for a scipy CSR or CSC matrix the Tensor wrapping
+    its arrays, made once per leaf: a kernel would convert the matrix on every call (checking its arrays
+    again), and a loop computes with one lifted matrix many times."""
+    return Tensor.from_scipy(value) if is_scipy(value) and value.format in ("csr", "csc") and value.ndim == 2 \
+        else value
 
 
 class LazyArray:
@@ -103,6 +108,13 @@ class LazyArray:
 
     def sum(self, axis=None):
         return record("sum", (self,), axis=axis)
+
+    def _unknown(self, *_):
+        raise TypeError(f"A LazyArray has no value until it is computed: call autosparse.compute on it first "
+                        f"(inside a fused function, return it instead; its control flow cannot read its arrays' "
+                        f"values)")
+
+    __bool__ = __float__ = __int__ = __index__ = __complex__ = __array__ = _unknown
 
 
 def lazy(value) -> LazyArray:
@@ -217,6 +229,20 @@ def _operators(name: str, options: dict):
     return REGISTRY.get(name), None
 
 
+_tracing: ContextVar[bool] = ContextVar("autosparse_tracing", default=False)
+
+
+@contextmanager
+def tracing():
+    """While a fused function is traced (fused.py): `compute` is refused, as it would run on the trace's
+    values once and its results be read as constants by every later call."""
+    token = _tracing.set(True)
+    try:
+        yield
+    finally:
+        _tracing.reset(token)
+
+
 def compute(*lazies, schedule=None):
     """Each lazy array computed (a tuple, in order), by the kernels of plan.py's assignments: a dense result is
     a numpy array, a sparse one a Tensor, an order-0 one a number; a comparison's, a logical function's, any's or
@@ -224,6 +250,9 @@ def compute(*lazies, schedule=None):
     as it is, so that one program runs eagerly or lazily by what it lifts alone (examples/). `schedule="auto"`
     autoschedules each step as `evaluate` does (its choice kept per step and operands; a step the autoschedulers
     do not read is refused by name); the plan itself is decided on default schedules (fusion.py)."""
+    if _tracing.get():
+        raise TypeError("compute was called inside a fused function while it was traced: a fused function is "
+                        "recorded once and replayed, so return the arrays it computes instead")
     roots = [lazy(value).node for value in lazies]
     values: dict[Node, object] = {}
     for step in plan(roots):

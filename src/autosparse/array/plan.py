@@ -194,6 +194,8 @@ class _Planner:
                 record = _Inlined(child, at, not inner <= set(at))
                 inlined.append(record)
                 record.expr = self._inlined(child, at, inner, operands, inlined)
+                if not any(isinstance(n, REDUCING) for n in walk(record.expr)):
+                    inlined.remove(record)  # its reductions are materialised: it reads them as operands
                 return record.expr
             self._materialise(child)
             key = id(child.value) if child.is_leaf else child  # one operand for a value read twice

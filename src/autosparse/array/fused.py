@@ -1,0 +1,149 @@
+"""`fused(f)`: a function of arrays recorded once as a lazy program per kinds of its arguments, planned once,
+and replayed on every later call with like arguments — the plan's kernels run one after another, with
+nothing recorded or planned again.
+
+Why: a solver's step (PageRank's `d·(M @ r) + t`, a CG iteration) fuses into few kernels, but recording it
+through `lazy`/`compute` costs microseconds a node, every iteration, as much as the vector passes that fusion
+removes when the vectors are short. A traced step pays that once. As a tracing compiler does (jax.jit,
+finch-tensor-lite's `fused`), the trace sees the arguments' kinds — each one's type, format, shape, dtype and
+fill, and which arguments are one value — never their values: a function whose Python control flow reads an
+argument's values cannot be traced, and asking for one (`bool(x)`, `compute(x)` inside it) raises instead of
+baking one call's values into every later call. Arrays the function reads from outside its arguments are held
+as they are, so one changed in place is read anew; a number (or a list) given as an argument is an array in
+numpy's type for it (float64 for a float), where a number written in the function is typed as the eager
+operators type it (`0.5 * x` of float32 is float32).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import api
+from ..api.arrays import numpy_bool
+from ..tensor import Tensor
+from ..tensor.interop import is_scipy
+from .lazy import LazyArray, lazy, operand_of, tracing
+from .plan import leaf_kind, plan
+
+#: Traces a fused function keeps, one per kinds of its arguments; emptied when it holds this many.
+KEPT = 64
+
+
+def fused(function=None, *, schedule=None):
+    """`function` (of arrays, returning an array or a tuple of them) traced into a lazy program on its first
+    call with each kind of arguments, its kernels replayed on later ones: `@fused` or `@fused(schedule=
+    "auto")` (each step autoscheduled as `evaluate` does it). On LazyArrays the function records into their
+    program, as any array function does."""
+    if function is None:
+        return lambda function: Fused(function, schedule)
+    return Fused(function, schedule)
+
+
+class Fused:
+    """A fused function: its traces by the kinds of the arguments (`traces` counts them, for tests)."""
+
+    def __init__(self, function, schedule=None):
+        functools.update_wrapper(self, function)
+        self.function, self.schedule = function, schedule
+        self._traces: dict = {}
+
+    @property
+    def traces(self) -> int:
+        return len(self._traces)
+
+    def __call__(self, *arguments):
+        if any(isinstance(argument, LazyArray) for argument in arguments):
+            return self.function(*arguments)
+        values = _arrays(arguments)
+        return self._trace(values).run(values)
+
+    def expressions(self, *arguments) -> tuple[str, ...]:
+        """The kernels a call with arguments like these runs, in order, as index notation (traced if need be)."""
+        return tuple(step.expression for step in self._trace(_arrays(arguments)).steps)
+
+    def _trace(self, values: list) -> _Trace:
+        key = _kinds(values)
+        trace = self._traces.get(key)
+        if trace is None:
+            if len(self._traces) >= KEPT:
+                self._traces.clear()
+            trace = self._traces[key] = _Trace.of(self.function, values, self.schedule)
+        return trace
+
+
+def _arrays(arguments: tuple) -> list:
+    """The arguments as a trace reads them: Tensors, numpy arrays and scipy matrices as they are, numbers and
+    lists as numpy arrays."""
+    return [value if isinstance(value, (Tensor, np.ndarray)) or is_scipy(value) else np.asarray(value)
+            for value in arguments]
+
+
+def _kinds(values: list) -> tuple:
+    """What a trace depends on of its arguments: each one's kind as the planner reads a leaf (its type and
+    format), shape, dtype and fill, and the first argument that is the same value."""
+    first: dict = {}
+    return tuple((leaf_kind(value), value.shape, value.dtype, value.fill if type(value) is Tensor else 0,
+                  first.setdefault(id(value), k)) for k, value in enumerate(values))
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One kernel of a trace: `expression` of the run's values at `sources`, named T0, T1, ..., kept at `target`."""
+
+    expression: str
+    names: tuple[str, ...]
+    sources: tuple[int, ...]
+    target: int
+
+
+@dataclass(frozen=True)
+class _Trace:
+    """A planned program over a run's values: the arguments' operands first, then `constants` (the values of
+    the program's other leaves), then each step's result; `results` says which value each output is, `single`
+    whether the function returned one array, not a tuple."""
+
+    arguments: int
+    constants: tuple
+    steps: tuple[_Step, ...]
+    results: tuple[tuple[int, bool], ...]  # (the value's position, whether it is a dense bool result)
+    single: bool
+    schedule: object
+
+    @classmethod
+    def of(cls, function, values: list, schedule) -> _Trace:
+        """`function` recorded on lazy arguments like `values`, and planned."""
+        lazies = [lazy(value) for value in values]
+        with tracing():
+            returned = function(*lazies)
+        single = not isinstance(returned, tuple)
+        outputs = [lazy(value).node for value in ((returned,) if single else returned)]
+        steps = plan(outputs)
+        position = {}
+        for k, argument in enumerate(lazies):
+            position.setdefault(argument.node, k)
+        constants = []
+        for node in [*(operand for step in steps for operand in step.operands), *outputs]:
+            if node.is_leaf and node not in position:
+                position[node] = len(values) + len(constants)
+                constants.append(node.operand)
+        start = len(values) + len(constants)
+        position.update((step.target, start + k) for k, step in enumerate(steps))
+        made = tuple(_Step(step.expression, tuple(f"T{k}" for k in range(len(step.operands))),
+                           tuple(position[operand] for operand in step.operands), position[step.target])
+                     for step in steps)
+        results = tuple((position[node], not node.is_leaf and node.dtype == bool) for node in outputs)
+        return cls(len(values), tuple(constants), made, results, single, schedule)
+
+    def run(self, values: list):
+        """The outputs for the arguments `values` (of the kinds traced)."""
+        run = [operand_of(value) for value in values]
+        run.extend(self.constants)
+        for step in self.steps:
+            operands = dict(zip(step.names, (run[source] for source in step.sources)))
+            run.append(api.evaluate(step.expression, schedule=self.schedule, operands=operands))
+        outputs = tuple(values[at] if at < self.arguments else numpy_bool(run[at]) if as_bool else run[at]
+                        for at, as_bool in self.results)
+        return outputs[0] if self.single else outputs

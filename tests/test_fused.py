@@ -1,0 +1,168 @@
+"""`asp.fused`: a function traced once per kinds of its arguments and replayed; its results equal the eager
+function's and numpy's on every kind of operand, a new kind traces again, and what a trace cannot see (values,
+in Python's control flow or in `compute`) is refused instead of baked into later calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import autosparse as asp
+from autosparse import api
+
+xp = asp.array
+
+
+def dense(value) -> np.ndarray:
+    if sp.issparse(value):
+        return value.toarray()
+    return value.to_numpy() if isinstance(value, asp.Tensor) else np.asarray(value)
+
+
+def operand(kind: str, values: np.ndarray):
+    """`values` (a matrix) as an operand of `kind`: a Tensor format, a numpy array or a scipy matrix."""
+    if kind == "numpy":
+        return values
+    if kind.startswith("scipy-"):
+        return sp.csr_array(values) if kind == "scipy-csr" else sp.coo_array(values)
+    return asp.Tensor.from_numpy(values, kind)
+
+
+def sample(shape, seed: int, density: float = 0.4) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(shape) < density, rng.random(shape) + 0.5, 0.0)
+
+
+def _scaled_product(a, x, z, d):
+    return xp.add(xp.multiply(d, xp.matmul(a, x)), z)
+
+
+def _two_results(a, x):
+    y = xp.matmul(a, x)
+    return y, xp.vecdot(y, y)
+
+
+SHAPES = [(0, 3), (1, 1), (1, 4), (5, 1), (6, 4)]
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc", "coo", "dcsr", "dense", "numpy", "scipy-csr", "scipy-coo"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_a_fused_step_equals_the_eager_one_and_numpy(kind, shape):
+    values = sample(shape, sum(shape))
+    a, x, z = operand(kind, values), np.arange(1.0, shape[1] + 1), np.full(shape[0], 0.25)
+    step = asp.fused(_scaled_product)
+    for d in (0.5, 2.0, 0.0):  # one trace, values changing between calls
+        expected = d * (values @ x) + z
+        np.testing.assert_allclose(dense(step(a, x, z, d)), expected)
+        np.testing.assert_allclose(dense(_scaled_product(a, x, z, d)), expected)
+    assert step.traces == 1
+
+
+@pytest.mark.parametrize("values", [np.zeros((4, 3)), np.array([[0.0, 0.0], [0.0, 7.0]]), sample((5, 5), 3, 1.0)],
+                         ids=["all-zero", "single-entry", "full"])
+def test_a_fused_step_of_two_results_over_edge_cases(values):
+    a = asp.Tensor.from_numpy(values, "csr")
+    x = np.linspace(-1.0, 1.0, values.shape[1])
+    y, yy = asp.fused(_two_results)(a, x)
+    np.testing.assert_allclose(y, values @ x)
+    assert yy == pytest.approx(float((values @ x) @ (values @ x)))
+
+
+def test_explicit_zeros_are_read_as_values():
+    matrix = sp.csr_array((np.array([0.0, 2.0, 0.0]), np.array([0, 1, 2]), np.array([0, 2, 3])), shape=(2, 3))
+    a = asp.Tensor.from_scipy(matrix)
+    np.testing.assert_allclose(asp.fused(_scaled_product)(a, np.ones(3), np.zeros(2), 1.0), [2.0, 0.0])
+
+
+def test_a_new_kind_of_argument_traces_again_and_like_ones_do_not():
+    step = asp.fused(_scaled_product)
+    x = np.ones(4)
+    csr = asp.Tensor.from_numpy(sample((3, 4), 1), "csr")
+    step(csr, x, np.zeros(3), 1.0)
+    step(asp.Tensor.from_numpy(sample((3, 4), 2), "csr"), np.arange(4.0), np.ones(3), 3.0)
+    assert step.traces == 1
+    step(asp.Tensor.from_numpy(sample((3, 4), 1), "coo"), x, np.zeros(3), 1.0)  # another format
+    step(asp.Tensor.from_numpy(sample((5, 4), 1), "csr"), x, np.zeros(5), 1.0)  # another shape
+    step(csr, x.astype(np.float32), np.zeros(3), 1.0)  # another dtype
+    assert step.traces == 4
+
+
+def test_arguments_that_are_one_value_trace_apart_from_two_values():
+    step = asp.fused(lambda x, y: xp.add(xp.multiply(x, 2.0), y))
+    x, y = np.arange(3.0), np.ones(3)
+    np.testing.assert_allclose(step(x, x), 3 * x)
+    np.testing.assert_allclose(step(x, y), 2 * x + 1)
+    np.testing.assert_allclose(step(y, y), 3 * y)
+    assert step.traces == 2
+
+
+def test_arrays_changed_in_place_are_read_anew():
+    captured = np.ones(3)
+    step = asp.fused(lambda x: xp.add(x, captured))
+    x = np.arange(3.0)
+    np.testing.assert_allclose(step(x), x + 1)
+    x[:] = 10.0
+    captured[:] = 5.0
+    np.testing.assert_allclose(step(x), [15.0, 15.0, 15.0])
+
+
+def test_results_are_typed_as_eagerly():
+    a = asp.Tensor.from_numpy(sample((4, 4), 5), "csr")
+    x = np.arange(4.0)
+    step = asp.fused(lambda a, x: (xp.less(xp.matmul(a, x), 1.0), xp.multiply(a, 2.0), x, xp.sum(x)))
+    less, scaled, same, total = step(a, x)
+    assert less.dtype == bool
+    np.testing.assert_array_equal(less, dense(a) @ x < 1.0)
+    assert isinstance(scaled, asp.Tensor) and scaled.format == a.format
+    np.testing.assert_allclose(dense(scaled), 2 * dense(a))
+    assert same is x  # an argument given back is the argument
+    assert total == 6.0 and not isinstance(total, np.ndarray)
+
+
+def test_a_number_argument_is_an_array_of_numpys_type_for_it():
+    step = asp.fused(lambda x, s: xp.multiply(x, s))
+    x = np.arange(3, dtype=np.float32)
+    assert step(x, 2.0).dtype == np.float64  # as np.asarray(2.0) * x
+    assert xp.multiply(x, 2.0).dtype == np.float32  # eagerly, a number is typed weakly
+    assert asp.fused(lambda x: xp.multiply(x, 2.0))(x).dtype == np.float32  # and so is one written in the step
+
+
+def test_the_step_runs_its_kernels_only_after_the_first_call():
+    a = asp.Tensor.from_numpy(sample((6, 6), 7), "csr")
+    step = asp.fused(_scaled_product)
+    step(a, np.ones(6), np.ones(6), 1.0)
+    before = set(api._kernels)
+    for k in range(3):
+        step(a, np.full(6, float(k)), np.ones(6), 0.5)
+    assert set(api._kernels) == before
+    assert step.expressions(a, np.ones(6), np.ones(6), 1.0) == ("C(i) = T0() * sum(j, T1(i,j) * T2(j)) + T3(i)",)
+
+
+def test_values_cannot_steer_a_trace():
+    x = np.arange(3.0)
+    with pytest.raises(TypeError, match="no value until it is computed"):
+        asp.fused(lambda x: x if xp.sum(x) > 1 else -x)(x)
+    with pytest.raises(TypeError, match="inside a fused function"):
+        asp.fused(lambda x: asp.compute(xp.add(x, 1.0)))(x)
+    with pytest.raises(TypeError, match="no value until it is computed"):
+        np.asarray(asp.lazy(x) + 1)
+    with pytest.raises(TypeError, match="no value until it is computed"):
+        float(xp.sum(asp.lazy(x)))
+    # compute works again after a failed trace
+    np.testing.assert_allclose(asp.compute(asp.lazy(x) + 1)[0], x + 1)
+
+
+def test_a_fused_function_on_lazy_arrays_records_into_their_program():
+    a, x = asp.Tensor.from_numpy(sample((4, 4), 8), "csr"), np.arange(4.0)
+    step = asp.fused(_scaled_product)
+    program = step(asp.lazy(a), x, np.zeros(4), 2.0)
+    assert isinstance(program, asp.array.LazyArray) and step.traces == 0
+    np.testing.assert_allclose(asp.compute(program)[0], 2 * dense(a) @ x)
+
+
+def test_a_fused_step_autoschedules_each_kernel_as_evaluate_does():
+    a = asp.Tensor.from_numpy(sample((8, 8), 9), "csr")
+    b = asp.Tensor.from_numpy(sample((8, 8), 10), "csr")
+    step = asp.fused(schedule="auto")(lambda a, b: xp.add(xp.matmul(a, b), b))
+    np.testing.assert_allclose(dense(step(a, b)), dense(a) @ dense(b) + dense(b))
