@@ -166,3 +166,32 @@ def test_a_fused_step_autoschedules_each_kernel_as_evaluate_does():
     b = asp.Tensor.from_numpy(sample((8, 8), 10), "csr")
     step = asp.fused(schedule="auto")(lambda a, b: xp.add(xp.matmul(a, b), b))
     np.testing.assert_allclose(dense(step(a, b)), dense(a) @ dense(b) + dense(b))
+
+
+def test_an_array_read_from_outside_and_given_back_is_that_array():
+    matrix = sp.csr_array(np.eye(3))
+    step = asp.fused(lambda x: (asp.lazy(matrix), xp.matmul(matrix, x)))
+    given, product = step(np.arange(3.0))
+    assert given is matrix
+    np.testing.assert_allclose(product, np.arange(3.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_an_order_0_result_read_by_later_kernels_is_an_array_they_call_warm(monkeypatch, dtype):
+    """A number would take the kernels' general path, converting it on every call (CG's step sizes)."""
+    x = np.arange(1.0, 4.0, dtype=dtype)
+    step = asp.fused(lambda x: (lambda s: (xp.multiply(x, s), xp.add(x, s), s))(xp.vecdot(x, x)))
+    lazily = lambda: asp.compute(*(lambda s: (xp.multiply(x, s), xp.add(x, s), s))(xp.vecdot(asp.lazy(x), x)))
+    for run in (lambda: step(x), lazily):
+        run()
+        general = []
+        original = asp.Kernel._call_general
+        monkeypatch.setattr(asp.Kernel, "_call_general", lambda kernel, operands: general.append(1) or
+                            original(kernel, operands))
+        scaled, shifted, total = run()
+        monkeypatch.undo()
+        assert not general
+        assert total == 14.0 and isinstance(total, float)
+        assert scaled.dtype == shifted.dtype == dtype
+        np.testing.assert_allclose(scaled, 14.0 * x)
+        np.testing.assert_allclose(shifted, x + 14.0)

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import api
-from ..api.arrays import numpy_bool
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
-from .lazy import LazyArray, lazy, operand_of, tracing
+from .lazy import LazyArray, as_operand, as_result, lazy, operand_of, tracing
 from .plan import leaf_kind, plan
 
 #: Traces a fused function keeps, one per kinds of its arguments; emptied when it holds this many.
@@ -91,12 +90,14 @@ def _kinds(values: list) -> tuple:
 
 @dataclass(frozen=True)
 class _Step:
-    """One kernel of a trace: `expression` of the run's values at `sources`, named T0, T1, ..., kept at `target`."""
+    """One kernel of a trace: `expression` of the run's values at `sources`, named T0, T1, ...; its result is
+    the run's next value."""
 
     expression: str
     names: tuple[str, ...]
     sources: tuple[int, ...]
-    target: int
+    shape: tuple[int, ...]  # the result's shape and dtype (as_operand)
+    dtype: np.dtype
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class _Trace:
     arguments: int
     constants: tuple
     steps: tuple[_Step, ...]
-    results: tuple[tuple[int, bool], ...]  # (the value's position, whether it is a dense bool result)
+    results: tuple[tuple, ...]  # each output's position in the run, shape and dtype; a leaf's: its value
     single: bool
     schedule: object
 
@@ -132,9 +133,11 @@ class _Trace:
         start = len(values) + len(constants)
         position.update((step.target, start + k) for k, step in enumerate(steps))
         made = tuple(_Step(step.expression, tuple(f"T{k}" for k in range(len(step.operands))),
-                           tuple(position[operand] for operand in step.operands), position[step.target])
+                           tuple(position[operand] for operand in step.operands), step.target.shape,
+                           step.target.dtype)
                      for step in steps)
-        results = tuple((position[node], not node.is_leaf and node.dtype == bool) for node in outputs)
+        results = tuple((position[node], node.shape, node.dtype) if not node.is_leaf or position[node] < len(values)
+                        else node.value for node in outputs)
         return cls(len(values), tuple(constants), made, results, single, schedule)
 
     def run(self, values: list):
@@ -143,7 +146,8 @@ class _Trace:
         run.extend(self.constants)
         for step in self.steps:
             operands = dict(zip(step.names, (run[source] for source in step.sources)))
-            run.append(api.evaluate(step.expression, schedule=self.schedule, operands=operands))
-        outputs = tuple(values[at] if at < self.arguments else numpy_bool(run[at]) if as_bool else run[at]
-                        for at, as_bool in self.results)
+            run.append(as_operand(api.evaluate(step.expression, schedule=self.schedule, operands=operands),
+                                  step.shape, step.dtype))
+        outputs = tuple(result if type(result) is not tuple else values[result[0]] if result[0] < self.arguments
+                        else as_result(run[result[0]], *result[1:]) for result in self.results)
         return outputs[0] if self.single else outputs
