@@ -1,6 +1,8 @@
 """Whole applications (examples/: PageRank, BFS, SSSP, triangle counting, conjugate gradients, CP-ALS, a GCN
 layer) timed as a user runs them: autosparse eager (`lazy=False`: one kernel per operation) beside autosparse
-lazy (the same program planned into fused kernels), and beside the peers that can express the program.
+lazy (the same program planned into fused kernels: by `asp.lazy` and `asp.compute`, or, for the loops of short
+steps — PageRank, BFS, SSSP, CG — a step traced once by `asp.fused`), and beside the peers that can express
+the program.
 
 Why: issue 31's promise is whole array programs, not single kernels; fusion pays only if a whole loop of
 them runs faster than the same loop eagerly, and the peers a user would otherwise write it in (scipy with
