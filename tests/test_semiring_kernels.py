@@ -226,6 +226,20 @@ def test_minimum_and_maximum_propagate_nan_as_numpy_does():
     _check("C(i,j) = maximum(A(i,j), B(i,j))", np.maximum(A, B), **operands)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "dense"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_min_and_max_reductions_propagate_nan_wherever_it_stands_in_a_row(fmt, dtype):
+    """A reduction's accumulation is the function's C (`isunordered(a, b) ? a + b : ...`): a NaN first, last or
+    between entries is kept, as numpy's minimum.reduce keeps it, and a row without one takes its least value."""
+    A = np.array([[np.nan, 1.0, 2.0, INF], [2.0, np.nan, 0.5, INF], [3.0, 1.0, -1.0, np.nan], [4.0, 1.0, -2.0, INF],
+                  [INF, INF, INF, INF]], dtype=dtype)
+    x = np.array([0.0, 1.0, -0.5, 2.0], dtype=dtype)
+    tensor = asp.Tensor.from_numpy(A, fmt, fill=INF)
+    _check("y(i) = min(j, A(i,j) + x(j))", np.min(A + x, axis=1), A=tensor, x=x)
+    below = np.where(A == INF, -INF, A)
+    _check("y(i) = max(j, A(i,j))", np.max(below, axis=1), A=asp.Tensor.from_numpy(below, fmt, fill=-INF))
+
+
 @pytest.mark.parametrize("fmt", ["csc", "coo"])
 def test_min_plus_spmv_on_threads_with_copies_of_the_result(fmt):
     """Columns (or entries) dealt to threads write every row: each thread's copy starts at +inf, the

