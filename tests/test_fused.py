@@ -176,20 +176,23 @@ def test_an_array_read_from_outside_and_given_back_is_that_array():
     np.testing.assert_allclose(product, np.arange(3.0))
 
 
+def _scaled_and_shifted_by_the_square(x):
+    square = xp.vecdot(x, x)
+    return xp.multiply(x, square), xp.add(x, square), square
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_an_order_0_result_read_by_later_kernels_is_an_array_they_call_warm(monkeypatch, dtype):
     """A number would take the kernels' general path, converting it on every call (CG's step sizes)."""
     x = np.arange(1.0, 4.0, dtype=dtype)
-    step = asp.fused(lambda x: (lambda s: (xp.multiply(x, s), xp.add(x, s), s))(xp.vecdot(x, x)))
-    lazily = lambda: asp.compute(*(lambda s: (xp.multiply(x, s), xp.add(x, s), s))(xp.vecdot(asp.lazy(x), x)))
-    for run in (lambda: step(x), lazily):
+    step = asp.fused(_scaled_and_shifted_by_the_square)
+    general, original = [], asp.Kernel._call_general
+    monkeypatch.setattr(asp.Kernel, "_call_general", lambda kernel, operands: general.append(1) or
+                        original(kernel, operands))
+    for run in (lambda: step(x), lambda: asp.compute(*_scaled_and_shifted_by_the_square(asp.lazy(x)))):
         run()
-        general = []
-        original = asp.Kernel._call_general
-        monkeypatch.setattr(asp.Kernel, "_call_general", lambda kernel, operands: general.append(1) or
-                            original(kernel, operands))
+        general.clear()
         scaled, shifted, total = run()
-        monkeypatch.undo()
         assert not general
         assert total == 14.0 and isinstance(total, float)
         assert scaled.dtype == shifted.dtype == dtype

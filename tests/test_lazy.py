@@ -179,7 +179,7 @@ def test_where_the_model_and_the_syntactic_rule_disagree(monkeypatch):
     assert texts(program) == ["C(i,j) = sum(k, T0(i,k) * T1(k)) * T2(j)"]
     (z,) = asp.compute(program)
     np.testing.assert_allclose(z, np.outer(a.to_numpy() @ x, y))
-    monkeypatch.setattr(planning, "costlier", lambda *_: None)  # as where the model cannot cost: syntactic
+    monkeypatch.setattr(planning, "frontier", lambda *_: None)  # as where the model cannot cost: syntactic
     monkeypatch.setattr(planning, "_plans", {})  # planned again, not the plan kept for this structure
     assert texts(program) == ["C(i) = T0(i,j) * T1(j)", "C(i,j) = T0(i) * T1(j)"]
 
@@ -201,9 +201,9 @@ def test_the_models_judgements_are_kept_for_a_program_planned_again(monkeypatch)
     a, b, x = matrix(6, 4, 17), matrix(4, 3, 18), np.arange(1.0, 4.0)
     texts(asp.lazy(a) @ (asp.lazy(b) @ x))
     monkeypatch.setattr(planning, "_plans", {})  # planned again, not the plan kept for this structure
-    before = fusion._judged.cache_info()
+    before = fusion._frontier.cache_info()
     texts(asp.lazy(a) @ (asp.lazy(b) @ x))
-    after = fusion._judged.cache_info()
+    after = fusion._frontier.cache_info()
     assert after.hits > before.hits and after.misses == before.misses
 
 
@@ -393,3 +393,64 @@ def test_an_elementwise_node_over_materialised_reductions_inlines():
     total, value = asp.compute(new, updated)
     assert total == 30.0
     np.testing.assert_allclose(value, r + 15.0 * p)
+
+
+# ----- rule 2 over a step's whole program: the frontier of every subset materialised (array/fusion.py) ----------
+
+def test_the_frontier_of_a_product_of_a_product_holds_the_split_program_alone():
+    from autosparse.array.fusion import frontier
+    from autosparse.notation import parse
+
+    fused = (parse("C(i) = A(i,j) * sum(k, B(j,k) * x(k))"),)
+    split = (parse("C(i) = A(i,j) * Q0(j)"), parse("Q0(j) = B(j,k) * x(k)"))
+    values = {"A": (matrix(6, 4, 30), 2), "B": (matrix(4, 3, 31), 2), "x": (np.ones(3), 1)}
+    assert frontier([fused, split], values) == (1,)
+
+
+def test_two_chains_of_products_materialise_their_inner_products_together():
+    """Four reducing inputs in one step, sixteen programs: the frontier's fewest kernels materialise the two
+    inner products and inline the outer ones into the sum."""
+    a, b, c, d = (matrix(5, 5, seed) for seed in (32, 33, 34, 35))
+    x, y = np.arange(1.0, 6.0), np.arange(5.0, 0.0, -1.0)
+    program = asp.lazy(a) @ (asp.lazy(b) @ x) + asp.lazy(c) @ (asp.lazy(d) @ y)
+    assert texts(program) == ["C(i) = T0(i,j) * T1(j)", "C(i) = T0(i,j) * T1(j)",
+                              "C(i) = sum(j, T0(i,j) * T1(j)) + sum(k, T2(i,k) * T3(k))"]
+    (z,) = asp.compute(program)
+    dense_ = [m.to_numpy() for m in (a, b, c, d)]
+    np.testing.assert_allclose(z, dense_[0] @ (dense_[1] @ x) + dense_[2] @ (dense_[3] @ y))
+
+
+def test_a_min_plus_program_is_decided_by_the_model_in_its_semirings_skeleton(monkeypatch):
+    """Over fill +inf (the min-plus zero) the model costs `A min.+ (B min.+ x)` as `A @ (B @ x)`; the syntactic
+    rule is not asked."""
+    from autosparse.array import plan as planning
+
+    def weights(seed: int) -> asp.Tensor:
+        rng = np.random.default_rng(seed)
+        values = np.where(rng.random((5, 5)) < 0.4, rng.random((5, 5)), np.inf)
+        return asp.Tensor.from_numpy(values, "csr", fill=np.inf)
+
+    a, b, x = weights(36), weights(37), np.arange(5.0)
+    program = xp.matmul(asp.lazy(a), xp.matmul(asp.lazy(b), x, semiring="min_plus"), semiring="min_plus")
+    verdicts = []
+    original = planning.frontier
+    monkeypatch.setattr(planning, "frontier", lambda *args: verdicts.append(original(*args)) or verdicts[-1])
+    monkeypatch.setattr(planning, "_plans", {})
+    assert texts(program) == ["C(i) = min(j, T0(i,j) + T1(j))"] * 2
+    assert verdicts == [(1,)]  # of the program fused and the program split: the split one alone
+    (z,) = asp.compute(program)
+    inner = (b.to_numpy() + x[None, :]).min(axis=1)
+    np.testing.assert_allclose(z, (a.to_numpy() + inner[None, :]).min(axis=1))
+
+
+def test_more_reducing_inputs_than_the_frontier_takes_fall_back_to_the_syntactic_rule(monkeypatch):
+    from autosparse.array import plan as planning
+
+    monkeypatch.setattr(planning, "CHOICES", 1)
+    monkeypatch.setattr(planning, "_plans", {})
+    a, b, c, d = (matrix(5, 5, seed) for seed in (38, 39, 40, 41))
+    x, y = np.arange(1.0, 6.0), np.ones(5)
+    program = asp.lazy(a) @ (asp.lazy(b) @ x) + asp.lazy(c) @ (asp.lazy(d) @ y)
+    assert len(texts(program)) == 3
+    (z,) = asp.compute(program)
+    np.testing.assert_allclose(z, a.to_numpy() @ (b.to_numpy() @ x) + c.to_numpy() @ (d.to_numpy() @ y))

@@ -110,9 +110,9 @@ class LazyArray:
         return record("sum", (self,), axis=axis)
 
     def _unknown(self, *_):
-        raise TypeError(f"A LazyArray has no value until it is computed: call autosparse.compute on it first "
-                        f"(inside a fused function, return it instead; its control flow cannot read its arrays' "
-                        f"values)")
+        raise TypeError("A LazyArray has no value until it is computed: call autosparse.compute on it first "
+                        "(inside a fused function, return it instead; its control flow cannot read its arrays' "
+                        "values)")
 
     __bool__ = __float__ = __int__ = __index__ = __complex__ = __array__ = _unknown
 

@@ -6,11 +6,13 @@ indices renamed to the access's, its own reductions scoped (`sum(j, ...)`: TACO'
 a kernel of its own, and read as an operand) when
 1. `compute` asks for it, or it reduces and feeds several consumers (a kernel has one result; an
    element-wise node is recomputed in each instead);
-2. it reduces and inlining makes its consumer's step asymptotically costlier than the two steps apart, by
-   the asymptotic cost model of the default schedules (fusion.py): inlined, `A @ (B @ x)` would compute
-   `B @ x` again for every i. Where the model cannot cost the step (operators other than + - * and sums:
-   functions, divisions, min/max reductions), the syntactic rule stands in: materialise it when inlining
-   would put its reduction under a loop over an index it does not use.
+2. it reduces, and materialising it belongs to the program with the fewest kernels on the frontier of its
+   consumer's step: every subset of the step's reducing inputs materialised, each program costed by the
+   asymptotic cost model of the default schedules (fusion.py; in a semiring's skeleton for min-plus and
+   or-and). Inlined, `A @ (B @ x)` would compute `B @ x` again for every i: off the frontier. Where the
+   model cannot cost the step (functions that keep no sparsity, divisions, two kinds of reduction), the
+   syntactic rule stands in: materialise it when inlining would put its reduction under a loop over an
+   index it does not use.
 
 A step's sums that a reduced product multiplies by dense factors are taken around the product
 (`_distributed`): a lazy MTTKRP is one product walking the tensor once, as einsum's is.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from itertools import count
+from itertools import combinations, count
 
 import numpy as np
 
@@ -35,7 +37,7 @@ from ..api.arrays import NAMES, index_names
 from ..notation import Access, Assignment, IndexVar, Reduce, Sum, walk
 from ..notation.ast import REDUCING, Literal, Mul, peeled, summed
 from ..tensor import Tensor
-from .fusion import costlier
+from .fusion import frontier
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class Step:
     expression: str
     operands: tuple
 
+
+#: The most reducing inputs of one step rule 2 decides over together (2ⁿ programs costed); beyond, the
+#: syntactic rule decides.
+CHOICES = 5
 
 #: Plans kept, by the graph's structure (`_structure`), emptied when it holds this many.
 KEPT = 256
@@ -144,33 +150,42 @@ class _Planner:
         return self.reduces[node]
 
     def _materialise(self, node) -> None:
-        """Appends `node`'s step: built with every input inlined that rule 1 allows, then again while
-        rule 2 finds an inlined reducing input to materialise (the outermost first)."""
+        """Appends `node`'s step: built with every input inlined that rule 1 allows, then again with the reducing
+        inputs rule 2 materialises — the fewest kernels on the frontier of the step's programs (fusion.py), or,
+        where the model cannot cost them, by the syntactic rule, the outermost first."""
         if node.is_leaf or node in self.done:
             return
         self.done.add(node)
         lhs = tuple(self._index() for _ in node.shape)
-        while True:
-            operands: dict = {}
-            inlined: list[_Inlined] = []
-            rhs = self._inlined(node, lhs, frozenset(lhs), operands, inlined)
-            costlier = next((i.node for i in inlined if self._costlier(Access("C", lhs), rhs, i, operands)), None)
-            if costlier is None:
-                break
-            self.materialised.add(costlier)
+        rhs, operands, inlined = self._built(node, lhs)
+        chosen = self._chosen(Access("C", lhs), rhs, inlined, operands)
+        if chosen is None:
+            while (record := next((r for r in inlined if r.unused_loops), None)) is not None:
+                self.materialised.add(record.node)
+                rhs, operands, inlined = self._built(node, lhs)
+        elif chosen:
+            self.materialised |= chosen
+            rhs, operands, inlined = self._built(node, lhs)
         dense = {name for name, child in operands.values() if child.is_leaf and child.fill == 0 and (
                  isinstance(child.value, np.ndarray) or isinstance(child.value, Tensor) and child.value.format.is_dense)}
         self.steps.append(_canonical(node, Access("C", lhs), _distributed(rhs, dense), operands))
 
-    def _costlier(self, lhs: Access, rhs, inlined: _Inlined, operands: dict) -> bool:
-        """Rule 2: whether the step is asymptotically costlier with `inlined` in it than with it materialised
-        (fusion.py), or, where the model cannot tell, whether it puts a reduction under a loop over an index
-        the reduction does not use."""
-        temporary = Access("Q", inlined.at)
+    def _built(self, node, lhs: tuple):
+        """`node`'s expression at `lhs`, its operands and the reducing inputs inlined in it (`_inlined`)."""
+        operands: dict = {}
+        inlined: list[_Inlined] = []
+        return self._inlined(node, lhs, frozenset(lhs), operands, inlined), operands, inlined
+
+    def _chosen(self, lhs: Access, rhs, inlined: list[_Inlined], operands: dict) -> set | None:
+        """Rule 2: the nodes of `inlined` to materialise, of the program with the fewest kernels on the
+        frontier of every subset of them materialised (the outermost first among equals); None where the model
+        cannot cost them, or there are more than CHOICES."""
+        if not inlined or len(inlined) > CHOICES:
+            return None if inlined else set()
+        subsets = [subset for size in range(len(inlined) + 1) for subset in combinations(inlined, size)]
         values = {name: (node.value if node.is_leaf else None, len(node.shape)) for name, node in operands.values()}
-        verdict = costlier(_assignment(lhs, rhs), _assignment(temporary, inlined.expr),
-                           _assignment(lhs, _replaced(rhs, inlined.expr, temporary)), values)
-        return inlined.unused_loops if verdict is None else verdict
+        kept = frontier([_split(lhs, rhs, subset) for subset in subsets], values)
+        return None if kept is None else {record.node for record in subsets[kept[0]]}
 
     def _index(self) -> IndexVar:
         return IndexVar(f"x{next(self.fresh)}")
@@ -222,13 +237,22 @@ def _assignment(lhs: Access, rhs) -> Assignment:
     return Assignment(lhs, peeled(rhs)[1])
 
 
-def _replaced(expr, old, new):
-    """`expr` with the subexpression `old` (that object) replaced by `new`."""
-    if expr is old:
-        return new
+def _split(lhs: Access, rhs, materialised: tuple[_Inlined, ...]) -> tuple[Assignment, ...]:
+    """The step `lhs = rhs` with the inlined nodes `materialised` (outermost first) computed apart: the step
+    reading each as a temporary `Q0`, `Q1`, ... at the indices it reads it at, then each one's assignment."""
+    temporaries = {id(record.expr): Access(f"Q{k}", record.at) for k, record in enumerate(materialised)}
+    producers = tuple(_assignment(temporaries[id(record.expr)], _cut(record.expr, temporaries, record.expr))
+                      for record in materialised)
+    return (_assignment(lhs, _cut(rhs, temporaries)), *producers)
+
+
+def _cut(expr, replaced: dict, kept=None):
+    """`expr` with each subexpression `replaced` names (by identity) replaced, but `kept`, in one walk."""
+    if expr is not kept and id(expr) in replaced:
+        return replaced[id(expr)]
     if isinstance(expr, Access):
         return expr
-    return expr.with_children(tuple(_replaced(child, old, new) for child in expr.children()))
+    return expr.with_children(tuple(_cut(child, replaced, kept) for child in expr.children()))
 
 
 def _rewritten(expr, access, renamed: dict):
