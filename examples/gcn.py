@@ -2,11 +2,12 @@
 adjacency with self loops (Kipf and Welling) and D the degrees of A + I.
 
 Â is never formed: the program is `maximum(d ∘ ((A + I) @ (d ∘ (X @ W))), 0)` with d = D^-1/2 a column.
-Lazily it is two kernels: `C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))`, the scaled `d ∘ (X @ W)` (its
+Lazily it is two steps: `C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))`, the scaled `d ∘ (X @ W)` (its
 product is read by the next product for every row of A, so it is materialised rather than computed again
-per row), and `C(i,j) = maximum(T0(i) * sum(k, T1(i,k) * T2(k,j)), T3())`: the other scaling, the sparse
-product and the ReLU in one, which runs row by row through a workspace of the row's outputs (the scoped sum
-walks each row of A once, as the SpMM alone does). Eagerly it is five kernels. A + I and its degrees are
+per row), which numpy computes by BLAS (its operands are numpy arrays: array/dense.py), and the kernel
+`C(i,j) = maximum(T0(i) * sum(k, T1(i,k) * T2(k,j)), T3())`: the other scaling, the sparse product and the
+ReLU in one, which runs row by row through a workspace of the row's outputs (the scoped sum walks each row
+of A once, as the SpMM alone does). Eagerly it is `X @ W` by BLAS and four kernels. A + I and its degrees are
 built with scipy, once a graph.
 
     python examples/gcn.py [graph.mtx[.gz]]    # default: a generated graph, 64 features, 16 outputs

@@ -1,10 +1,7 @@
 """The array API's functions on Tensors, numpy arrays, scipy matrices and numbers: each one assignment,
-computed by one kernel (api/arrays.py builds it, as for Tensor's operators). On a LazyArray they record a
-node instead (lazy.py), computed by `autosparse.compute`.
-
-The functions that need an operator other than `+ - * /` and `sum` (maximum, exp, where, min and max
-reductions, semirings other than plus_times ...) build their assignment today, and the pipeline refuses it
-with a ScheduleError naming the operator until lowering compiles it.
+computed by one kernel (api/arrays.py builds it, as for Tensor's operators), but a product of float numpy
+arrays alone, which numpy computes by BLAS (dense.py). On a LazyArray they record a node instead (lazy.py),
+computed by `autosparse.compute`.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import numpy as np
 from .. import api
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
+from . import dense
 from .lazy import LazyArray, record
 from .semirings import plus_times
 from .semirings import semiring as as_semiring
@@ -25,7 +23,8 @@ def _computed(name: str, operands: tuple, **options):
     """`name` of the operands: a lazy node where one is lazy, otherwise computed now."""
     if builtins.any(isinstance(operand, LazyArray) for operand in operands):
         return record(name, operands, **options)
-    return api.operators(name, operands, **options)
+    value = dense.eager(name, operands, options)
+    return api.operators(name, operands, **options) if value is None else value
 
 
 def asarray(obj, format=None, dtype=None):

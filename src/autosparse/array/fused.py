@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import api
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
-from .lazy import LazyArray, as_operand, as_result, lazy, operand_of, tracing
+from .lazy import LazyArray, as_result, computed, lazy, operand_of, tracing
 from .plan import leaf_kind, plan
 
 #: Traces a fused function keeps, one per kinds of its arguments; emptied when it holds this many.
@@ -146,8 +145,7 @@ class _Trace:
         run.extend(self.constants)
         for step in self.steps:
             operands = dict(zip(step.names, (run[source] for source in step.sources)))
-            run.append(as_operand(api.evaluate(step.expression, schedule=self.schedule, operands=operands),
-                                  step.shape, step.dtype))
+            run.append(computed(step.expression, operands, self.schedule, step.shape, step.dtype))
         outputs = tuple(result if type(result) is not tuple else values[result[0]] if result[0] < self.arguments
                         else as_result(run[result[0]], *result[1:]) for result in self.results)
         return outputs[0] if self.single else outputs

@@ -27,6 +27,7 @@ from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
+from . import dense
 from .plan import leaf_kind, plan
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
@@ -257,12 +258,19 @@ def compute(*lazies, schedule=None):
     values: dict[Node, object] = {}
     for step in plan(roots):
         operands = {f"T{k}": values.get(node, node.operand) for k, node in enumerate(step.operands)}
-        target = step.target
-        values[target] = as_operand(api.evaluate(step.expression, schedule=schedule, operands=operands), target.shape,
-                                    target.dtype)
+        values[step.target] = computed(step.expression, operands, schedule, step.target.shape, step.target.dtype)
     return tuple(given if not isinstance(given, LazyArray) else
                  as_result(values[node], node.shape, node.dtype) if node in values else node.value
                  for given, node in zip(lazies, roots))
+
+
+def computed(expression: str, operands: dict, schedule, shape: tuple, dtype: np.dtype):
+    """A step's value as later steps read it (`as_operand`): by numpy where every operand is a numpy array and
+    the step a product (dense.py: BLAS), unless a schedule is asked for; otherwise by evaluate's kernel."""
+    value = dense.step(expression, operands) if schedule is None else None
+    if value is None:
+        value = api.evaluate(expression, schedule=schedule, operands=operands)
+    return as_operand(value, shape, dtype)
 
 
 def as_operand(value, shape: tuple, dtype: np.dtype):

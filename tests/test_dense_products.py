@@ -1,0 +1,85 @@
+"""Products of float numpy arrays alone are numpy's (BLAS), eagerly and as a lazy program's steps: equal to
+numpy's own, no kernel built, and every other operand (a Tensor, an integer or bool array, a semiring) still
+through a kernel, with autosparse's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autosparse as asp
+from autosparse import api
+from autosparse.array import dense
+
+xp = asp.array
+
+
+@pytest.fixture
+def no_kernel_built():
+    before = set(api._kernels)
+    yield
+    assert set(api._kernels) == before
+
+
+SHAPES = [((4, 3), (3, 5)), ((0, 3), (3, 2)), ((3, 0), (0, 2)), ((1, 1), (1, 1)), ((5, 1), (1, 4))]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("left, right", SHAPES, ids=str)
+def test_eager_products_of_float_arrays_are_numpys(left, right, dtype, no_kernel_built):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(left).astype(dtype), rng.standard_normal(right).astype(dtype)
+    for got, expected in ((xp.matmul(a, b), a @ b), (xp.tensordot(a, b, axes=1), a @ b),
+                          (xp.matmul(a, b[:, 0]), a @ b[:, 0]), (xp.vecdot(a, a), (a * a).sum(axis=-1))):
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_other_operands_go_through_kernels_and_keep_autosparses_errors():
+    a = np.arange(6.0).reshape(2, 3)
+    ints = np.arange(6).reshape(2, 3)
+    before = set(api._kernels)
+    np.testing.assert_array_equal(xp.matmul(ints, ints.T), ints @ ints.T)  # int64: a kernel
+    np.testing.assert_allclose(xp.matmul(asp.Tensor.from_numpy(a, "csr"), a.T), a @ a.T)  # a Tensor: a kernel
+    np.testing.assert_allclose(xp.matmul(a, a.T, semiring="max_plus"), (a[:, :, None] + a.T[None]).max(axis=1))
+    assert len(set(api._kernels) - before) == 3
+    with pytest.raises(asp.ShapeError):
+        xp.matmul(a, a)
+
+
+def _scaled_product(d, x, w):
+    return xp.multiply(d, xp.matmul(x, w))
+
+
+def test_a_lazy_step_of_numpy_arrays_that_is_a_product_is_numpys(no_kernel_built):
+    rng = np.random.default_rng(1)
+    d, x, w = rng.random((7, 1)), rng.random((7, 4)), rng.random((4, 3))
+    (scaled,) = asp.compute(_scaled_product(asp.lazy(d), asp.lazy(x), w))
+    np.testing.assert_allclose(scaled, d * (x @ w))
+    assert scaled.flags.c_contiguous
+    np.testing.assert_allclose(asp.fused(_scaled_product)(d, x, w), d * (x @ w))
+    total = asp.compute(xp.vecdot(asp.lazy(x[:, 0]), x[:, 1]))[0]
+    assert total == pytest.approx(x[:, 0] @ x[:, 1]) and isinstance(total, float)
+
+
+def test_a_lazy_step_with_a_tensor_or_a_schedule_runs_a_kernel():
+    rng = np.random.default_rng(2)
+    x, w = rng.random((5, 4)), rng.random((4, 3))
+    before = set(api._kernels)
+    (product,) = asp.compute(xp.matmul(asp.lazy(asp.Tensor.from_numpy(x, "dense")), w))
+    np.testing.assert_allclose(product, x @ w)
+    assert len(set(api._kernels) - before) == 1
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("C(i,j) = T0(i,k) * T1(k,j)", ("ac,cb->ab", ("T0", "T1"))),
+    ("C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))", ("a,ac,cb->ab", ("T0", "T1", "T2"))),
+    ("C() = T0(i) * T0(i)", ("a,a->", ("T0", "T0"))),
+    ("C(i) = T0(i,i)", ("aa->a", ("T0",))),
+    ("C(i) = T0(i) + T1(i)", None),
+    ("C(i) = 2 * T0(i)", None),
+    ("C(i) = maximum(T0(i), T1(i))", None),
+    ("C(i) = min(j, T0(i,j) + T1(j))", None),
+])
+def test_the_steps_numpy_computes_are_products_of_accesses_with_sums(expression, expected):
+    assert dense._subscripts(expression) == expected
