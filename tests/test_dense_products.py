@@ -71,15 +71,35 @@ def test_a_lazy_step_with_a_tensor_or_a_schedule_runs_a_kernel():
     assert len(set(api._kernels) - before) == 1
 
 
-@pytest.mark.parametrize("expression, expected", [
-    ("C(i,j) = T0(i,k) * T1(k,j)", ("ac,cb->ab", ("T0", "T1"))),
-    ("C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))", ("a,ac,cb->ab", ("T0", "T1", "T2"))),
-    ("C() = T0(i) * T0(i)", ("a,a->", ("T0", "T0"))),
-    ("C(i) = T0(i,i)", ("aa->a", ("T0",))),
-    ("C(i) = T0(i) + T1(i)", None),
-    ("C(i) = 2 * T0(i)", None),
-    ("C(i) = maximum(T0(i), T1(i))", None),
-    ("C(i) = min(j, T0(i,j) + T1(j))", None),
+@pytest.mark.parametrize("expression, contracted, scalings", [
+    ("C(i,j) = T0(i,k) * T1(k,j)", ("ac,cb->ab", ("T0", "T1")), ()),
+    ("C() = T0(i) * T0(i)", ("a,a->", ("T0", "T0")), ()),
+    ("C(i) = T0(i,i)", ("aa->a", ("T0",)), ()),
+    ("C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))", ("ac,cb->ab", ("T1", "T2")), (("a->a", "T0"),)),
+    ("C(i,j) = T0(j,i) * sum(k, T1(i,k) * T2(k,j))", ("ac,cb->ab", ("T1", "T2")), (("ba->ab", "T0"),)),
+    ("C() = T0() * sum(i, T1(i) * T2(i))", ("a,a->", ("T1", "T2")), (("->", "T0"),)),
 ])
-def test_the_steps_numpy_computes_are_products_of_accesses_with_sums(expression, expected):
-    assert dense._subscripts(expression) == expected
+def test_the_steps_numpy_computes_are_products_that_blas_contracts_in_a_pair(expression, contracted, scalings):
+    pair, scaled = dense._product(expression)
+    assert pair == contracted
+    assert tuple((subscripts, name) for subscripts, name, _ in scaled) == scalings
+
+
+@pytest.mark.parametrize("expression", ["C(i) = T0(i) + T1(i)", "C(i) = 2 * T0(i)", "C(i) = maximum(T0(i), T1(i))",
+                                        "C(i) = min(j, T0(i,j) + T1(j))", "C(i) = T0(i,j) * T1(j,k) * T2(k)",
+                                        "C(i,j) = T0(j) * sum(k, T1(i,k) * T2(k))"])
+def test_other_steps_are_kernels(expression):
+    assert dense._product(expression) is None
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64, np.float64), (np.float32, np.float32, np.float32),
+                                    (np.float32, np.float32, np.float64), (np.float64, np.float32, np.float32)])
+def test_a_scaled_product_is_typed_and_valued_as_numpy_has_it(dtypes):
+    rng = np.random.default_rng(3)
+    d, x, w = (rng.random(shape).astype(dtype) for shape, dtype in zip([(6,), (6, 4), (4, 3)], dtypes))
+    value = dense.step("C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))", {"T0": d, "T1": x, "T2": w})
+    expected = d[:, None] * (x @ w)
+    assert value.dtype == expected.dtype and value.flags.c_contiguous
+    np.testing.assert_allclose(value, expected, rtol=1e-5)
+    transposed = dense.step("C(i,j) = T0(j,i) * sum(k, T1(i,k) * T2(k,j))", {"T0": (x @ w).T.copy(), "T1": x, "T2": w})
+    np.testing.assert_allclose(transposed, (x @ w) ** 2, rtol=1e-5)

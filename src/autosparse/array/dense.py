@@ -43,17 +43,26 @@ def eager(name: str, operands: tuple, options: dict):
 
 
 def step(expression: str, operands: dict):
-    """A step's value by `numpy.einsum`, where its operands are numpy arrays of a BLAS type and its right-hand
-    side a product of accesses with sums; None otherwise."""
-    found = _subscripts(expression)
+    """A step's value by numpy, where its operands are numpy arrays of a BLAS type and its right-hand side is a
+    product of accesses with sums that BLAS contracts: two factors, or two factors holding every summed index
+    beside scalings by factors read at the result's indices alone (GCN's `d(i) * sum(k, X(i,k) * W(k,j))`);
+    None otherwise."""
+    found = _product(expression)
     if found is None:
         return None
-    subscripts, names = found
-    arrays = [operands[name] for name in names]
-    if not _blas_arrays(arrays):
+    pair, scalings = found
+    arrays = {name: operands[name] for name in {*pair[1], *(name for _, name, _ in scalings)}}
+    if not _blas_arrays(arrays.values()):
         return None
-    value = np.einsum(subscripts, *arrays, optimize=any(array.ndim > 1 for array in arrays))
-    return np.ascontiguousarray(value) if isinstance(value, np.ndarray) and value.ndim else value
+    subscripts, names = pair
+    value = np.einsum(subscripts, *(arrays[name] for name in names), optimize=True)
+    if not scalings:
+        return np.ascontiguousarray(value) if isinstance(value, np.ndarray) and value.ndim else value
+    # owned, writable and of the whole product's type: the scalings multiply it in place
+    value = np.asarray(value, dtype=np.result_type(*arrays.values()), order="C")
+    for subscripts, name, shape in scalings:
+        value *= np.einsum(subscripts, arrays[name]).reshape(shape(arrays[name]))
+    return value
 
 
 def _blas_arrays(values) -> bool:
@@ -61,11 +70,13 @@ def _blas_arrays(values) -> bool:
 
 
 @lru_cache(maxsize=KEPT)
-def _subscripts(expression: str) -> tuple[str, tuple[str, ...]] | None:
-    """numpy.einsum's subscripts of a step `C(..) = product of accesses, with sums` and the operands' names in
-    their order, or None for any other step (a sum of terms, a function, a number, a reduction other than +).
-    A sum scoped inside the product sums an index no other factor reads (the planner names each index once),
-    so the whole product summed over every index the result lacks means the same."""
+def _product(expression: str):
+    """How numpy computes a step `C(..) = a product of accesses, with sums` (a sum scoped inside the product
+    sums an index no other factor reads: the planner names each index once, so the whole product summed over
+    every index the result lacks means the same): einsum's subscripts for the factors it contracts and their
+    names, and for each other factor the subscripts putting its modes in the result's order, its name and the
+    shape it broadcasts at (1 at the result's other modes). None for any other step (a sum of terms, a
+    function, a number, a reduction other than +) and for products BLAS does not contract in pairs."""
     assignment = parse(expression)
     factors: list[Access] = []
 
@@ -79,8 +90,9 @@ def _subscripts(expression: str) -> tuple[str, tuple[str, ...]] | None:
 
     if assignment.accumulate or not collect(assignment.rhs):
         return None
+    result = assignment.lhs.indices
     letters: dict = {}
-    for index in (*assignment.lhs.indices, *(i for factor in factors for i in factor.indices)):
+    for index in (*result, *(i for factor in factors for i in factor.indices)):
         letters.setdefault(index, chr(ord("a") + len(letters)) if len(letters) < 26 else None)
     if None in letters.values():
         return None
@@ -88,5 +100,24 @@ def _subscripts(expression: str) -> tuple[str, tuple[str, ...]] | None:
     def spelled(indices) -> str:
         return "".join(letters[index] for index in indices)
 
-    subscripts = f"{','.join(spelled(f.indices) for f in factors)}->{spelled(assignment.lhs.indices)}"
-    return subscripts, tuple(factor.tensor for factor in factors)
+    summing = [factor for factor in factors if not set(factor.indices) <= set(result)]
+    if len(factors) <= 2:
+        contracted, scaling = factors, []
+    elif len(summing) == 2:
+        contracted, scaling = summing, [factor for factor in factors if factor not in summing]
+    else:
+        return None
+    kept = [index for index in result if any(index in factor.indices for factor in contracted)]
+    pair = (f"{','.join(spelled(f.indices) for f in contracted)}->{spelled(kept)}",
+            tuple(factor.tensor for factor in contracted))
+    if scaling and kept != list(result):
+        return None  # the scalings would broadcast the contraction to modes it lacks: not an in-place product
+    scalings = tuple((f"{spelled(factor.indices)}->{spelled(i for i in result if i in factor.indices)}", factor.tensor,
+                      _broadcast_shape(result, factor.indices)) for factor in scaling)
+    return pair, scalings
+
+
+def _broadcast_shape(result: tuple, indices: tuple):
+    """The shape, given the factor's array, that broadcasts its modes (in the result's order) against the result."""
+    at = {index: mode for mode, index in enumerate(indices)}
+    return lambda array: tuple(array.shape[at[index]] if index in at else 1 for index in result)
