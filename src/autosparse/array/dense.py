@@ -54,8 +54,13 @@ def step(expression: str, operands: dict):
     arrays = {name: operands[name] for name in {*pair[1], *(name for _, name, _ in scalings)}}
     if not _blas_arrays(arrays.values()):
         return None
-    subscripts, names = pair
-    value = np.einsum(subscripts, *(arrays[name] for name in names), optimize=True)
+    subscripts, names, axes = pair
+    factors = [arrays[name] for name in names]
+    if axes is None:
+        value = np.einsum(subscripts, *factors, optimize=True)
+    else:  # tensordot: one BLAS call on the factors reshaped, where einsum's own path costs a third more
+        contracted, order = axes
+        value = np.tensordot(*factors, axes=contracted).transpose(order)
     if not scalings:
         return np.ascontiguousarray(value) if isinstance(value, np.ndarray) and value.ndim else value
     # owned, writable and of the whole product's type: the scalings multiply it in place
@@ -109,7 +114,7 @@ def _product(expression: str):
         return None
     kept = [index for index in result if any(index in factor.indices for factor in contracted)]
     pair = (f"{','.join(spelled(f.indices) for f in contracted)}->{spelled(kept)}",
-            tuple(factor.tensor for factor in contracted))
+            tuple(factor.tensor for factor in contracted), _tensordot(contracted, kept))
     if scaling and kept != list(result):
         return None  # the scalings would broadcast the contraction to modes it lacks: not an in-place product
     scalings = tuple((f"{spelled(factor.indices)}->{spelled(i for i in result if i in factor.indices)}", factor.tensor,
@@ -121,3 +126,18 @@ def _broadcast_shape(result: tuple, indices: tuple):
     """The shape, given the factor's array, that broadcasts its modes (in the result's order) against the result."""
     at = {index: mode for mode, index in enumerate(indices)}
     return lambda array: tuple(array.shape[at[index]] if index in at else 1 for index in result)
+
+
+def _tensordot(pair: list[Access], kept: list) -> tuple | None:
+    """`numpy.tensordot`'s axes for a pair of factors and the transposition of its result to `kept`'s order,
+    where tensordot means the product: each factor's indices distinct, and the indices both read exactly those
+    summed (an index one factor alone sums, or both read and the result keeps, is einsum's); None otherwise."""
+    if len(pair) != 2 or any(len(set(f.indices)) != len(f.indices) for f in pair):
+        return None
+    left, right = (f.indices for f in pair)
+    shared = [index for index in left if index in right]
+    if set(shared) & set(kept) or set(left) | set(right) != set(shared) | set(kept):
+        return None
+    free = [index for index in left if index not in shared] + [index for index in right if index not in shared]
+    axes = ([left.index(index) for index in shared], [right.index(index) for index in shared])
+    return axes, tuple(free.index(index) for index in kept)
