@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import autosparse as asp
 from autosparse import api
@@ -198,3 +200,60 @@ def test_an_order_0_result_read_by_later_kernels_is_an_array_they_call_warm(monk
         assert scaled.dtype == shifted.dtype == dtype
         np.testing.assert_allclose(scaled, 14.0 * x)
         np.testing.assert_allclose(shifted, x + 14.0)
+
+
+# ----- random programs: eager, lazy (compute), fused and numpy agree --------------------------------------------
+
+def _vectors(depth: int = 3):
+    """Recipes of an m-vector program over M (m × n), x (n), y (m) and a number s."""
+    leaves = st.sampled_from([("y",), ("Mx",)])
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.tuples(st.sampled_from(["add", "subtract", "multiply"]), inner, inner),
+        st.tuples(st.sampled_from(["scale", "relu", "MMt"]), inner)), max_leaves=depth + 1)
+
+
+def _interpret(recipe, ns, M, x, y, s):
+    kind, *parts = recipe
+    args = [_interpret(part, ns, M, x, y, s) for part in parts]
+    if kind == "y":
+        return y
+    if kind == "Mx":
+        return ns.matmul(M, x)
+    if kind in ("add", "subtract", "multiply"):
+        return getattr(ns, kind)(*args)
+    if kind == "scale":
+        return ns.multiply(s, args[0])
+    if kind == "relu":
+        return ns.maximum(args[0], 0.0)
+    return ns.matmul(M, ns.matmul(ns.matrix_transpose(M), args[0]))  # MMt: a product of products
+
+
+class _Numpy:
+    matmul, add, subtract, multiply, maximum, sum, vecdot = (np.matmul, np.add, np.subtract, np.multiply, np.maximum,
+                                                             np.sum, np.vecdot)
+    matrix_transpose = staticmethod(lambda a: a.T)
+
+
+@settings(max_examples=25, deadline=None)
+@given(recipe=_vectors(), output=st.sampled_from(["vector", "sum", "dot"]),
+       kind=st.sampled_from(["csr", "coo", "dcsr", "dense", "numpy", "scipy-csr"]),
+       shape=st.sampled_from([(4, 3), (1, 5), (5, 1), (3, 3)]), seed=st.integers(0, 2**16))
+def test_random_programs_agree_eager_lazy_fused_and_numpy(recipe, output, kind, shape, seed):
+    rng = np.random.default_rng(seed)
+    values = sample(shape, seed)
+    M = operand(kind, values)
+    x, s = rng.standard_normal(shape[1]), float(rng.standard_normal())
+
+    def program(ns, M, x, y, s):
+        vector = _interpret(recipe, ns, M, x, y, s)
+        return vector if output == "vector" else ns.sum(vector) if output == "sum" else ns.vecdot(vector, y)
+
+    step = asp.fused(lambda M, x, y, s: program(xp, M, x, y, s))
+    for _ in range(2):  # the second call replays the trace on new values
+        y = rng.standard_normal(shape[0])
+        expected = program(_Numpy, values, x, y, s)
+        eager = program(xp, M, x, y, s)
+        (lazily,) = asp.compute(program(xp, asp.lazy(M), asp.lazy(x), asp.lazy(y), s))
+        for got in (eager, lazily, step(M, x, y, s)):
+            np.testing.assert_allclose(dense(got), expected, rtol=1e-9, atol=1e-12)
+    assert step.traces == 1
