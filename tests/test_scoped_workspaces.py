@@ -76,8 +76,29 @@ def _cin(text, formats):
 @pytest.mark.parametrize("b_format", ["dense", "csr"])
 @pytest.mark.parametrize("c_format", ["dense", "csr"])
 def test_the_row_of_a_is_walked_once_into_a_row_workspace(a_format, b_format, c_format):
+    """Located by a consumer writing the whole row (a dense result); stepped, its touched coordinates alone,
+    into a result that stores the row sparsely, which would otherwise hold every coordinate of it."""
     cin = _cin(RELU, {"A": a_format, "B": b_format, "C": c_format})
-    assert cin == "∀i where(∀j C(i,j) = maximum(t(j@locate), 0), ∀k ∀j t(j) += A(i,k) * B(k,j))"
+    read = "t(j@locate)" if c_format == "dense" else "t(j)"
+    assert cin == f"∀i where(∀j C(i,j) = maximum({read}, 0), ∀k ∀j t(j) += A(i,k) * B(k,j))"
+
+
+@pytest.mark.parametrize("b_format", ["csr", "dense"])
+def test_a_sparse_result_of_a_row_workspace_holds_the_coordinates_the_walk_reached(b_format):
+    """`q @ B` over or-and with q sparse (a push step of BFS) and relu(A @ B) into CSR: as many stored entries
+    as the product reaches, not the whole dimension."""
+    rng = np.random.default_rng(9)
+    B = np.where(rng.random((40, 30)) < 0.1, 1.0, 0.0)
+    q = asp.Tensor.from_coo(np.array([[3, 17]]), np.ones(2), (40,), format="s")
+    pushed = asp.evaluate("C(i) = any(j, logical_and(T0(j), T1(j,i)))", T0=q, T1=_tensor(B, b_format, 0.0))
+    reached = (B[3] + B[17]) != 0
+    np.testing.assert_array_equal(_dense(pushed) != 0, reached)
+    if b_format == "csr":  # a dense B makes a dense result
+        assert pushed.nnz == reached.sum()
+    A = np.where(rng.random((20, 40)) < 0.1, rng.standard_normal((20, 40)), 0.0)
+    relu = asp.evaluate(RELU, format="csr", A=_tensor(A, "csr", 0.0), B=_tensor(B, "csr", 0.0))
+    np.testing.assert_allclose(_dense(relu), np.maximum(A @ B, 0))
+    assert relu.nnz == np.count_nonzero((A != 0).astype(int) @ (B != 0).astype(int))
 
 
 @pytest.mark.parametrize("text", [RELU, SCALED])

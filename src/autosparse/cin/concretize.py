@@ -94,9 +94,12 @@ def _loops(assignment: notation.Assignment, variables: dict[str, TensorVar], bou
             for name, summed in sums.items()}
     temporaries = {name: _workspace(name, kept[name], extents, identity(_reduced_by(summed)))
                    for name, summed in sums.items()}
-    # a row workspace the consumer runs over whole (`_rewalks`) is located: one load per j, no merge with its list
+    # a row workspace the consumer runs over whole (`_rewalks`) is located: one load per j, no merge with its list;
+    # but not into a result that stores its index sparsely, which would then hold every coordinate of the row
+    # (`q @ A` over or-and with q sparse: a vector of n entries, not the ones the walk reached)
     rows = {name for name, summed in sums.items()
-            if len(kept[name]) == 1 and _rewalks(kept[name], set(around[name]), summed, formats, rhs)}
+            if len(kept[name]) == 1 and _rewalks(kept[name], set(around[name]), summed, formats, rhs)
+            and not _stores_sparse(assignment.lhs, kept[name][0], formats)}
 
     def read(access: notation.Access) -> Access:
         if access.tensor in temporaries:
