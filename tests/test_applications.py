@@ -179,25 +179,10 @@ def test_bfs_follows_edges_forward_skips_self_loops_and_leaves_the_unreachable_a
     np.testing.assert_array_equal(example("bfs").bfs(adjacency, 3, lazy=lazy), [1, 2, 3, 0, -1, -1])
 
 
-def test_bfs_is_one_kernel_a_level_pushed_or_pulled_mask_and_product_fused(traced):
-    adjacency = graph(300, 900, 9)
+def test_bfs_is_one_kernel_a_level_mask_and_product_fused(traced):
     module = example("bfs")
-    pull = traced(module, "fused_pull", lambda: module.bfs(adjacency, 0))
-    module = example("bfs")
-    push = traced(module, "fused_push", lambda: module.bfs(adjacency, 0))
-    assert pull == ("C(i) = logical_and(less(T0(i), T1()), any(j, logical_and(T2(i,j), T3(j))))",)
-    assert push == ("C(i) = logical_and(less(T0(i), T1()), any(j, logical_and(T2(j), T3(j,i))))",)
-
-
-@pytest.mark.parametrize("alpha", [0, 10**9])
-def test_bfs_pulling_or_pushing_alone_finds_the_same_levels(monkeypatch, alpha):
-    module = example("bfs")
-    monkeypatch.setattr(module, "ALPHA", alpha)  # 0: every level pushes; 10**9: every level pulls
-    adjacency = graph(200, 700, 10)
-    expected = csgraph.shortest_path(adjacency, unweighted=True, indices=3)
-    for lazy in (True, False):
-        levels = module.bfs(adjacency, 3, lazy=lazy)
-        np.testing.assert_array_equal(levels, np.where(np.isinf(expected), -1, expected).astype(np.int64))
+    step = traced(module, "fused_step", lambda: module.bfs(graph(50, 100, 9), 0))
+    assert step == ("C(i) = logical_and(less(T0(i), T1()), any(j, logical_and(T2(i,j), T3(j))))",)
 
 
 def spd(n: int, seed: int) -> sp.csr_array:
