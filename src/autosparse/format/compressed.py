@@ -144,7 +144,10 @@ class Compressed(Level):
         pos, crd = arrays["pos"], arrays["crd"]
         check_pos(pos, nparents, len(crd))
         check_in_range(crd, dim)
-        parent = np.repeat(np.arange(nparents), np.diff(pos))
+        # each child's parent, where a check reads it: scipy's raw CSR (unordered, repeats allowed) needs none,
+        # and spelling it out was a third of wrapping a scipy matrix
+        unchecked = self.order == "unordered" and not self.unique
+        parent = None if unchecked else np.repeat(np.arange(nparents), np.diff(pos))
         if self.order == "unordered":
             if self.unique:
                 check_unique_unordered(crd, parent)
