@@ -111,7 +111,6 @@ class _Trace:
     results: tuple[tuple, ...]  # each output's position in the run, shape and dtype; a leaf's: its value
     single: bool
     schedule: object
-    kernels: tuple[list, ...]  # each step's kernel once it ran one, with its threads (lazy.computed)
 
     @classmethod
     def of(cls, function, values: list, schedule) -> _Trace:
@@ -138,15 +137,15 @@ class _Trace:
                      for step in steps)
         results = tuple((position[node], node.shape, node.dtype) if not node.is_leaf or position[node] < len(values)
                         else node.value for node in outputs)
-        return cls(len(values), tuple(constants), made, results, single, schedule, tuple([] for _ in made))
+        return cls(len(values), tuple(constants), made, results, single, schedule)
 
     def run(self, values: list):
         """The outputs for the arguments `values` (of the kinds traced)."""
         run = [operand_of(value) for value in values]
         run.extend(self.constants)
-        for step, kept in zip(self.steps, self.kernels):
+        for step in self.steps:
             operands = dict(zip(step.names, (run[source] for source in step.sources)))
-            run.append(computed(step.expression, operands, self.schedule, step.shape, step.dtype, kept))
+            run.append(computed(step.expression, operands, self.schedule, step.shape, step.dtype))
         outputs = tuple(result if type(result) is not tuple else values[result[0]] if result[0] < self.arguments
                         else as_result(run[result[0]], *result[1:]) for result in self.results)
         return outputs[0] if self.single else outputs

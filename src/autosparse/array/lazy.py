@@ -22,7 +22,6 @@ import numpy as np
 
 from .. import api
 from ..api.arrays import Shaped, build, numpy_bool, weakly_typed
-from ..config import num_threads
 from ..notation import Access, Assignment, parse, walk
 from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
@@ -265,21 +264,13 @@ def compute(*lazies, schedule=None):
                  for given, node in zip(lazies, roots))
 
 
-def computed(expression: str, operands: dict, schedule, shape: tuple, dtype: np.dtype, kept: list | None = None):
+def computed(expression: str, operands: dict, schedule, shape: tuple, dtype: np.dtype):
     """A step's value as later steps read it (`as_operand`): by numpy where every operand is a numpy array and
-    the step a product (dense.py: BLAS), unless a schedule is asked for; otherwise by evaluate's kernel. A caller
-    that runs the step on like operands again (a fused function's trace) passes `kept`, a list in which the
-    kernel is kept with the threads it was chosen for, and calls it without evaluate's lookup of it (a third of
-    a small CG iteration's time)."""
+    the step a product (dense.py: BLAS), unless a schedule is asked for; otherwise by evaluate's kernel."""
     value = dense.step(expression, operands) if schedule is None else None
-    if value is not None:
-        return as_operand(value, shape, dtype)
-    if kept is None or schedule is not None:
-        return as_operand(api.evaluate(expression, schedule=schedule, operands=operands), shape, dtype)
-    threads = num_threads()
-    if not kept or kept[0] != threads:
-        kept[:] = threads, api.operators.kernel(expression, operands)
-    return as_operand(kept[1](**operands), shape, dtype)
+    if value is None:
+        value = api.evaluate(expression, schedule=schedule, operands=operands)
+    return as_operand(value, shape, dtype)
 
 
 def as_operand(value, shape: tuple, dtype: np.dtype):
