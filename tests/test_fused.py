@@ -257,3 +257,14 @@ def test_random_programs_agree_eager_lazy_fused_and_numpy(recipe, output, kind, 
         for got in (eager, lazily, step(M, x, y, s)):
             np.testing.assert_allclose(dense(got), expected, rtol=1e-9, atol=1e-12)
     assert step.traces == 1
+
+
+@pytest.mark.parametrize("bad", ["abc", None, 10**400, np.array([object()] * 3), np.array(["a", "b", "c"])],
+                         ids=["text", "None", "huge", "objects", "strings"])
+def test_values_numpy_cannot_hold_as_numbers_are_refused_alike_eager_lazy_and_fused(bad):
+    y = np.ones(3)
+    for run in (lambda: xp.add(bad, y), lambda: asp.compute(xp.add(asp.lazy(bad), y)),
+                lambda: asp.compute(xp.add(asp.lazy(y), bad)),
+                lambda: asp.fused(lambda x, y: xp.add(x, y))(bad, y)):
+        with pytest.raises((asp.FormatError, asp.RangeError), match="Expected"):  # a huge number: RangeError eagerly
+            run()

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import num_threads as default_threads
-from ..errors import AutosparseError, ShapeError
+from ..errors import AutosparseError, RangeError, ShapeError
 from ..notation import accesses
 from ..notation.einsum import einsum_assignment, operand_name
 from ..notation.operators import REDUCTIONS, REGISTRY
@@ -186,8 +186,11 @@ def build(name: str, operands: tuple, **options) -> tuple[str, dict]:
 
 def weakly_typed(value, dtypes) -> np.ndarray:
     """A Python number as the 0-d array numpy 2 makes of it beside arrays of `dtypes`: their type where
-    that holds the number (`2 * A` of float32 is float32)."""
-    return np.asarray(value, dtype=np.result_type(*dtypes, value))
+    that holds the number (`2 * A` of float32 is float32); a RangeError where no numpy type holds it."""
+    try:
+        return np.asarray(value, dtype=np.result_type(*dtypes, value))
+    except OverflowError:
+        raise RangeError(f"Expected a number a value type holds, but found {value!r:.60}") from None
 
 
 # ----- element-wise --------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from ..notation import Access, Assignment, parse, walk
 from ..notation.extents import index_extents
 from ..notation.operators import REDUCTIONS, REGISTRY, fold
 from ..tensor import Tensor
+from ..tensor.dtypes import promote_value_dtype
 from ..tensor.interop import is_scipy
 from . import dense
 from .plan import leaf_kind, plan
@@ -61,6 +62,7 @@ def leaf(value) -> Node:
     """A leaf holding a Tensor, numpy array or scipy matrix as it is, anything else as a numpy array."""
     if not (isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)):
         value = np.asarray(value)
+    promote_value_dtype(value.dtype)  # strings and objects are refused when recorded, as eagerly
     return Node(tuple(value.shape), np.dtype(value.dtype), value.fill if isinstance(value, Tensor) else 0, value,
                 operand_of(value))
 
