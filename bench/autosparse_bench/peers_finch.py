@@ -90,15 +90,15 @@ def cg(fl, matrix, rhs, steps):
     return solution
 
 
-def gcn(fl, looped, scale, features, weight):
-    """relu(d ∘ ((A + I) @ (d ∘ (X @ W)))), the products in finch and the scalings and the maximum in numpy:
-    in 0.5.0 `maximum` of two arrays fails (TypeError: max() takes 1 positional argument but 2 were given)."""
+def gcn(fl, adjacency, scale, features, weight):
+    """relu(d ∘ (A @ P + P)) with P = d ∘ (X @ W), the products in finch and the scalings, the self loops and
+    the maximum in numpy: in 0.5.0 `maximum` of two arrays fails (TypeError: max() takes 1 positional argument
+    but 2 were given)."""
     projected = scale * _value(fl.compute(fl.matmul(_array(fl, features), _array(fl, weight)), ctx=fl.COMPILE_NUMBA))
-    mixed = _value(fl.compute(fl.matmul(_array(fl, looped), _array(fl, projected)), ctx=fl.COMPILE_NUMBA))
-    return np.maximum(scale * mixed, 0.0)
+    mixed = _value(fl.compute(fl.matmul(_array(fl, adjacency), _array(fl, projected)), ctx=fl.COMPILE_NUMBA))
+    return np.maximum(scale * (mixed + projected), 0.0)
 
 
-#: The applications finch runs, by the suite's names.
 PROGRAMS = {"pagerank": pagerank, "triangles": triangles, "cg": cg, "gcn": gcn}
 #: Why the others have no finch program.
 ABSENT = {"bfs": "BFS needs a lor_land product, and finchlite's matmul is plus_times",
