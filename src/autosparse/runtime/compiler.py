@@ -28,7 +28,8 @@ from ..errors import CompileError
 from .cache import remember_version, remembered_version
 
 #: -fwrapv: int64 values wrap on overflow, as numpy's int64 arrays do, where C would leave it undefined.
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fwrapv")
+#: -fopenmp-simd: OpenMP's `simd` pragmas (schedule/autovector.py's sums over lanes), without its runtime.
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fwrapv", "-fopenmp-simd")
 #: Floating-point contraction (`config.fp_contract`), named either way: `-std=c11` turns it off in gcc,
 #: but clang contracts within a statement unless told `off`. An explicit flag wins over `-std`'s default.
 CONTRACT_FLAGS = {True: "-ffp-contract=fast", False: "-ffp-contract=off"}

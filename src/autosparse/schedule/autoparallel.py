@@ -34,11 +34,17 @@ from ..cin.provenance import split_relations
 from ..coiterate.lattice import Iterator, dense_loop, loop_lattice
 from ..errors import ScheduleError
 from ..coiterate.choice import unites
+from .autovector import vectorized
 from .commands.parallel import Parallelize
 
 
 def parallelized(stmt: Stmt, threads: int) -> Stmt:
-    """`stmt` with its outermost loop parallel over `threads` threads where that pays; else `stmt`."""
+    """`stmt` with its outermost loop parallel over `threads` threads where that pays, and its innermost
+    contiguous sums over SIMD lanes (autovector.py)."""
+    return vectorized(_threaded(stmt, threads))
+
+
+def _threaded(stmt: Stmt, threads: int) -> Stmt:
     loop, relations = split_relations(stmt)
     if threads < 2 or relations or not _shares_well(loop):
         return stmt
