@@ -90,3 +90,14 @@ def test_opposite_infinities_make_nan_in_any_order():
     a = np.zeros(64)
     a[3], a[60] = np.inf, -np.inf
     assert np.isnan(asp.evaluate("c() = a(i) * b(i)", a=a, b=np.ones(64)))
+
+
+def test_contraction_off_keeps_every_sum_in_the_source_order(monkeypatch):
+    """`fp_contract` off promises the plain loop's sums bit for bit: no lanes, and the sequential sum."""
+    monkeypatch.setattr(asp.config, "_fp_contract", False)
+    a = np.random.default_rng(5).standard_normal(1001)
+    assert not marked("c() = a(i) * b(i)")
+    sequential = 0.0
+    for value in a:
+        sequential += value * value
+    assert asp.compile("c() = a(i) * a(i)")(a=a) == sequential

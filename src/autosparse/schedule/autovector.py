@@ -14,22 +14,25 @@ A loop is marked only where nothing but that order changes:
 - every operand it indexes is dense at its last level and indexed there by the loop, so a lane reads
   contiguous values (a column's strided values, or a gather through coordinates, is often slower in
   lanes than one at a time: the AVX-512 gathers of an int64 SpMV row ran 1.4x slower on this machine).
-Element-wise loops need no mark: the compiler vectorises them by itself, their order unchanged.
+Element-wise loops need no mark: the compiler vectorises them by itself, their order unchanged. With
+floating-point contraction off (`config.fp_contract`), which promises every sum as the plain loop's, bit
+for bit, no loop is marked.
 """
 
 from __future__ import annotations
 
 from ..cin.ast import Forall, ParallelUnit, Race, Stmt, Where, accesses, assignments, walk
 from ..cin.provenance import split_relations
+from ..config import fp_contract
 from ..errors import ScheduleError
-from ..format import Dense, Layout
+from ..format import Layout
 from .commands.parallel import Parallelize
 
 
 def vectorized(stmt: Stmt) -> Stmt:
     """`stmt` with each of its innermost contiguous dense sums over SIMD lanes (the module's rule)."""
     loop, relations = split_relations(stmt)
-    if relations:  # split or fused loops: a schedule's, not the default's
+    if relations or not fp_contract():  # split or fused loops: a schedule's, not the default's
         return stmt
     for inner in [n for n in walk(loop) if isinstance(n, Forall) and _lanes_sum(n)]:
         try:
@@ -52,4 +55,4 @@ def _lanes_sum(loop: Forall) -> bool:
 def _contiguous(read, loop: Forall) -> bool:
     fmt = read.tensor.format
     return (not isinstance(fmt, Layout) and read.level_indices[-1] == loop.index
-            and loop.index not in read.level_indices[:-1] and isinstance(fmt.levels[-1], Dense))
+            and loop.index not in read.level_indices[:-1] and fmt.levels[-1].properties.full)
