@@ -53,8 +53,9 @@ class Fused:
         return len(self._traces)
 
     def __call__(self, *arguments):
-        if any(isinstance(argument, LazyArray) for argument in arguments):
-            return self.function(*arguments)
+        for argument in arguments:
+            if isinstance(argument, LazyArray):
+                return self.function(*arguments)
         values = _arrays(arguments)
         return self._trace(values).run(values)
 
@@ -75,26 +76,37 @@ class Fused:
 def _arrays(arguments: tuple) -> list:
     """The arguments as a trace reads them: Tensors, numpy arrays and scipy matrices as they are, numbers and
     lists as numpy arrays."""
-    return [value if isinstance(value, (Tensor, np.ndarray)) or is_scipy(value) else np.asarray(value)
-            for value in arguments]
+    return [value if type(value) in _HELD or isinstance(value, (Tensor, np.ndarray)) or is_scipy(value)
+            else np.asarray(value) for value in arguments]
+
+
+#: The arguments' types a call reads as they are, asked first: a step of a solver on a few thousand rows
+#: lasts about a hundred microseconds, and a call's own Python was a sixth of it.
+_HELD = (np.ndarray, Tensor)
 
 
 def _kinds(values: list) -> tuple:
     """What a trace depends on of its arguments: each one's kind as the planner reads a leaf (its type and
     format), shape, dtype and fill, and the first argument that is the same value."""
     first: dict = {}
-    return tuple((leaf_kind(value), value.shape, value.dtype, value.fill if type(value) is Tensor else 0,
-                  first.setdefault(id(value), k)) for k, value in enumerate(values))
+    kinds = []
+    for k, value in enumerate(values):
+        kind = leaf_kind(value) if type(value) is not np.ndarray else _ARRAY
+        kinds.append((kind, value.shape, value.dtype, value.fill if type(value) is Tensor else 0,
+                      first.setdefault(id(value), k)))
+    return tuple(kinds)
+
+
+_ARRAY = leaf_kind(np.empty(0))
 
 
 @dataclass(frozen=True)
 class _Step:
-    """One kernel of a trace: `expression` of the run's values at `sources`, named T0, T1, ...; its result is
-    the run's next value."""
+    """One kernel of a trace: `expression` of the run's values, named T0, T1, ...; its result is the run's
+    next value."""
 
     expression: str
-    names: tuple[str, ...]
-    sources: tuple[int, ...]
+    operands: tuple[tuple[str, int], ...]  # each operand's name and the position of its value in the run
     shape: tuple[int, ...]  # the result's shape and dtype (as_operand)
     dtype: np.dtype
 
@@ -131,9 +143,8 @@ class _Trace:
                 constants.append(node.operand)
         start = len(values) + len(constants)
         position.update((step.target, start + k) for k, step in enumerate(steps))
-        made = tuple(_Step(step.expression, tuple(f"T{k}" for k in range(len(step.operands))),
-                           tuple(position[operand] for operand in step.operands), step.target.shape,
-                           step.target.dtype)
+        made = tuple(_Step(step.expression, tuple((f"T{k}", position[operand]) for k, operand in enumerate(step.operands)),
+                           step.target.shape, step.target.dtype)
                      for step in steps)
         results = tuple((position[node], node.shape, node.dtype) if not node.is_leaf or position[node] < len(values)
                         else node.value for node in outputs)
@@ -141,10 +152,10 @@ class _Trace:
 
     def run(self, values: list):
         """The outputs for the arguments `values` (of the kinds traced)."""
-        run = [operand_of(value) for value in values]
+        run = [value if type(value) in _HELD else operand_of(value) for value in values]
         run.extend(self.constants)
         for step in self.steps:
-            operands = dict(zip(step.names, (run[source] for source in step.sources)))
+            operands = {name: run[source] for name, source in step.operands}
             run.append(computed(step.expression, operands, self.schedule, step.shape, step.dtype))
         outputs = tuple(result if type(result) is not tuple else values[result[0]] if result[0] < self.arguments
                         else as_result(run[result[0]], *result[1:]) for result in self.results)
