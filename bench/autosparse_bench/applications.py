@@ -54,6 +54,7 @@ import scipy.sparse.linalg as spla
 from scipy.sparse import csgraph
 
 import autosparse as asp
+from autosparse.runtime import sequence
 from autosparse_bench import data, machine, peers_finch
 from autosparse_bench.kernels import load_graphblas
 from autosparse_bench.records import Records, add_option
@@ -406,10 +407,11 @@ def example_function(application: str, folder: Path):
 
 
 class KernelCalls:
-    """Counts the autosparse kernel calls made while it is entered (Kernel's two public ways to run)."""
+    """Counts the autosparse kernel calls made while it is entered: Kernel's two public ways to run, and the
+    kernels a fused step runs together in one native call (runtime/sequence.py)."""
 
     def __enter__(self):
-        self.count, self.saved = 0, (asp.Kernel.__call__, asp.Kernel.compute)
+        self.count, self.saved = 0, (asp.Kernel.__call__, asp.Kernel.compute, sequence.run_sequence)
 
         def counted(method):
             def call(kernel, /, **operands):
@@ -417,11 +419,16 @@ class KernelCalls:
                 return method(kernel, **operands)
             return call
 
+        def run_sequence(calls):
+            self.count += len(calls)
+            return self.saved[2](calls)
+
         asp.Kernel.__call__, asp.Kernel.compute = counted(self.saved[0]), counted(self.saved[1])
+        sequence.run_sequence = run_sequence
         return self
 
     def __exit__(self, *exc) -> None:
-        asp.Kernel.__call__, asp.Kernel.compute = self.saved
+        asp.Kernel.__call__, asp.Kernel.compute, sequence.run_sequence = self.saved
 
 
 @dataclass

@@ -78,6 +78,13 @@ def evaluate(expression: str, /, format: "str | Format | None" = None, schedule=
     return kernel(**operands)
 
 
+def warm_kernel(expression: str, operands: Mapping[str, object]) -> Kernel | None:
+    """The kernel `evaluate(expression, operands=operands)` would call at once, found as its warm calls find
+    it (a call like it ran before); None where that call would take the general path."""
+    key = _warm_key(expression, None, None, False, None, operands, {})
+    return None if key is None else _warm.find(key)
+
+
 def _warm_key(expression, format, schedule, instrument: bool, num_threads: int | None,
               mapping, named: Mapping[str, object]) -> tuple | None:
     """What evaluate's choice of a kernel depends on, for a call `_warm` answers without parsing, checking

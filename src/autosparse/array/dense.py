@@ -47,13 +47,10 @@ def step(expression: str, operands: dict):
     product of accesses with sums that BLAS contracts: two factors, or two factors holding every summed index
     beside scalings by factors read at the result's indices alone (GCN's `d(i) * sum(k, X(i,k) * W(k,j))`);
     None otherwise."""
-    found = _product(expression)
-    if found is None:
+    if not steps(expression, operands):
         return None
-    pair, scalings = found
+    pair, scalings = _product(expression)
     arrays = {name: operands[name] for name in {*pair[1], *(name for _, name, _ in scalings)}}
-    if not _blas_arrays(arrays.values()):
-        return None
     subscripts, names, axes = pair
     factors = [arrays[name] for name in names]
     if axes is None:
@@ -69,6 +66,12 @@ def step(expression: str, operands: dict):
     for subscripts, name, shape in scalings:
         value *= np.einsum(subscripts, arrays[name]).reshape(shape(arrays[name]))
     return value
+
+
+def steps(expression: str, operands: dict) -> bool:
+    """Whether `step` computes this step by numpy."""
+    found = _product(expression)
+    return found is not None and _blas_arrays(operands[name] for name in {*found[0][1], *(n for _, n, _ in found[1])})
 
 
 def _blas_arrays(values) -> bool:

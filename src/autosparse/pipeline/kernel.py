@@ -244,6 +244,19 @@ class Kernel:
                     return bound, result
         return self._call_general(operands)
 
+    def warm_bound(self, operands) -> BoundCall | None:
+        """The BoundCall a call with `operands` would run at once — a warm call (`_run`) — where its result is
+        dense, in the result's axis order, and the kernel uninstrumented and reading no identity operand; None
+        otherwise. For a caller that runs several such calls in one native call (runtime/sequence.py): what it
+        runs is what `__call__` would."""
+        if self._diagonals or not self._in_mode_order or self.instrument:
+            return None
+        signature = self._signature(operands)
+        bound = None if signature is None else self._bound.find(signature)
+        if bound is None or bound.limit != memory_limit() or bound.call.source.assembled:
+            return None
+        return bound
+
     def _signature(self, operands) -> tuple | None:
         """What a call's bound specialisation depends on: each operand's kind (a Tensor's format, shape,
         dtypes; an array's type, shape, strides and dtype) and the threads its work pays for (and, where a

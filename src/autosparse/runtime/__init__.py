@@ -10,5 +10,6 @@ from .buffers import address, adopt
 from .cache import cache_dir
 from .calls import BoundCall, KernelCall, LoadedKernel, load_kernel
 from .library import load_library
+from .sequence import run_sequence
 
-__all__ = ["BoundCall", "KernelCall", "LoadedKernel", "address", "adopt", "cache_dir", "load_kernel", "load_library"]
+__all__ = ["BoundCall", "KernelCall", "LoadedKernel", "address", "adopt", "cache_dir", "load_kernel", "load_library", "run_sequence"]

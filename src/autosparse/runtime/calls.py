@@ -57,6 +57,7 @@ class KernelCall:
         self.outputs = tuple((k, slot.level, slot.array) for k, slot in enumerate(self.source.slots)
                              if slot.tensor == result)
         self.slot_count = len(self.source.slots)
+        self.address = ctypes.cast(self.function, ctypes.c_void_p).value  # for runtime/sequence.py
         self.pointer_array = ctypes.c_void_p * self.slot_count
         self.counter_count = len(self.source.counters or ()) + 1
 
@@ -94,6 +95,9 @@ class BoundCall:
         self.dims = (ctypes.c_int64 * max(len(dims), 1))(*dims)
         self.shared_sizes = (ctypes.c_int64 * len(call.source.slots))()
         self.shared_counters = (ctypes.c_int64 * 1)()
+        # for runtime/sequence.py, which passes them to its driver as addresses
+        self.dims_address, self.sizes_address, self.counters_address = \
+            ctypes.addressof(self.dims), ctypes.addressof(self.shared_sizes), ctypes.addressof(self.shared_counters)
 
     def run(self, operands: Mapping[str, "Tensor | np.ndarray"]):
         """(the result, the loops' counts if instrumented), or ReturnCode.INDEX_OVERFLOW: the caller
@@ -103,15 +107,10 @@ class BoundCall:
         to unwrap it again cost a third of them (reshaping it afterwards, another 0.15 µs)."""
         call = self.call
         source = call.source
-        args = call.pointer_array()  # NULL where the kernel allocates; set item by item: 2.5x faster than from a list
-        for k, name, level, array in call.inputs:
-            value = operands[name]
-            args[k] = value.address(level, array) if type(value) is Tensor else address(value)
+        args = self.arguments(operands)
         assembled = source.assembled
         if not assembled:
-            result_vals = np.empty(self.stored_shape, dtype=call.value_dtype) if source.zeroes_result else \
-                np.full(self.stored_shape, source.result_fill, dtype=call.value_dtype) if source.result_fill != 0 else \
-                np.zeros(self.stored_shape, dtype=call.value_dtype)
+            result_vals = self.dense_result()
             args[call.outputs[0][0]] = address(result_vals)
         sizes = (ctypes.c_int64 * call.slot_count)() if assembled else self.shared_sizes
         counters = self.shared_counters if source.counters is None else (ctypes.c_int64 * call.counter_count)()
@@ -125,6 +124,26 @@ class BoundCall:
             return result_vals, counts
         result = Tensor.from_read_only_storage(self.shape, call.fmt, _adopted(call, args, sizes), source.result_fill)
         return result, counts
+
+    def arguments(self, operands: Mapping[str, "Tensor | np.ndarray"]):
+        """The kernel's `args`: each operand's arrays' addresses, NULL where the kernel allocates (set item by
+        item: 2.5x faster than from a list)."""
+        call = self.call
+        args = call.pointer_array()
+        for k, name, level, array in call.inputs:
+            value = operands[name]
+            args[k] = value.address(level, array) if type(value) is Tensor else address(value)
+        return args
+
+    def dense_result(self) -> np.ndarray:
+        """A dense result's values before the kernel writes them: not cleared where the kernel writes each one,
+        else holding its fill."""
+        source, call = self.call.source, self.call
+        if source.zeroes_result:
+            return np.empty(self.stored_shape, dtype=call.value_dtype)
+        if source.result_fill != 0:
+            return np.full(self.stored_shape, source.result_fill, dtype=call.value_dtype)
+        return np.zeros(self.stored_shape, dtype=call.value_dtype)
 
     def dense_tensor(self, values: np.ndarray) -> Tensor:
         """A dense result's values, as `run` returns them, as the result Tensor (read-only from now on)."""
