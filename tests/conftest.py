@@ -155,3 +155,12 @@ def frozen_heap():
     gc.freeze()
     yield
     gc.unfreeze()
+
+
+@pytest.fixture
+def sequences(monkeypatch):
+    """The kernels each native call of a fused run ran together (runtime/sequence.py), in order."""
+    from autosparse.runtime import sequence
+    runs, original = [], sequence.run_sequence
+    monkeypatch.setattr(sequence, "run_sequence", lambda calls: runs.append(len(calls)) or original(calls))
+    return runs

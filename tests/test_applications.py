@@ -278,3 +278,51 @@ def test_gcn_layer_is_three_steps_self_loops_scaling_and_relu_fused(planned):
     assert step == ("C(i) = T0() / sqrt(sum(j, T1(i,j)) + T2())",
                     "C(i,j) = T0(i) * sum(k, T1(i,k) * T2(k,j))",
                     "C(i,j) = maximum(T0(i) * (sum(k, T1(i,k) * T2(k,j)) + T2(i,j)), T3())")
+
+
+# ----- the CG iteration's replay: its kernels in native calls (array/fused.py, runtime/sequence.py) -------------
+
+def _cg_operands(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    m = np.where(rng.random((n, n)) < 0.3, rng.random((n, n)), 0.0)
+    return m @ m.T + n * np.eye(n), rng.random(n), rng.random(n), rng.random(n), 2.5
+
+
+@pytest.mark.parametrize("kind, together", [("csr", [4, 1]), ("dense", [4, 1]), ("numpy", [3, 1])])
+def test_a_replayed_cg_iteration_runs_its_dense_kernels_in_native_calls(kind, together, sequences):
+    """After its first call, a CG iteration's kernels run without Python between them (a step numpy computes
+    splits them: the dot product r·r, and A @ p of a numpy A), and every call equals the eager iteration on new
+    values."""
+    iteration = example("cg")._iteration
+    step = asp.fused(iteration)
+    for seed in range(4):
+        a, x, r, p, rr = _cg_operands(7, seed)
+        matrix = a if kind == "numpy" else asp.Tensor.from_numpy(a, kind)
+        sequences.clear()
+        got = step(matrix, x, r, p, rr)
+        for value, want in zip(got, iteration(matrix, x, r, p, rr)):
+            np.testing.assert_allclose(value, want, rtol=1e-12)
+        assert sequences == ([] if seed == 0 else together)
+
+
+def test_a_kernel_failing_in_a_native_call_runs_again_the_ordinary_way(monkeypatch):
+    """The driver stops at a kernel that fails; it and the ones after it run again one by one, as a call of
+    each would run (here the failure is made up after the first kernel ran: every value is still right)."""
+    from autosparse.runtime import sequence
+    original, failures = sequence.run_sequence, []
+
+    def failing_after_the_first(calls):
+        assert original(calls[:1]) is None
+        failures.append(len(calls))
+        return 1, 3
+
+    iteration = example("cg")._iteration
+    step = asp.fused(iteration)
+    a, x, r, p, rr = _cg_operands(9, 1)
+    a = asp.Tensor.from_numpy(a, "csr")
+    step(a, x, r, p, rr)
+    monkeypatch.setattr(sequence, "run_sequence", failing_after_the_first)
+    got = step(a, x, r, p, rr)
+    assert failures == [4, 1]
+    for value, want in zip(got, iteration(a, x, r, p, rr)):
+        np.testing.assert_allclose(value, want, rtol=1e-12)

@@ -202,69 +202,6 @@ def test_an_order_0_result_read_by_later_kernels_is_an_array_they_call_warm(monk
         np.testing.assert_allclose(shifted, x + 14.0)
 
 
-def _cg_iteration(a, x, r, p, rr):
-    product = xp.matmul(a, p)
-    alpha = rr / xp.vecdot(p, product)
-    r = xp.subtract(r, xp.multiply(alpha, product))
-    new = xp.vecdot(r, r)
-    return xp.add(x, xp.multiply(alpha, p)), r, xp.add(r, xp.multiply(new / rr, p)), new
-
-
-def _cg_operands(n: int, seed: int):
-    rng = np.random.default_rng(seed)
-    m = sample((n, n), seed, 0.3)
-    a = m @ m.T + n * np.eye(n)
-    return a, rng.random(n), rng.random(n), rng.random(n), 2.5
-
-
-@pytest.fixture
-def sequences(monkeypatch):
-    """The kernels each native call of a fused run ran together (runtime/sequence.py)."""
-    from autosparse.runtime import sequence
-    runs, original = [], sequence.run_sequence
-    monkeypatch.setattr(sequence, "run_sequence", lambda calls: runs.append(len(calls)) or original(calls))
-    return runs
-
-
-@pytest.mark.parametrize("kind, together", [("csr", [4, 1]), ("dense", [4, 1]), ("numpy", [3, 1])])
-def test_a_replayed_step_runs_its_dense_kernels_in_one_native_call(kind, together, sequences):
-    """After its first call, a CG iteration's kernels run without Python between them (a step numpy computes
-    splits them: the dot product r·r, and A @ p of a numpy A), and every call equals the eager iteration on new
-    values."""
-    step = asp.fused(_cg_iteration)
-    for seed in range(4):
-        a, x, r, p, rr = _cg_operands(7, seed)
-        matrix = operand(kind, a)
-        sequences.clear()
-        got = step(matrix, x, r, p, rr)
-        expected = _cg_iteration(matrix, x, r, p, rr)
-        for value, want in zip(got, expected):
-            np.testing.assert_allclose(value, want, rtol=1e-12)
-        assert sequences == ([] if seed == 0 else together)
-
-
-def test_a_kernel_failing_in_a_native_call_runs_again_the_ordinary_way(monkeypatch):
-    """The driver stops at a kernel that fails; it and the ones after it run again one by one, as a call of
-    each would run (here the failure is made up after the first kernel ran: every value is still right)."""
-    from autosparse.runtime import sequence
-    original, failures = sequence.run_sequence, []
-
-    def failing_after_the_first(calls):
-        assert original(calls[:1]) is None
-        failures.append(len(calls))
-        return 1, 3
-
-    step = asp.fused(_cg_iteration)
-    a, x, r, p, rr = _cg_operands(9, 1)
-    a = operand("csr", a)
-    step(a, x, r, p, rr)
-    monkeypatch.setattr(sequence, "run_sequence", failing_after_the_first)
-    got = step(a, x, r, p, rr)
-    assert failures == [4, 1]
-    for value, want in zip(got, _cg_iteration(a, x, r, p, rr)):
-        np.testing.assert_allclose(value, want, rtol=1e-12)
-
-
 def test_a_sparse_result_is_no_native_call(sequences):
     """An assembled (sparse) result's size is known only once its kernel has run: such a step runs alone."""
     step = asp.fused(lambda a, b: xp.multiply(xp.add(a, b), 2.0))
