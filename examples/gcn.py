@@ -11,7 +11,7 @@ Lazily it is three steps:
    loops, the scaling and the ReLU in one kernel, row by row through a workspace of the row's outputs.
 Eagerly it is `X @ W` by BLAS and nine kernels, each writing its whole result.
 
-For an undirected graph A is symmetric; a weighted one's weights are its degrees' terms.
+For an undirected graph A is symmetric; a weighted one's weights (non-negative) are its degrees' terms.
 
     python examples/gcn.py [graph.mtx[.gz]]    # default: a generated graph, 64 features, 16 outputs
 """

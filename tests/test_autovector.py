@@ -22,9 +22,9 @@ def marked(expression: str, formats: dict | None = None) -> bool:
 
 @pytest.mark.parametrize("expression, formats", [
     ("c() = a(i) * b(i)", {}),                                 # a dot product
+    ("C(i,j) = A(i,j,k) * x(k)", {}),                          # dense rows below two dense loops
     ("y(i) = A(i,j) * x(j)", {}),                              # dense rows of a matrix-vector product
     ("c() = A(i,j) * B(i,j)", {}),                              # a whole matrix's inner product
-    ("C(i,j) = S(i,j) * B(i,k) * D(j,k)", {"S": "csr"}),       # SDDMM's dot product, both factors by rows
     ("y(i) = A(i,j) * x(j) + z(i)", {}),                       # the sum inside a larger expression
 ])
 def test_contiguous_dense_sums_run_over_lanes(expression, formats):
@@ -35,6 +35,7 @@ def test_contiguous_dense_sums_run_over_lanes(expression, formats):
     ("y(i) = A(i,j) * x(j)", {"A": "csr"}),                    # a gather through coordinates
     ("y(i) = A(j,i) * x(j)", {}),                              # a column: strided values
     ("C(i,j) = S(i,j) * B(i,k) * D(k,j)", {"S": "csr"}),       # D's column, strided
+    ("C(i,j) = S(i,j) * B(i,k) * D(j,k)", {"S": "csr"}),       # a dot per stored entry: codegen/jam.py's
     ("c(i) = a(i) + b(i)", {}),                                # element-wise: the compiler's already
     ("c() = a(i) * b(i)", {"a": "s"}),                         # a sparse vector's entries
 ])
@@ -42,12 +43,17 @@ def test_gathers_strides_and_elementwise_loops_are_left_alone(expression, format
     assert not marked(expression, formats)
 
 
-def test_lanes_need_no_openmp_runtime():
+def test_lanes_need_no_openmp_runtime(monkeypatch):
     """A SIMD loop is not a parallel one: the kernel is built without -fopenmp (its pragma needs only the
-    -fopenmp-simd every kernel gets) and its calls do not count as parallel."""
-    kernel = asp.compile("c() = a(i) * b(i)")
-    assert kernel(a=np.ones(100_000), b=np.ones(100_000)) == 100_000
-    assert LANES.replace(" ", "") in source("c() = a(i) * b(i)") and not kernel.ran_parallel
+    -fopenmp-simd every kernel gets), as the C compiler is asked for it."""
+    from autosparse.runtime import calls, compiler
+    built, original = [], calls.load_library
+    monkeypatch.setattr(calls, "load_library", lambda source, openmp=False: built.append((source, openmp)) or
+                        original(source, openmp=openmp))
+    assert asp.compile("s() = u(i) * v(i)")(u=np.ones(100_000), v=np.ones(100_000)) == 100_000
+    assert [openmp for source, openmp in built if "omp simd reduction" in source] == [False]
+    assert "-fopenmp-simd" in compiler.compile_flags(False, False, True)
+    assert "-fopenmp" not in compiler.compile_flags(False, False, True)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -69,7 +75,7 @@ def test_dense_rows_agree_with_numpy(shape):
                                rtol=1e-12, atol=1e-12)
 
 
-def test_sddmm_over_lanes_agrees_with_numpy():
+def test_sddmm_left_to_jam_agrees_with_numpy():
     rng = np.random.default_rng(3)
     S = np.where(rng.random((40, 30)) < 0.2, rng.random((40, 30)), 0.0)
     B, D = rng.standard_normal((40, 33)), rng.standard_normal((30, 33))

@@ -202,6 +202,39 @@ def test_an_order_0_result_read_by_later_kernels_is_an_array_they_call_warm(monk
         np.testing.assert_allclose(shifted, x + 14.0)
 
 
+def _flagged(x, y):
+    flag = xp.any(xp.greater(x, 0.5))
+    return flag, xp.multiply(flag, y), xp.add(xp.multiply(xp.all(xp.greater(y, 0.5)), x), y)
+
+
+def test_order_0_logical_results_replay_as_computed():
+    """A logical order-0 step (any, all) is bool where its kernel's values are float: it is converted once
+    computed, never before (a replay read a copy the kernel never wrote: False, zeros)."""
+    step = asp.fused(_flagged)
+    x, y = np.array([0.1, 0.9, 0.2]), np.array([1.0, 2.0, 3.0])
+    for _ in range(3):
+        got, expected = step(x, y), _flagged(x, y)
+        assert got[0] is expected[0] or got[0] == expected[0] and isinstance(got[0], (bool, np.bool_))
+        for value, want in zip(got[1:], expected[1:]):
+            np.testing.assert_array_equal(value, want)
+    assert bool(got[0]) and list(got[1]) == [1.0, 2.0, 3.0]
+
+
+def test_learned_kernels_follow_the_thread_count():
+    """A replay calls the kernel evaluate would call: another thread count is another choice."""
+    step = asp.fused(_scaled_product)
+    a = asp.Tensor.from_numpy(sample((40, 40), 3), "csr")
+    try:
+        for threads in (2, 1, 2):
+            asp.set_num_threads(threads)
+            for _ in range(2):
+                np.testing.assert_allclose(step(a, np.ones(40), np.ones(40), 0.5), 0.5 * (dense(a) @ np.ones(40)) + 1)
+    finally:
+        asp.set_num_threads(None)
+    trace = next(iter(step._traces.values()))
+    assert sorted(key[0] for key in trace.learned) == [1, 2]
+
+
 def test_a_sparse_result_is_no_native_call(sequences):
     """An assembled (sparse) result's size is known only once its kernel has run: such a step runs alone."""
     step = asp.fused(lambda a, b: xp.multiply(xp.add(a, b), 2.0))

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import api
+from ..config import num_threads as default_threads
 from ..runtime import address, sequence
 from ..tensor import Tensor
 from ..tensor.interop import is_scipy
 from . import dense
-from .lazy import LazyArray, as_operand, as_result, computed, lazy, operand_of, tracing
+from .lazy import LazyArray, as_result, computed, lazy, operand_of, tracing
 from .plan import leaf_kind, plan
 
 #: Traces a fused function keeps, one per kinds of its arguments; emptied when it holds this many.
@@ -135,7 +136,9 @@ class _Trace:
     results: tuple[tuple, ...]  # each output's position in the run, shape and dtype; a leaf's: its value
     single: bool
     schedule: object
-    kernels: list = field(compare=False)  # each step's kernel once learned (`_computed`); None before, False: none
+    # each step's kernel once learned (`_computed`; None before, False: none), by what evaluate's choice of a
+    # kernel reads of the arguments beyond their kinds (`_learning`)
+    learned: dict = field(compare=False, default_factory=dict)
 
     @classmethod
     def of(cls, function, values: list, schedule) -> _Trace:
@@ -161,7 +164,7 @@ class _Trace:
                      for step in steps)
         results = tuple((position[node], node.shape, node.dtype) if not node.is_leaf or position[node] < len(values)
                         else node.value for node in outputs)
-        return cls(len(values), tuple(constants), made, results, single, schedule, [None] * len(made))
+        return cls(len(values), tuple(constants), made, results, single, schedule)
 
     def run(self, values: list):
         """The outputs for the arguments `values` (of the kinds traced). A run of steps whose kernels were learned
@@ -169,45 +172,53 @@ class _Trace:
         made, and each kernel's arguments gathered, before any of them runs."""
         run = [value if type(value) in _HELD else operand_of(value) for value in values]
         run.extend(self.constants)
-        pending: list = []  # (step, bound call, its args) not run yet; their results' arrays are in `run`
+        kernels = self.learned.get(key := _learning(values))
+        if kernels is None:
+            kernels = self.learned[key] = [None] * len(self.steps)
+        pending: list = []  # (step, bound call, its args, its result) not run yet; the results are in `run`
         for k, step in enumerate(self.steps):
             operands = step.read(run)
-            kernel = self.kernels[k]
+            kernel = kernels[k]
             bound = kernel.warm_bound(operands) if kernel else None
-            if bound is None:
-                if self._flush(pending, run):  # a kernel ran again: its result is a new array
+            if bound is None or not step.shape and bound.call.value_dtype != step.dtype:  # converted: ordinary
+                if self._flush(pending, run, kernels):  # a kernel ran again: its result is a new array
                     operands = step.read(run)
-                run.append(self._computed(k, operands))
+                run.append(self._computed(k, operands, kernels))
                 continue
             result, args = bound.dense_result(), bound.arguments(operands)
             args[bound.call.outputs[0][0]] = address(result)
-            pending.append((k, bound, args))
-            run.append(as_operand(result, step.shape, step.dtype))
-        self._flush(pending, run)
+            pending.append((k, bound, args, result))
+            run.append(result)
+        self._flush(pending, run, kernels)
         outputs = tuple(result if type(result) is not tuple else values[result[0]] if result[0] < self.arguments
                         else as_result(run[result[0]], *result[1:]) for result in self.results)
         return outputs[0] if self.single else outputs
 
-    def _computed(self, k: int, operands: dict):
-        """Step k's value the ordinary way (`computed`), and the kernel it ran kept for later runs: False where
-        none is to be called directly (numpy's step, a step autoscheduled per call)."""
+    def _computed(self, k: int, operands: dict, kernels: list):
+        """Step k's value the ordinary way (`computed`), and the kernel it ran kept in `kernels` for later runs:
+        False where none is to be called directly (numpy's step, a step autoscheduled per call)."""
         step = self.steps[k]
         value = computed(step.expression, operands, self.schedule, step.shape, step.dtype)
-        if self.kernels[k] is None:
-            self.kernels[k] = self.schedule is None and not dense.steps(step.expression, operands) and \
+        if kernels[k] is None:
+            kernels[k] = self.schedule is None and not dense.steps(step.expression, operands) and \
                 api.warm_kernel(step.expression, operands) or False
         return value
 
-    def _flush(self, pending: list, run: list) -> bool:
+    def _flush(self, pending: list, run: list, kernels: list) -> bool:
         """The pending steps run in one native call. A kernel that fails there, and those after it, run again
         the ordinary way, which raises what a call of it raises (or retries as a call retries): whether any
         did."""
         if not pending:
             return False
-        failed = sequence.run_sequence([(bound, args) for _, bound, args in pending])
+        failed = sequence.run_sequence([(bound, args) for _, bound, args, _ in pending])
         again = pending[len(pending) if failed is None else failed[0]:]
-        for k, _, _ in again:
-            operands = self.steps[k].read(run)
-            run[self.arguments + len(self.constants) + k] = self._computed(k, operands)
+        for k, _, _, _ in again:
+            run[self.arguments + len(self.constants) + k] = self._computed(k, self.steps[k].read(run), kernels)
         pending.clear()
         return bool(again)
+
+
+def _learning(values: list) -> tuple:
+    """What evaluate's choice of a kernel reads beyond the kinds a trace is keyed by (`api._warm_key`): the
+    threads it may run on and each Tensor argument's stored entries, by magnitude."""
+    return default_threads(), tuple(value.nnz.bit_length() for value in values if type(value) is Tensor)
