@@ -98,6 +98,30 @@ def test_a_mutated_array_is_read_on_the_warm_path(spmv):
     assert spmv.warm_calls == 1
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.float16, np.complex64])
+def test_an_array_of_a_dtype_kernels_convert_calls_warm(spmv, dtype):
+    """A bool or small-int array (BFS's frontier, a comparison's result) is converted as the general path
+    converts it, and the call is warm from the second on: each one took the general path before."""
+    A, a = _csr()
+    x = (np.arange(5) % 2).astype(dtype) if dtype is np.bool_ else np.arange(1, 6).astype(dtype)
+    for calls in range(3):
+        got = spmv(A=A, x=x)
+        np.testing.assert_allclose(got, a @ x.astype(np.complex128 if dtype is np.complex64 else np.float64),
+                                   rtol=1e-6)
+        assert spmv.warm_calls == calls
+    x[1] = 0  # read afresh on a warm call, as any array is
+    np.testing.assert_allclose(spmv(A=A, x=x), a @ x.astype(np.complex128 if dtype is np.complex64 else np.float64),
+                               rtol=1e-6)
+
+
+def test_an_array_of_a_dtype_no_kernel_takes_is_refused_warm_or_not(spmv):
+    A, _ = _csr()
+    spmv(A=A, x=np.ones(5))
+    for _ in range(2):
+        with pytest.raises(AutosparseError, match="uint64"):
+            spmv(A=A, x=np.ones(5, dtype=np.uint64))
+
+
 def test_bad_input_after_a_warm_call_raises_as_before(spmv):
     A, _ = _csr()
     x = np.ones(5)
