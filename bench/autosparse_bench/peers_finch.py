@@ -99,6 +99,7 @@ def gcn(fl, adjacency, scale, features, weight):
     return np.maximum(scale * (mixed + projected), 0.0)
 
 
+#: The applications finch runs, by the suite's names.
 PROGRAMS = {"pagerank": pagerank, "triangles": triangles, "cg": cg, "gcn": gcn}
 #: Why the others have no finch program.
 ABSENT = {"bfs": "BFS needs a lor_land product, and finchlite's matmul is plus_times",

@@ -47,9 +47,10 @@ def step(expression: str, operands: dict):
     product of accesses with sums that BLAS contracts: two factors, or two factors holding every summed index
     beside scalings by factors read at the result's indices alone (GCN's `d(i) * sum(k, X(i,k) * W(k,j))`);
     None otherwise."""
-    if not steps(expression, operands):
+    found = _blas_product(expression, operands)
+    if found is None:
         return None
-    pair, scalings = _product(expression)
+    pair, scalings = found
     arrays = {name: operands[name] for name in {*pair[1], *(name for _, name, _ in scalings)}}
     subscripts, names, axes = pair
     factors = [arrays[name] for name in names]
@@ -70,8 +71,15 @@ def step(expression: str, operands: dict):
 
 def steps(expression: str, operands: dict) -> bool:
     """Whether `step` computes this step by numpy."""
+    return _blas_product(expression, operands) is not None
+
+
+def _blas_product(expression: str, operands: dict):
+    """`_product`'s reading of the step where every array it reads is a numpy array of a BLAS type; else None."""
     found = _product(expression)
-    return found is not None and _blas_arrays(operands[name] for name in {*found[0][1], *(n for _, n, _ in found[1])})
+    if found is None or not _blas_arrays(operands[name] for name in {*found[0][1], *(n for _, n, _ in found[1])}):
+        return None
+    return found
 
 
 def _blas_arrays(values) -> bool:

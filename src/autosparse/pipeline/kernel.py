@@ -243,16 +243,20 @@ class Kernel:
 
     def _warm(self, operands) -> tuple[BoundCall, object] | None:
         """A warm call's BoundCall and what it returned, or None where the operands' signature is not warm."""
-        signature = self._signature(operands)
-        if signature is not None:
-            bound = self._bound.find(signature)
-            if bound is not None and bound.limit == memory_limit():
-                outcome = bound.run(operands)
-                if outcome is not ReturnCode.INDEX_OVERFLOW:
-                    self.warm_calls += 1
-                    result, self.counts = outcome
-                    return bound, result
+        bound = self._found(operands)
+        if bound is not None:
+            outcome = bound.run(operands)
+            if outcome is not ReturnCode.INDEX_OVERFLOW:
+                self.warm_calls += 1
+                result, self.counts = outcome
+                return bound, result
         return None
+
+    def _found(self, operands) -> BoundCall | None:
+        """The BoundCall of an earlier call whose signature the operands have, bound under today's memory limit."""
+        signature = self._signature(operands)
+        bound = None if signature is None else self._bound.find(signature)
+        return bound if bound is not None and bound.limit == memory_limit() else None
 
     def warm_bound(self, operands) -> BoundCall | None:
         """The BoundCall a call with `operands` would run at once — a warm call (`_run`) — where its result is
@@ -261,11 +265,8 @@ class Kernel:
         runs is what `__call__` would."""
         if self._diagonals or not self._in_mode_order or self.instrument:
             return None
-        signature = self._signature(operands)
-        bound = None if signature is None else self._bound.find(signature)
-        if bound is None or bound.limit != memory_limit() or bound.call.source.assembled:
-            return None
-        return bound
+        bound = self._found(operands)
+        return None if bound is None or bound.call.source.assembled else bound
 
     def _signature(self, operands) -> tuple | None:
         """What a call's bound specialisation depends on: each operand's kind (a Tensor's format, shape,
